@@ -1,0 +1,87 @@
+# PaxFlow build. `make` builds everything under build/; `make test` runs
+# every suite; `make demo` runs the main job (README). Missing Debian
+# packages are installed first (tools/ensure-deps.sh).
+
+BUILD    ?= build
+CXX      ?= g++
+OPT      ?= -O2
+CXXFLAGS ?= $(OPT) -g
+CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -pthread -MMD -MP
+CPPFLAGS += -Isrc_calvin -I$(BUILD)/gen
+LDLIBS   := -lzmq -lprotobuf -lglog -lgflags -pthread
+
+PROTOS      := $(wildcard src_calvin/proto/*.proto)
+PROTO_CC    := $(patsubst src_calvin/proto/%.proto,$(BUILD)/gen/%.pb.cc,$(PROTOS))
+PROTO_H     := $(PROTO_CC:.cc=.h)
+LIB_SRCS    := $(filter-out %_main.cc,$(wildcard src_calvin/*/*.cc))
+LIB_OBJS    := $(patsubst %.cc,$(BUILD)/obj/%.o,$(LIB_SRCS)) \
+               $(patsubst $(BUILD)/gen/%.cc,$(BUILD)/obj/gen/%.o,$(PROTO_CC))
+LIB         := $(BUILD)/libpaxflow.a
+
+TEST_SRCS   := $(wildcard tests/*.cc)
+TEST_LIB_SRCS := $(filter-out %_test.cc,$(TEST_SRCS))
+UNIT_TESTS  := $(filter-out tests/cluster_test.cc,$(filter %_test.cc,$(TEST_SRCS)))
+BENCH_SRCS  := $(wildcard bench/*_bench.cc)
+
+BINS := $(BUILD)/bin/paxflow-node $(BUILD)/bin/paxflow-cluster
+TEST_BINS := $(BUILD)/bin/unit_tests $(BUILD)/bin/cluster_tests
+BENCH_BINS := $(BUILD)/bin/micro_bench
+
+.PHONY: all deps test bench demo clean
+all: $(BINS) $(TEST_BINS) $(BENCH_BINS)
+
+deps:
+	@tools/ensure-deps.sh
+
+$(BUILD)/gen/%.pb.cc $(BUILD)/gen/%.pb.h: src_calvin/proto/%.proto | deps
+	@mkdir -p $(BUILD)/gen
+	protoc --proto_path=src_calvin/proto --cpp_out=$(BUILD)/gen $<
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.cc | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cc | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/bin/paxflow-node: $(BUILD)/obj/src_calvin/deployment/node_main.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/bin/paxflow-cluster: $(BUILD)/obj/src_calvin/deployment/cluster_main.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+TEST_LIB_OBJS := $(patsubst %.cc,$(BUILD)/obj/%.o,$(TEST_LIB_SRCS))
+
+$(BUILD)/bin/unit_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(UNIT_TESTS)) $(TEST_LIB_OBJS) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $^ -o $@ -lgtest -lgtest_main $(LDLIBS)
+
+$(BUILD)/bin/cluster_tests: $(BUILD)/obj/tests/cluster_test.o $(TEST_LIB_OBJS) $(LIB) | $(BINS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(filter %.o %.a,$^) -o $@ -lgtest -lgtest_main $(LDLIBS)
+
+$(BUILD)/bin/micro_bench: $(patsubst %.cc,$(BUILD)/obj/%.o,$(BENCH_SRCS)) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $^ -o $@ -lbenchmark -lbenchmark_main $(LDLIBS)
+
+# The whole test suite; its last line is "N passed, N failed".
+test: all
+	@tools/run-tests.sh $(BUILD)
+
+bench: all
+	@bench/run.sh $(BUILD)
+
+demo: $(BINS)
+	@tools/demo.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

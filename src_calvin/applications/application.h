@@ -1,0 +1,112 @@
+// An application: its stored procedures, its initial data and its embedded
+// load generator. Procedures are deterministic functions of (txn, values
+// read); that is what lets every replica and every replay agree.
+// Applications are immutable after construction and shared by all threads.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/types.h"
+#include "txn.pb.h"
+
+namespace paxflow {
+
+// Values read by a txn, by position: its read_set, then its read_write_set.
+// Filled by the engine (local reads, then remote ones); owned by one thread.
+class ReadValues {
+ public:
+  void Reset(size_t positions);
+  void Set(size_t position, std::string_view value);
+  void SetMissing(size_t position);
+  bool Has(size_t position) const { return state_[position] != kUnset; }
+  bool Found(size_t position) const { return state_[position] == kFound; }
+  std::string_view Get(size_t position) const {
+    return std::string_view(arena_.data() + offset_[position], length_[position]);
+  }
+  size_t size() const { return state_.size(); }
+  size_t filled() const { return filled_; }
+
+ private:
+  enum : uint8_t { kUnset = 0, kFound = 1, kMissing = 2 };
+  std::string arena_;
+  std::vector<uint32_t> offset_, length_;
+  std::vector<uint8_t> state_;
+  size_t filled_ = 0;
+};
+
+// Writes a procedure makes, in the order it made them (last one wins).
+class WriteSet {
+ public:
+  void Clear() {
+    keys_.clear();
+    offset_.clear();
+    arena_.clear();
+  }
+  void Put(Key key, std::string_view value) {
+    keys_.push_back(key);
+    offset_.push_back(static_cast<uint32_t>(arena_.size()));
+    arena_.append(value.data(), value.size());
+  }
+  // Reserves `size` bytes for the value of `key` and returns them to fill.
+  char* PutUninitialized(Key key, size_t size) {
+    keys_.push_back(key);
+    offset_.push_back(static_cast<uint32_t>(arena_.size()));
+    arena_.resize(arena_.size() + size);
+    return arena_.data() + offset_.back();
+  }
+  size_t size() const { return keys_.size(); }
+  Key key(size_t i) const { return keys_[i]; }
+  std::string_view value(size_t i) const {
+    size_t end = i + 1 < offset_.size() ? offset_[i + 1] : arena_.size();
+    return std::string_view(arena_.data() + offset_[i], end - offset_[i]);
+  }
+
+ private:
+  std::vector<Key> keys_;
+  std::vector<uint32_t> offset_;
+  std::string arena_;
+};
+
+// What a procedure reports besides its writes.
+struct TxnOutcome {
+  bool committed = true;        // false: the procedure's own logic declined (no writes)
+  bool invariant_ok = true;     // false: an application check failed (e.g. bank audit)
+  uint64_t checksum = 0;        // order-sensitive fold of the values read
+  std::string detail;           // for clients and error logs
+};
+
+// Fills one generated txn at a time; one per sequencer, used by its thread only.
+class TxnGenerator {
+ public:
+  virtual ~TxnGenerator() = default;
+  // Sets procedure, class-relevant key sets and args; the sequencer sets ids.
+  virtual void Next(Txn* txn) = 0;
+};
+
+// Receives the initial data of one partition.
+class Loader {
+ public:
+  virtual ~Loader() = default;
+  virtual void Put(Key key, std::string_view value) = 0;
+};
+
+class Application {
+ public:
+  virtual ~Application() = default;
+  virtual const char* name() const = 0;
+  // Keys [0, DenseKeys()) exist from the start; stores index them densely.
+  virtual uint64_t DenseKeys() const = 0;
+  virtual void Load(PartitionId partition, uint32_t partitions, Loader* loader) const = 0;
+  virtual void Execute(const Txn& txn, const ReadValues& reads, WriteSet* writes,
+                       TxnOutcome* outcome) const = 0;
+  virtual std::unique_ptr<TxnGenerator> NewGenerator(PartitionId partition,
+                                                     uint32_t partitions,
+                                                     uint64_t seed) const = 0;
+  // Name of a procedure id, for logs and summaries.
+  virtual const char* ProcedureName(uint32_t procedure) const = 0;
+};
+
+}  // namespace paxflow

@@ -1,0 +1,140 @@
+#include "applications/workload.h"
+
+#include <cmath>
+
+#include "applications/bank.h"
+#include "applications/ycsb.h"
+
+namespace paxflow {
+namespace {
+
+std::string OutOfRange(const std::string& name, const std::string& value,
+                       const std::string& range) {
+  return "workload parameter " + name + "=" + value + " is out of range (" + range + ")";
+}
+
+bool IsFraction(double x) { return std::isfinite(x) && x >= 0.0 && x <= 1.0; }
+
+}  // namespace
+
+std::string WorkloadParams::Validate(uint32_t partitions) const {
+  if (application != "ycsb" && application != "bank") {
+    return "unknown application '" + application + "' (expected ycsb or bank)";
+  }
+  if (application == "bank") {
+    if (bank_accounts < 2 || bank_accounts > 1000000) {
+      return OutOfRange("bank_accounts", std::to_string(bank_accounts), "2..1000000");
+    }
+    if (bank_initial_balance < 0) {
+      return OutOfRange("bank_initial_balance", std::to_string(bank_initial_balance), ">= 0");
+    }
+    if (!IsFraction(audit_fraction)) {
+      return OutOfRange("audit_fraction", std::to_string(audit_fraction), "0..1");
+    }
+    return "";
+  }
+  if (records < 1) return OutOfRange("records", std::to_string(records), ">= 1");
+  if (value_size < 1 || value_size > (1u << 20)) {
+    return OutOfRange("value_size", std::to_string(value_size), "1..1048576");
+  }
+  if (!IsFraction(ro_fraction)) return OutOfRange("ro_fraction", std::to_string(ro_fraction), "0..1");
+  if (!IsFraction(read_proportion)) {
+    return OutOfRange("read_proportion", std::to_string(read_proportion), "0..1");
+  }
+  if (ops_per_ro_txn < 1 || ops_per_ro_txn > 10000) {
+    return OutOfRange("ops_per_ro_txn", std::to_string(ops_per_ro_txn), "1..10000");
+  }
+  if (ops_per_rw_txn < 1 || ops_per_rw_txn > 10000) {
+    return OutOfRange("ops_per_rw_txn", std::to_string(ops_per_rw_txn), "1..10000");
+  }
+  if (distribution != "hot" && distribution != "zipfian" && distribution != "uniform") {
+    return "unknown distribution '" + distribution + "' (expected hot, zipfian or uniform)";
+  }
+  if (distribution == "zipfian" &&
+      !(std::isfinite(zipfian_constant) && zipfian_constant > 0.0 && zipfian_constant < 1.0)) {
+    return OutOfRange("zipfian_constant", std::to_string(zipfian_constant),
+                      "strictly between 0 and 1");
+  }
+  if (!(std::isfinite(multi_partition_pct) && multi_partition_pct >= 0 &&
+        multi_partition_pct <= 100)) {
+    return OutOfRange("multi_partition_pct", std::to_string(multi_partition_pct), "0..100");
+  }
+  uint64_t per_partition = records / partitions;
+  uint32_t max_ops = std::max(ops_per_ro_txn, ops_per_rw_txn);
+  if (distribution == "hot") {
+    if (hot_records < 1) return OutOfRange("hot_records", std::to_string(hot_records), ">= 1");
+    if (per_partition < hot_records + max_ops) {
+      return "records=" + std::to_string(records) + " leaves " + std::to_string(per_partition) +
+             " records per partition, fewer than hot_records + ops per txn (" +
+             std::to_string(hot_records + max_ops) + ")";
+    }
+  } else if (per_partition < 2 * uint64_t{max_ops}) {
+    return "records=" + std::to_string(records) + " leaves " + std::to_string(per_partition) +
+           " records per partition, fewer than twice the ops per txn (" +
+           std::to_string(2 * max_ops) + ")";
+  }
+  return "";
+}
+
+const std::vector<WorkloadPreset>& WorkloadPresets() {
+  static const std::vector<WorkloadPreset> kPresets = {
+      {"ro",
+       "PaxFlow paper: read-only, 100 reads/txn (1 of 10 hot records + 99 cold), 1M records",
+       {{"application", "ycsb"}, {"records", "1000000"}, {"ro_fraction", "1"},
+        {"ops_per_ro_txn", "100"}, {"distribution", "hot"}, {"hot_records", "10"},
+        {"max_batch", "2000"}}},
+      {"ro-zipf",
+       "read-only, 100 zipfian(0.99) reads/txn, 1M records",
+       {{"application", "ycsb"}, {"records", "1000000"}, {"ro_fraction", "1"},
+        {"ops_per_ro_txn", "100"}, {"distribution", "zipfian"}, {"zipfian_constant", "0.99"},
+        {"max_batch", "2000"}}},
+      {"mixed",
+       "90% read-only (100 reads) + 10% read-modify-write of 10 keys, 10 hot records",
+       {{"application", "ycsb"}, {"records", "1000000"}, {"ro_fraction", "0.9"},
+        {"ops_per_ro_txn", "100"}, {"ops_per_rw_txn", "10"}, {"read_proportion", "0"},
+        {"distribution", "hot"}, {"hot_records", "10"}, {"max_batch", "2000"}}},
+      {"mixed50",
+       "50% read-only (100 reads) + 50% read-modify-write of 10 keys, 10 hot records",
+       {{"application", "ycsb"}, {"records", "1000000"}, {"ro_fraction", "0.5"},
+        {"ops_per_ro_txn", "100"}, {"ops_per_rw_txn", "10"}, {"read_proportion", "0"},
+        {"distribution", "hot"}, {"hot_records", "10"}, {"max_batch", "2000"}}},
+      {"rmw",
+       "Calvin's microbenchmark: 10 read-modify-write keys, 1 of 10,000 hot records, batch 200",
+       {{"application", "ycsb"}, {"records", "1000000"}, {"ro_fraction", "0"},
+        {"ops_per_rw_txn", "10"}, {"read_proportion", "0"}, {"distribution", "hot"},
+        {"hot_records", "10000"}, {"max_batch", "200"}}},
+      {"rmw-hot",
+       "Calvin's microbenchmark under contention: as rmw with 10 hot records",
+       {{"application", "ycsb"}, {"records", "1000000"}, {"ro_fraction", "0"},
+        {"ops_per_rw_txn", "10"}, {"read_proportion", "0"}, {"distribution", "hot"},
+        {"hot_records", "10"}, {"max_batch", "200"}}},
+      {"bank",
+       "bank: transfers between 100 accounts and audits that read them all",
+       {{"application", "bank"}, {"bank_accounts", "100"}, {"audit_fraction", "0.1"},
+        {"max_batch", "2000"}}},
+  };
+  return kPresets;
+}
+
+const WorkloadPreset* FindWorkloadPreset(const std::string& name) {
+  for (const auto& preset : WorkloadPresets()) {
+    if (preset.name == name) return &preset;
+  }
+  return nullptr;
+}
+
+std::string WorkloadPresetNames() {
+  std::string names;
+  for (const auto& preset : WorkloadPresets()) {
+    if (!names.empty()) names += ", ";
+    names += preset.name;
+  }
+  return names;
+}
+
+std::unique_ptr<Application> MakeApplication(const WorkloadParams& params) {
+  if (params.application == "bank") return std::make_unique<BankApplication>(params);
+  return std::make_unique<YcsbApplication>(params);
+}
+
+}  // namespace paxflow

@@ -1,0 +1,52 @@
+// The workload parameter set (YCSB's names where they exist) and the named
+// presets. One struct, validated as a whole: an out-of-range value is an
+// error, never a silent default.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "applications/application.h"
+
+namespace paxflow {
+
+struct WorkloadParams {
+  std::string workload = "mixed";   // preset the values came from (informational)
+  std::string application = "ycsb"; // ycsb | bank
+
+  // YCSB
+  uint64_t records = 1000000;        // YCSB recordcount
+  uint32_t value_size = 100;         // YCSB fieldlength, bytes
+  double ro_fraction = 0.9;          // share of read-only txns
+  uint32_t ops_per_ro_txn = 100;
+  uint32_t ops_per_rw_txn = 10;
+  double read_proportion = 0.0;      // share of plain reads inside a RW txn (rest: read-modify-write)
+  std::string distribution = "hot";  // hot | zipfian | uniform
+  double zipfian_constant = 0.99;
+  uint64_t hot_records = 10;         // per partition; each txn touches one per partition
+  double multi_partition_pct = 0.0;  // share of txns spanning two partitions, percent
+
+  // Bank
+  uint64_t bank_accounts = 100;
+  int64_t bank_initial_balance = 1000;
+  double audit_fraction = 0.1;       // share of audit (read-all) txns
+
+  // Empty when the set is usable on `partitions` partitions, else what is wrong.
+  std::string Validate(uint32_t partitions) const;
+};
+
+// A named preset: flag settings applied below the config and the command line.
+struct WorkloadPreset {
+  std::string name;
+  std::string description;
+  std::vector<std::pair<std::string, std::string>> settings;
+};
+const std::vector<WorkloadPreset>& WorkloadPresets();
+const WorkloadPreset* FindWorkloadPreset(const std::string& name);
+std::string WorkloadPresetNames();  // "ro, mixed, ..."
+
+std::unique_ptr<Application> MakeApplication(const WorkloadParams& params);
+
+}  // namespace paxflow

@@ -1,0 +1,111 @@
+// Finds a key's record on one partition. Keys [0, dense_keys) that belong
+// to the partition live in a flat array (YCSB and bank keys are dense);
+// other keys go to an insert-only hash table with lock-free lookups.
+//
+// Threads: Find from any thread, lock-free. FindOrCreate from a thread that
+// holds the key's exclusive lock (so one key is never created twice).
+// Records never move and are never removed while the index lives.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/types.h"
+
+namespace paxflow {
+
+template <typename Record>
+class KeyIndex {
+ public:
+  KeyIndex(PartitionId partition, uint32_t partitions, uint64_t dense_keys,
+           size_t sparse_buckets = size_t{1} << 16)
+      : partition_(partition),
+        partitions_(partitions),
+        dense_limit_(dense_keys),
+        dense_count_(partition < dense_keys
+                         ? (dense_keys - partition + partitions - 1) / partitions
+                         : 0),
+        dense_(new Record[dense_count_]),
+        buckets_(sparse_buckets),
+        bucket_mask_(sparse_buckets - 1) {}
+
+  ~KeyIndex() {
+    for (auto& bucket : buckets_) {
+      SparseNode* node = bucket.load(std::memory_order_relaxed);
+      while (node) {
+        SparseNode* next = node->next;
+        delete node;
+        node = next;
+      }
+    }
+  }
+  KeyIndex(const KeyIndex&) = delete;
+  KeyIndex& operator=(const KeyIndex&) = delete;
+
+  Record* Find(Key key) {
+    const int64_t slot = DenseSlot(key);
+    if (slot >= 0) return &dense_[slot];
+    for (SparseNode* node = buckets_[Bucket(key)].load(std::memory_order_acquire); node;
+         node = node->next) {
+      if (node->key == key) return &node->record;
+    }
+    return nullptr;
+  }
+
+  Record* FindOrCreate(Key key) {
+    if (Record* record = Find(key)) return record;
+    auto* node = new SparseNode(key);
+    std::atomic<SparseNode*>& head = buckets_[Bucket(key)];
+    SparseNode* expected = head.load(std::memory_order_acquire);
+    do {
+      node->next = expected;
+    } while (!head.compare_exchange_weak(expected, node, std::memory_order_acq_rel));
+    sparse_count_.fetch_add(1, std::memory_order_relaxed);
+    return &node->record;
+  }
+
+  // Position of a dense key in the flat array, -1 for sparse keys.
+  int64_t DenseSlot(Key key) const {
+    if (key >= dense_limit_) return -1;
+    if (partitions_ == 1) return static_cast<int64_t>(key);
+    const uint64_t slot = key / partitions_;
+    return key - slot * partitions_ == partition_ ? static_cast<int64_t>(slot) : -1;
+  }
+
+  // Visits every record (dense ones whether or not they hold a value).
+  template <typename Visitor>
+  void ForEach(Visitor&& visit) {
+    for (uint64_t i = 0; i < dense_count_; ++i) visit(i * partitions_ + partition_, dense_[i]);
+    for (auto& bucket : buckets_) {
+      for (SparseNode* node = bucket.load(std::memory_order_acquire); node; node = node->next) {
+        visit(node->key, node->record);
+      }
+    }
+  }
+
+  uint64_t dense_count() const { return dense_count_; }
+  uint64_t sparse_count() const { return sparse_count_.load(std::memory_order_relaxed); }
+
+ private:
+  struct SparseNode {
+    explicit SparseNode(Key k) : key(k) {}
+    Key key;
+    Record record;
+    SparseNode* next = nullptr;
+  };
+  size_t Bucket(Key key) const {
+    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ULL) >> 32) & bucket_mask_;
+  }
+
+  const PartitionId partition_;
+  const uint32_t partitions_;
+  const uint64_t dense_limit_;
+  const uint64_t dense_count_;
+  std::unique_ptr<Record[]> dense_;
+  std::vector<std::atomic<SparseNode*>> buckets_;
+  const size_t bucket_mask_;
+  std::atomic<uint64_t> sparse_count_{0};
+};
+
+}  // namespace paxflow

@@ -1,0 +1,82 @@
+#include "backend/single_version_store.h"
+
+#include <cstring>
+
+#include "common/hash.h"
+
+namespace paxflow {
+
+SingleVersionStore::SingleVersionStore(PartitionId partition, uint32_t partitions,
+                                       uint64_t dense_keys, uint32_t value_size)
+    : index_(partition, partitions, dense_keys),
+      slab_value_size_(value_size),
+      slab_(new char[index_.dense_count() * value_size]) {}
+
+SingleVersionStore::~SingleVersionStore() {
+  index_.ForEach([](Key, Record& record) {
+    if (record.owns_data) delete[] record.data;
+  });
+}
+
+void SingleVersionStore::Assign(Record* record, std::string_view value) {
+  if (record->data && value.size() <= record->capacity) {
+    std::memmove(record->data, value.data(), value.size());
+    record->size = static_cast<uint32_t>(value.size());
+    return;
+  }
+  char* data = new char[value.size() + 1];
+  std::memcpy(data, value.data(), value.size());
+  if (record->owns_data) delete[] record->data;
+  record->data = data;
+  record->size = static_cast<uint32_t>(value.size());
+  record->capacity = static_cast<uint32_t>(value.size());
+  record->owns_data = true;
+}
+
+void SingleVersionStore::Load(Key key, std::string_view value) {
+  Record* record = index_.FindOrCreate(key);
+  const int64_t slot = index_.DenseSlot(key);
+  if (!record->data && slot >= 0 && value.size() <= slab_value_size_) {
+    // Loaded dense keys start in the slab: one allocation for the whole table.
+    record->data = slab_.get() + static_cast<uint64_t>(slot) * slab_value_size_;
+    record->capacity = slab_value_size_;
+  }
+  Assign(record, value);
+}
+
+bool SingleVersionStore::ReadLatest(Key key, std::string_view* value) {
+  Record* record = index_.Find(key);
+  if (!record || !record->data) return false;
+  *value = std::string_view(record->data, record->size);
+  return true;
+}
+
+void SingleVersionStore::Write(Key key, std::string_view value, Epoch) {
+  Assign(index_.FindOrCreate(key), value);
+}
+
+bool SingleVersionStore::ReadAt(Key key, Epoch, std::string_view* value) {
+  return ReadLatest(key, value);
+}
+
+uint64_t SingleVersionStore::Digest(Epoch) {
+  uint64_t digest = 0;
+  index_.ForEach([&](Key key, Record& record) {
+    if (record.data) digest += DigestTerm(key, std::string_view(record.data, record.size));
+  });
+  return digest;
+}
+
+StoreMetrics SingleVersionStore::Metrics() {
+  StoreMetrics metrics;
+  index_.ForEach([&](Key, Record& record) {
+    if (!record.data) return;
+    ++metrics.keys;
+    metrics.bytes += record.size;
+  });
+  metrics.live_versions = metrics.keys;
+  metrics.longest_chain = metrics.keys ? 1 : 0;
+  return metrics;
+}
+
+}  // namespace paxflow

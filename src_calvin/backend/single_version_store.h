@@ -1,0 +1,45 @@
+// Vanilla Calvin's store: one value per key, updated in place.
+// Every access (reads included) happens under the lock manager's locks, so
+// records need no synchronisation of their own. Snapshot reads are not
+// supported: --mode=calvin has no snapshots.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/key_index.h"
+#include "backend/store.h"
+
+namespace paxflow {
+
+class SingleVersionStore : public Store {
+ public:
+  // `dense_keys` and `value_size` size the preallocated slab for loaded keys.
+  SingleVersionStore(PartitionId partition, uint32_t partitions, uint64_t dense_keys,
+                     uint32_t value_size);
+  ~SingleVersionStore() override;
+
+  void Load(Key key, std::string_view value) override;
+  bool ReadLatest(Key key, std::string_view* value) override;
+  void Write(Key key, std::string_view value, Epoch epoch) override;
+  bool ReadAt(Key key, Epoch version, std::string_view* value) override;
+  bool multi_version() const override { return false; }
+  void Publish(Epoch) override {}
+  uint64_t Digest(Epoch epoch) override;
+  StoreMetrics Metrics() override;
+
+ private:
+  struct Record {
+    char* data = nullptr;  // nullptr: no value
+    uint32_t size = 0;
+    uint32_t capacity = 0;
+    bool owns_data = false;  // false: points into the slab
+  };
+  void Assign(Record* record, std::string_view value);
+
+  KeyIndex<Record> index_;
+  const uint32_t slab_value_size_;
+  std::unique_ptr<char[]> slab_;  // one value_size slot per dense key
+};
+
+}  // namespace paxflow

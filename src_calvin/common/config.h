@@ -1,0 +1,43 @@
+// Deployment configs: loading (protobuf text format) and validation.
+// Every error names the file, the node or the field at fault.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "common/types.h"
+#include "config.pb.h"
+
+namespace paxflow {
+
+// What a valid config implies about the cluster's shape.
+class ClusterLayout {
+ public:
+  uint32_t partitions() const { return partitions_; }
+  uint32_t replicas() const { return replicas_; }
+  // The node serving `partition` in `replica`.
+  NodeId NodeOf(uint32_t replica, PartitionId partition) const {
+    return node_of_[replica * partitions_ + partition];
+  }
+  const NodeConfig* Node(NodeId id) const;
+  const std::vector<NodeConfig>& nodes() const { return nodes_; }
+
+ private:
+  friend std::string ValidateClusterConfig(const ClusterConfig&, ClusterLayout*);
+  uint32_t partitions_ = 0;
+  uint32_t replicas_ = 0;
+  std::vector<NodeId> node_of_;
+  std::vector<NodeConfig> nodes_;
+};
+
+// Parses `path`. Empty result on success, else "path:line:col: problem".
+std::string LoadClusterConfig(const std::string& path, ClusterConfig* config);
+std::string ParseClusterConfig(const std::string& text, const std::string& source,
+                               ClusterConfig* config);
+// Checks the node list: ids, partitions and replicas, hosts and ports.
+std::string ValidateClusterConfig(const ClusterConfig& config, ClusterLayout* layout);
+
+// The zmq endpoint node `node` binds (and peers connect to).
+std::string NodeEndpoint(const ClusterConfig& config, const NodeConfig& node);
+bool IsLocalHost(const std::string& host);
+
+}  // namespace paxflow

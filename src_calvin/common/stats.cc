@@ -1,0 +1,53 @@
+#include "common/stats.h"
+
+namespace paxflow {
+
+const char* TxnKindName(int kind) {
+  switch (kind) {
+    case kKindReadOnly: return "RO";
+    case kKindReadWrite: return "RW";
+    default: return "LTX";
+  }
+}
+
+NodeStats::NodeStats(size_t workers) {
+  for (size_t i = 0; i < workers; ++i) slots_.push_back(std::make_unique<WorkerStats>());
+}
+
+uint64_t NodeStats::Committed(int kind) const {
+  uint64_t total = 0;
+  for (const auto& slot : slots_) total += slot->committed[kind].load(std::memory_order_relaxed);
+  return total;
+}
+
+uint64_t NodeStats::CommittedAll() const {
+  uint64_t total = 0;
+  for (int kind = 0; kind < kTxnKinds; ++kind) total += Committed(kind);
+  return total;
+}
+
+uint64_t NodeStats::Declined(int kind) const {
+  uint64_t total = 0;
+  for (const auto& slot : slots_) total += slot->declined[kind].load(std::memory_order_relaxed);
+  return total;
+}
+
+uint64_t NodeStats::InvariantFailures() const {
+  uint64_t total = 0;
+  for (const auto& slot : slots_) total += slot->invariant_failures.load(std::memory_order_relaxed);
+  return total;
+}
+
+Histogram NodeStats::Latency(int kind) const {
+  Histogram merged;
+  for (const auto& slot : slots_) merged.Merge(slot->latency_us[kind]);
+  return merged;
+}
+
+Histogram NodeStats::Visibility() const {
+  Histogram merged;
+  for (const auto& slot : slots_) merged.Merge(slot->visibility_us);
+  return merged;
+}
+
+}  // namespace paxflow

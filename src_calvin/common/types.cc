@@ -1,0 +1,23 @@
+#include "common/types.h"
+
+namespace paxflow {
+
+std::string TxnIdString(TxnId id) {
+  return "e" + std::to_string(TxnEpoch(id)) + ".s" + std::to_string(TxnSequencer(id)) +
+         ".p" + std::to_string(TxnPosition(id));
+}
+
+const char* ModeName(Mode mode) { return mode == Mode::kCalvin ? "calvin" : "paxflow"; }
+
+bool ParseMode(const std::string& text, Mode* mode) {
+  if (text == "calvin") {
+    *mode = Mode::kCalvin;
+  } else if (text == "paxflow") {
+    *mode = Mode::kPaxflow;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace paxflow

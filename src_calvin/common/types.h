@@ -1,0 +1,45 @@
+// Basic identifiers shared by every component.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace paxflow {
+
+using Key = uint64_t;
+using Epoch = uint64_t;
+using TxnId = uint64_t;
+using NodeId = uint32_t;
+using PartitionId = uint32_t;
+
+// A txn id packs (epoch, sequencer, position) so that numeric order is the
+// global order: by epoch, then sequencer, then position in the batch.
+constexpr int kTxnPositionBits = 20;
+constexpr int kTxnSequencerBits = 12;
+constexpr uint32_t kMaxBatchLimit = (1u << kTxnPositionBits) - 1;
+constexpr uint32_t kMaxSequencers = 1u << kTxnSequencerBits;
+
+inline TxnId MakeTxnId(Epoch epoch, uint32_t sequencer, uint32_t position) {
+  return (epoch << (kTxnPositionBits + kTxnSequencerBits)) |
+         (uint64_t{sequencer} << kTxnPositionBits) | position;
+}
+inline Epoch TxnEpoch(TxnId id) { return id >> (kTxnPositionBits + kTxnSequencerBits); }
+inline uint32_t TxnSequencer(TxnId id) {
+  return (id >> kTxnPositionBits) & (kMaxSequencers - 1);
+}
+inline uint32_t TxnPosition(TxnId id) { return id & kMaxBatchLimit; }
+std::string TxnIdString(TxnId id);  // "e12.s0.p7"
+
+// Which engine runs the workload.
+enum class Mode {
+  kCalvin,   // every txn through the lock manager, single-version store
+  kPaxflow,  // read-only txns on committed snapshots, multi-version store
+};
+const char* ModeName(Mode mode);
+bool ParseMode(const std::string& text, Mode* mode);
+
+// The partition that owns a key.
+inline PartitionId PartitionOf(Key key, uint32_t partitions) {
+  return static_cast<PartitionId>(key % partitions);
+}
+
+}  // namespace paxflow

@@ -1,0 +1,177 @@
+#include "deployment/flags.h"
+
+#include <glog/logging.h>  // defines --log_dir, which names our input log directory
+
+#include <sstream>
+
+#include "applications/workload.h"
+
+DEFINE_string(config, "", "Deployment config (protobuf text format), e.g. deployment/local-3.conf");
+DEFINE_uint32(node_id, 0, "This node's id in the config");
+DEFINE_string(replay, "",
+              "Replay the input logs in this directory (no generator, no network), print the "
+              "state digest and exit");
+DEFINE_int32(replay_replica, 0, "With --replay: which replica's logs to replay");
+
+DEFINE_string(mode, "calvin",
+              "Engine: paxflow (read-only txns on lock-free snapshots, multi-version store) or "
+              "calvin (every txn through the lock manager, single-version store)");
+DEFINE_uint32(epoch_ms, 10, "Epoch length in milliseconds (1..60000)");
+DEFINE_uint32(max_batch, 2000, "Most txns a sequencer puts in one epoch's batch");
+DEFINE_uint32(workers, 2, "Worker threads per node (1..256)");
+DEFINE_uint32(ro_workers, 0,
+              "Workers allowed to run read-only txns, the paper's RO dispatchers (0: all)");
+DEFINE_uint64(max_inflight, 4000,
+              "Most generated txns a node keeps unfinished; bounds queues (0: unbounded)");
+DEFINE_uint64(seed, 42, "Load generator seed (each node adds its id)");
+DEFINE_bool(generate, true, "Run the embedded load generator");
+DEFINE_double(duration, 10, "Seconds of load (0: until SIGINT/SIGTERM)");
+DEFINE_uint64(run_epochs, 0, "Stop after this many epochs instead of after --duration");
+DEFINE_bool(log_fsync, false, "fdatasync the input log after every epoch");
+DEFINE_uint32(progress_ms, 1000, "Progress line period in ms (0: none)");
+DEFINE_string(summary_json, "", "Write the end-of-run summary as JSON to this file");
+DEFINE_string(digest_epochs, "",
+              "Comma-separated epochs at which to print the state digest (besides the end)");
+DEFINE_uint32(peer_wait_s, 60, "Seconds to wait for every peer at start-up");
+
+DEFINE_string(workload, "mixed", "Workload preset (its values apply unless set explicitly)");
+DEFINE_string(application, "ycsb", "Application: ycsb or bank");
+DEFINE_uint64(records, 1000000, "YCSB record count (dense keys 0..records-1)");
+DEFINE_uint32(value_size, 100, "YCSB value size in bytes");
+DEFINE_double(ro_fraction, 0.9, "Share of read-only txns (0..1)");
+DEFINE_uint32(ops_per_ro_txn, 100, "Reads per read-only txn");
+DEFINE_uint32(ops_per_rw_txn, 10, "Operations per read-write txn");
+DEFINE_double(read_proportion, 0.0,
+              "Share of plain reads among a read-write txn's operations (rest: read-modify-write)");
+DEFINE_string(distribution, "hot",
+              "Key choice: hot (one of hot_records per partition, rest uniform), zipfian, uniform");
+DEFINE_double(zipfian_constant, 0.99, "Zipfian theta, strictly between 0 and 1");
+DEFINE_uint64(hot_records, 10, "Hot records per partition (distribution=hot)");
+DEFINE_double(multi_partition_pct, 0.0, "Percent of txns that span two partitions");
+DEFINE_uint64(bank_accounts, 100, "Bank: number of accounts");
+DEFINE_int64(bank_initial_balance, 1000, "Bank: initial balance of every account");
+DEFINE_double(audit_fraction, 0.1, "Bank: share of audit txns (read every account)");
+
+namespace paxflow {
+namespace {
+
+// Flags that describe one node or one invocation, never a cluster param.
+const std::set<std::string>& LocalOnlyFlags() {
+  static const std::set<std::string> kFlags = {"config", "node_id", "replay", "replay_replica"};
+  return kFlags;
+}
+
+bool ParseEpochList(const std::string& text, std::vector<Epoch>* out, std::string* error) {
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    char* end = nullptr;
+    unsigned long long epoch = std::strtoull(item.c_str(), &end, 10);
+    if (*end != '\0') {
+      *error = "digest_epochs: '" + item + "' is not an epoch number";
+      return false;
+    }
+    out->push_back(epoch);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::set<std::string> ExplicitFlags() {
+  std::set<std::string> names;
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  for (const auto& flag : flags) {
+    if (!flag.is_default) names.insert(flag.name);
+  }
+  return names;
+}
+
+const std::vector<std::string>& NodeFlagNames() {
+  static const std::vector<std::string> kNames = {
+      "mode", "epoch_ms", "max_batch", "workers", "ro_workers", "max_inflight", "seed",
+      "generate", "duration", "run_epochs", "log_fsync", "progress_ms", "digest_epochs",
+      "peer_wait_s", "workload", "application", "records", "value_size", "ro_fraction",
+      "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
+      "zipfian_constant", "hot_records", "multi_partition_pct", "bank_accounts",
+      "bank_initial_balance", "audit_fraction"};
+  return kNames;
+}
+
+std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>& params,
+                         const std::set<std::string>& explicit_flags, uint32_t partitions,
+                         NodeParams* out) {
+  std::set<std::string> from_params;
+  std::string workload = FLAGS_workload;
+  for (const auto& [name, value] : params) {
+    gflags::CommandLineFlagInfo info;
+    if (LocalOnlyFlags().count(name) || !gflags::GetCommandLineFlagInfo(name.c_str(), &info)) {
+      return "unknown parameter '" + name + "' (see paxflow-node --help for the parameters)";
+    }
+    if (!from_params.insert(name).second) return "parameter '" + name + "' is set twice";
+    if (name == "workload" && !explicit_flags.count("workload")) workload = value;
+  }
+  const WorkloadPreset* preset = FindWorkloadPreset(workload);
+  if (!preset) {
+    return "unknown workload '" + workload + "' (expected one of: " + WorkloadPresetNames() + ")";
+  }
+  gflags::SetCommandLineOption("workload", workload.c_str());
+  for (const auto& [name, value] : preset->settings) {
+    if (explicit_flags.count(name) || from_params.count(name)) continue;
+    gflags::SetCommandLineOption(name.c_str(), value.c_str());
+  }
+  for (const auto& [name, value] : params) {
+    if (explicit_flags.count(name)) continue;
+    if (gflags::SetCommandLineOption(name.c_str(), value.c_str()).empty()) {
+      return "parameter " + name + "='" + value + "' is not a valid value";
+    }
+  }
+
+  NodeParams p;
+  EngineParams& e = p.engine;
+  if (!ParseMode(FLAGS_mode, &e.mode)) {
+    return "mode '" + FLAGS_mode + "' is not one of paxflow, calvin";
+  }
+  e.epoch_ms = FLAGS_epoch_ms;
+  e.max_batch = FLAGS_max_batch;
+  e.workers = FLAGS_workers;
+  e.ro_workers = FLAGS_ro_workers;
+  e.max_inflight = FLAGS_max_inflight;
+  e.seed = FLAGS_seed;
+  e.generate = FLAGS_generate;
+  e.duration_s = FLAGS_duration;
+  e.run_epochs = FLAGS_run_epochs;
+  e.log_dir = FLAGS_log_dir;
+  e.log_fsync = FLAGS_log_fsync;
+  e.progress_ms = FLAGS_progress_ms;
+  e.summary_json = FLAGS_summary_json;
+  e.peer_wait_s = FLAGS_peer_wait_s;
+  std::string error;
+  if (!ParseEpochList(FLAGS_digest_epochs, &e.digest_epochs, &error)) return error;
+
+  WorkloadParams& w = p.workload;
+  w.workload = workload;
+  w.application = FLAGS_application;
+  w.records = FLAGS_records;
+  w.value_size = FLAGS_value_size;
+  w.ro_fraction = FLAGS_ro_fraction;
+  w.ops_per_ro_txn = FLAGS_ops_per_ro_txn;
+  w.ops_per_rw_txn = FLAGS_ops_per_rw_txn;
+  w.read_proportion = FLAGS_read_proportion;
+  w.distribution = FLAGS_distribution;
+  w.zipfian_constant = FLAGS_zipfian_constant;
+  w.hot_records = FLAGS_hot_records;
+  w.multi_partition_pct = FLAGS_multi_partition_pct;
+  w.bank_accounts = FLAGS_bank_accounts;
+  w.bank_initial_balance = FLAGS_bank_initial_balance;
+  w.audit_fraction = FLAGS_audit_fraction;
+
+  error = p.Validate(partitions);
+  if (!error.empty()) return error;
+  *out = std::move(p);
+  return "";
+}
+
+}  // namespace paxflow

@@ -1,0 +1,368 @@
+#include "deployment/node.h"
+
+#include <glog/logging.h>
+#include <sys/stat.h>
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "backend/single_version_store.h"
+#include "common/clock.h"
+
+namespace paxflow {
+namespace {
+
+class StoreLoader : public Loader {
+ public:
+  explicit StoreLoader(Store* store) : store_(store) {}
+  void Put(Key key, std::string_view value) override { store_->Load(key, value); }
+
+ private:
+  Store* store_;
+};
+
+std::string MakeDirs(const std::string& path) {
+  std::string partial;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (!partial.empty() && mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+        return "cannot create directory " + partial + ": " + std::strerror(errno);
+      }
+    }
+    if (i < path.size()) partial.push_back(path[i]);
+  }
+  return "";
+}
+
+std::string Rate(uint64_t count, double seconds) {
+  char buffer[32];
+  snprintf(buffer, sizeof(buffer), "%.0f", seconds > 0 ? count / seconds : 0.0);
+  return buffer;
+}
+
+}  // namespace
+
+std::unique_ptr<Store> MakeStore(Mode mode, PartitionId partition, uint32_t partitions,
+                                 const Application& app, uint32_t value_size) {
+  (void)mode;
+  return std::make_unique<SingleVersionStore>(partition, partitions, app.DenseKeys(), value_size);
+}
+
+Node::Node(NodeOptions options) : options_(std::move(options)) {}
+
+Node::~Node() { Shutdown(); }
+
+void Node::Print(const std::string& line) const {
+  if (options_.print) {
+    options_.print(line);
+  } else {
+    fputs(line.c_str(), stdout);
+    if (line.empty() || line.back() != '\n') fputc('\n', stdout);
+    fflush(stdout);
+  }
+}
+
+std::string Node::Start() {
+  std::string error = ValidateClusterConfig(options_.config, &layout_);
+  if (!error.empty()) return "config: " + error;
+  self_ = layout_.Node(options_.id);
+  if (!self_) return "node id " + std::to_string(options_.id) + " is not in the config";
+  const NodeParams& params = options_.params;
+  error = params.Validate(layout_.partitions());
+  if (!error.empty()) return error;
+  const PartitionId partition = self_->partition();
+  const uint32_t partitions = layout_.partitions();
+
+  app_ = MakeApplication(params.workload);
+  store_ = MakeStore(params.engine.mode, partition, partitions, *app_, params.workload.value_size);
+  StoreLoader loader(store_.get());
+  app_->Load(partition, partitions, &loader);
+  stats_ = std::make_unique<NodeStats>(params.engine.workers);
+
+  SchedulerOptions scheduler_options;
+  scheduler_options.mode = params.engine.mode;
+  scheduler_options.partition = partition;
+  scheduler_options.partitions = partitions;
+  scheduler_options.sequencers = partitions;
+  scheduler_options.workers = params.engine.workers;
+  scheduler_options.ro_workers = params.engine.ro_workers;
+  scheduler_ = std::make_unique<Scheduler>(scheduler_options, store_.get(), app_.get(), this,
+                                           stats_.get(), options_.result_tap);
+
+  if (!params.engine.log_dir.empty()) {
+    error = MakeDirs(params.engine.log_dir);
+    if (!error.empty()) return error;
+    LogHeader header;
+    header.set_node_id(options_.id);
+    header.set_partition(partition);
+    header.set_replica(self_->replica());
+    header.set_partitions(partitions);
+    header.set_sequencers(partitions);
+    for (const auto& [name, value] : params.ClusterParams()) {
+      Param* param = header.add_param();
+      param->set_name(name);
+      param->set_value(value);
+    }
+    log_ = std::make_unique<InputLogWriter>();
+    error = log_->Open(InputLogPath(params.engine.log_dir, options_.id), header,
+                       params.engine.log_fsync);
+    if (!error.empty()) return error;
+    scheduler_->SetBeforeExecute([this](const MergedEpoch& epoch) { log_->Append(epoch); });
+  }
+  for (Epoch epoch : params.engine.digest_epochs) {
+    scheduler_->RequestDigest(epoch, [this](Epoch at, uint64_t digest) {
+      {
+        std::lock_guard<std::mutex> lock(digest_mu_);
+        digests_.emplace_back(at, digest);
+      }
+      Print("[node " + std::to_string(options_.id) + "] state digest at epoch " +
+            std::to_string(at) + ": " + DigestHex(digest));
+    });
+  }
+
+  TransportOptions transport_options;
+  transport_options.self = options_.id;
+  transport_options.bind_endpoint = NodeEndpoint(options_.config, *self_);
+  transport_options.context = options_.shared_context;
+  for (const NodeConfig& node : options_.config.node()) {
+    transport_options.peers.push_back({node.id(), NodeEndpoint(options_.config, node)});
+  }
+  transport_ = std::make_unique<Transport>(transport_options);
+  transport_->Subscribe(HELLO, [this](NodeId from, std::string&& payload) {
+    OnHello(from, std::move(payload));
+  });
+  transport_->Subscribe(BATCH, [this, partition](NodeId from, std::string&& payload) {
+    auto batch = std::make_unique<Batch>();
+    if (!batch->ParseFromString(payload) || batch->partition() != partition) {
+      LOG_EVERY_N(ERROR, 100) << "node " << options_.id << ": dropped a garbled batch from node "
+                              << from;
+      return;
+    }
+    scheduler_->DeliverBatch(std::move(batch));
+  });
+  transport_->Subscribe(REMOTE_READS, [this](NodeId from, std::string&& payload) {
+    RemoteReads reads;
+    if (!reads.ParseFromString(payload)) {
+      LOG_EVERY_N(ERROR, 100) << "node " << options_.id
+                              << ": dropped garbled remote reads from node " << from;
+      return;
+    }
+    scheduler_->DeliverRemoteReads(std::move(reads));
+  });
+  error = transport_->Start();
+  if (!error.empty()) return error;
+  scheduler_->Start();
+  error = WaitForPeers();
+  if (!error.empty()) return error;
+
+  if (self_->replica() == 0) {
+    // Replica 0's sequencers fix the order; other replicas execute it.
+    std::vector<TxnSource*> sources;
+    if (params.engine.generate) {
+      generator_ = std::make_unique<GeneratorSource>(
+          app_->NewGenerator(partition, partitions, params.engine.seed + options_.id),
+          params.engine.max_inflight, [this] { return stats_->CommittedAll(); });
+      sources.push_back(generator_.get());
+    }
+    SequencerOptions sequencer_options;
+    sequencer_options.sequencer_id = partition;
+    sequencer_options.partitions = partitions;
+    sequencer_options.node = options_.id;
+    sequencer_options.max_batch = params.engine.max_batch;
+    sequencer_ = std::make_unique<Sequencer>(sequencer_options, sources);
+    runner_ = std::make_unique<SequencerRunner>(
+        sequencer_.get(), params.engine.epoch_ms, params.engine.run_epochs,
+        [this](PartitionId p, std::unique_ptr<Batch> batch) {
+          DeliverFromSequencer(p, std::move(batch));
+        });
+  }
+  start_us_ = NowMicros();
+  if (runner_) runner_->Start();
+  if (params.engine.progress_ms > 0) reporter_ = std::thread([this] { ReportLoop(); });
+  started_ = true;
+  return "";
+}
+
+void Node::OnHello(NodeId from, std::string&& payload) {
+  Hello hello;
+  std::lock_guard<std::mutex> lock(hello_mu_);
+  if (!hello.ParseFromString(payload)) {
+    LOG(WARNING) << "node " << options_.id << ": garbled hello from node " << from;
+    return;
+  }
+  if (hello.params_fingerprint() != options_.params.Fingerprint()) {
+    hello_error_ = "node " + std::to_string(from) +
+                   " runs with different cluster parameters. Ours:\n" +
+                   options_.params.ClusterParamsText() + "theirs:\n" + hello.params_text();
+  }
+  for (int i = 0; i < options_.config.node_size(); ++i) {
+    if (options_.config.node(i).id() == from) {
+      if (heard_from_.empty()) heard_from_.assign(options_.config.node_size(), false);
+      heard_from_[i] = true;
+    }
+  }
+  hello_cv_.notify_all();
+}
+
+std::string Node::WaitForPeers() {
+  Hello hello;
+  hello.set_node_id(options_.id);
+  hello.set_params_fingerprint(options_.params.Fingerprint());
+  hello.set_params_text(options_.params.ClusterParamsText());
+  const std::string payload = hello.SerializeAsString();
+  const int n = options_.config.node_size();
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(options_.params.engine.peer_wait_s);
+  std::unique_lock<std::mutex> lock(hello_mu_);
+  if (heard_from_.empty()) heard_from_.assign(n, false);
+  for (int i = 0; i < n; ++i) {
+    if (options_.config.node(i).id() == options_.id) heard_from_[i] = true;
+  }
+  while (true) {
+    lock.unlock();
+    for (const NodeConfig& node : options_.config.node()) {
+      if (node.id() != options_.id) transport_->Send(node.id(), HELLO, payload);
+    }
+    lock.lock();
+    hello_cv_.wait_for(lock, std::chrono::milliseconds(500), [&] {
+      return !hello_error_.empty() ||
+             std::all_of(heard_from_.begin(), heard_from_.end(), [](bool b) { return b; });
+    });
+    if (!hello_error_.empty()) return hello_error_;
+    std::string missing;
+    for (int i = 0; i < n; ++i) {
+      if (heard_from_[i]) continue;
+      const NodeConfig& node = options_.config.node(i);
+      missing += (missing.empty() ? "" : ", ") + std::string("node ") + std::to_string(node.id()) +
+                 " (" + NodeEndpoint(options_.config, node) + ")";
+    }
+    if (missing.empty()) return "";
+    if (std::chrono::steady_clock::now() > deadline) {
+      return "no answer within " + std::to_string(options_.params.engine.peer_wait_s) +
+             " s from " + missing + "; is it running, and is the address reachable?";
+    }
+  }
+}
+
+void Node::DeliverFromSequencer(PartitionId partition, std::unique_ptr<Batch> batch) {
+  bool to_self = false;
+  std::string bytes;
+  for (uint32_t replica = 0; replica < layout_.replicas(); ++replica) {
+    const NodeId node = layout_.NodeOf(replica, partition);
+    if (node == options_.id) {
+      to_self = true;
+      continue;
+    }
+    if (bytes.empty()) bytes = batch->SerializeAsString();
+    transport_->Send(node, BATCH, bytes);
+  }
+  if (to_self) scheduler_->DeliverBatch(std::move(batch));
+}
+
+void Node::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
+  transport_->Send(layout_.NodeOf(self_->replica(), to), REMOTE_READS, reads.SerializeAsString());
+}
+
+void Node::RequestStop() {
+  if (runner_) runner_->RequestStop();
+}
+
+bool Node::WaitFinished(int64_t timeout_ms) {
+  if (!scheduler_->WaitFinished(timeout_ms)) return false;
+  if (end_us_ == 0) {
+    end_us_ = NowMicros();
+    final_epoch_ = scheduler_->last_epoch();
+    final_digest_ = store_->Digest(final_epoch_);
+  }
+  return true;
+}
+
+void Node::Run(const std::function<bool()>& interrupted) {
+  const double duration = options_.params.engine.duration_s;
+  const bool timed = duration > 0 && options_.params.engine.run_epochs == 0;
+  const int64_t stop_at = start_us_ + static_cast<int64_t>(duration * 1e6);
+  bool stop_requested = false;
+  while (!WaitFinished(100)) {
+    if (!stop_requested && ((interrupted && interrupted()) || (timed && NowMicros() >= stop_at))) {
+      RequestStop();
+      stop_requested = true;
+    }
+  }
+  Shutdown();
+}
+
+void Node::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (runner_) {
+    runner_->RequestStop();
+    runner_->Join();
+  }
+  if (reporter_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(report_mu_);
+      report_stop_ = true;
+    }
+    report_cv_.notify_all();
+    reporter_.join();
+  }
+  if (scheduler_) scheduler_->Stop();
+  if (transport_) transport_->Stop();
+  if (end_us_ == 0) end_us_ = NowMicros();
+}
+
+void Node::ReportLoop() {
+  const auto period = std::chrono::milliseconds(options_.params.engine.progress_ms);
+  uint64_t last[kTxnKinds] = {};
+  int64_t last_us = start_us_;
+  std::unique_lock<std::mutex> lock(report_mu_);
+  while (!report_cv_.wait_for(lock, period, [&] { return report_stop_; })) {
+    const int64_t now = NowMicros();
+    const double seconds = (now - last_us) / 1e6;
+    std::string line = "[node " + std::to_string(options_.id) + "] " +
+                       std::to_string((now - start_us_) / 1000000) + "s ";
+    for (int k = 0; k < kTxnKinds; ++k) {
+      const uint64_t committed = stats_->Committed(k);
+      line += " " + std::string(TxnKindName(k)) + " " + Rate(committed - last[k], seconds) + "/s";
+      last[k] = committed;
+    }
+    last_us = now;
+    const SchedulerStatus status = scheduler_->Status();
+    line += " | pending " + std::to_string(status.pending) + "  executing " +
+            std::to_string(status.executing) + "  waiting-RO " +
+            std::to_string(status.waiting_ro) + " | epoch " +
+            std::to_string(status.admitted_epoch) + "  published " +
+            std::to_string(status.published_epoch);
+    if (runner_) line += "  sequenced " + std::to_string(runner_->current_epoch());
+    if (!status.waiting_for.empty() && status.buffered_epochs > 0) {
+      line += " | " + status.waiting_for;
+    }
+    Print(line);
+  }
+}
+
+RunSummary Node::Summary() const {
+  RunSummary summary;
+  summary.node = options_.id;
+  summary.partition = self_ ? self_->partition() : 0;
+  summary.replica = self_ ? self_->replica() : 0;
+  summary.mode = ModeName(options_.params.engine.mode);
+  summary.workload = options_.params.workload.workload;
+  summary.seconds = (end_us_ - start_us_) / 1e6;
+  for (int k = 0; k < kTxnKinds; ++k) {
+    summary.kinds[k].committed = stats_->Committed(k);
+    summary.kinds[k].declined = stats_->Declined(k);
+    summary.kinds[k].latency_us = stats_->Latency(k);
+  }
+  summary.visibility_us = stats_->Visibility();
+  summary.invariant_failures = stats_->InvariantFailures();
+  summary.dropped_messages =
+      scheduler_->dropped_messages() + (transport_ ? transport_->garbled() : 0);
+  summary.digest_epoch = final_epoch_;
+  summary.digest = final_digest_;
+  std::lock_guard<std::mutex> lock(digest_mu_);
+  summary.epoch_digests = digests_;
+  return summary;
+}
+
+}  // namespace paxflow

@@ -1,0 +1,115 @@
+// One PaxFlow node: the store, scheduler and workers of its partition, its
+// sequencer (in replica 0) with the embedded generator, the transport, the
+// input log and the progress reporter, wired together.
+//
+// Owns: all of the above. Several Nodes can live in one process (tests,
+// inproc transport): nothing here is global.
+// Threads: Start/RequestStop/Wait/Summary from the owner's thread; the
+// components run their own threads (see their headers).
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "applications/application.h"
+#include "backend/store.h"
+#include "common/config.h"
+#include "common/stats.h"
+#include "common/transport.h"
+#include "deployment/params.h"
+#include "deployment/summary.h"
+#include "scheduler/scheduler.h"
+#include "sequencer/generator_source.h"
+#include "sequencer/input_log.h"
+#include "sequencer/sequencer.h"
+
+namespace paxflow {
+
+struct NodeOptions {
+  ClusterConfig config;
+  NodeId id = 0;
+  NodeParams params;
+  zmq::context_t* shared_context = nullptr;  // required for inproc transport
+  // Where progress lines and the summary go (default: stdout).
+  std::function<void(const std::string&)> print;
+  ResultSink* result_tap = nullptr;  // sees every result at this node (tests)
+};
+
+class Node : public PeerSender {
+ public:
+  explicit Node(NodeOptions options);
+  ~Node() override;
+
+  // Loads the partition, binds, waits for every peer, starts the threads.
+  // Empty on success, else why the node cannot run.
+  std::string Start();
+  // Ends the load: the sequencer's next epoch is its last.
+  void RequestStop();
+  // Blocks until every txn of the run has executed here (or timeout).
+  bool WaitFinished(int64_t timeout_ms);
+  // Runs for the configured duration or epochs, then stops and drains.
+  // `interrupted` lets a signal end the run early.
+  void Run(const std::function<bool()>& interrupted);
+  void Shutdown();
+
+  RunSummary Summary() const;  // after the run
+  uint64_t FinalDigest() const { return final_digest_; }
+  Epoch FinalEpoch() const { return final_epoch_; }
+  const ClusterLayout& layout() const { return layout_; }
+  Scheduler* scheduler() { return scheduler_.get(); }
+  // PeerSender: this partition's reads, to a partition of our replica.
+  void SendRemoteReads(PartitionId to, const RemoteReads& reads) override;
+  NodeStats* stats() { return stats_.get(); }
+
+ private:
+  void DeliverFromSequencer(PartitionId partition, std::unique_ptr<Batch> batch);
+  void OnHello(NodeId from, std::string&& payload);
+  std::string WaitForPeers();
+  void ReportLoop();
+  void Print(const std::string& line) const;
+
+  NodeOptions options_;
+  ClusterLayout layout_;
+  const NodeConfig* self_ = nullptr;
+  std::unique_ptr<Application> app_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<NodeStats> stats_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<InputLogWriter> log_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<GeneratorSource> generator_;
+  std::unique_ptr<Sequencer> sequencer_;
+  std::unique_ptr<SequencerRunner> runner_;
+
+  // Start-up barrier.
+  std::mutex hello_mu_;
+  std::condition_variable hello_cv_;
+  std::vector<bool> heard_from_;  // by node index in the config
+  std::string hello_error_;
+
+  std::thread reporter_;
+  std::mutex report_mu_;
+  std::condition_variable report_cv_;
+  bool report_stop_ = false;
+
+  int64_t start_us_ = 0;
+  int64_t end_us_ = 0;
+  uint64_t final_digest_ = 0;
+  Epoch final_epoch_ = 0;
+  std::vector<std::pair<Epoch, uint64_t>> digests_;
+  mutable std::mutex digest_mu_;
+  bool started_ = false;
+  bool shut_down_ = false;
+};
+
+// Creates the store a mode runs on.
+std::unique_ptr<Store> MakeStore(Mode mode, PartitionId partition, uint32_t partitions,
+                                 const Application& app, uint32_t value_size);
+
+}  // namespace paxflow

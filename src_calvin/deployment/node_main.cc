@@ -1,0 +1,104 @@
+// paxflow-node: runs one node of a cluster described by a deployment
+// config, or (--replay) re-executes recorded input logs.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "common/config.h"
+#include "deployment/flags.h"
+#include "deployment/node.h"
+#include "deployment/replay.h"
+#include "deployment/signals.h"
+
+namespace paxflow {
+namespace {
+
+int Fail(const std::string& message, int code = 2) {
+  std::fprintf(stderr, "paxflow-node: %s\n", message.c_str());
+  return code;
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text << "\n";
+  return static_cast<bool>(out);
+}
+
+int Replay(const std::set<std::string>& explicit_flags) {
+  std::vector<std::pair<std::string, std::string>> recorded;
+  uint32_t partitions = 0;
+  std::string error = ReadLogParams(FLAGS_replay, &recorded, &partitions);
+  if (!error.empty()) return Fail(error);
+  NodeParams params;
+  error = ResolveFlags(recorded, explicit_flags, partitions, &params);
+  if (!error.empty()) return Fail(error);
+  if (FLAGS_replay_replica < 0) return Fail("--replay_replica must be >= 0");
+  std::printf("replaying %s (replica %d, %u partition(s), mode %s, %u worker(s))\n",
+              FLAGS_replay.c_str(), FLAGS_replay_replica, partitions,
+              ModeName(params.engine.mode), params.engine.workers);
+  ReplayResult result = ReplayLogs(FLAGS_replay, static_cast<uint32_t>(FLAGS_replay_replica), params);
+  if (!result.error.empty()) return Fail(result.error, 1);
+  if (result.truncated) std::printf("note: a log ended in a torn record; replayed up to it\n");
+  for (size_t p = 0; p < result.partition_digests.size(); ++p) {
+    std::printf("partition %zu digest at epoch %llu: %s\n", p,
+                static_cast<unsigned long long>(result.epoch),
+                DigestHex(result.partition_digests[p]).c_str());
+  }
+  std::printf("replayed %llu txns in %.2f s\n", static_cast<unsigned long long>(result.txns),
+              result.seconds);
+  std::printf("state digest at epoch %llu: %s\n", static_cast<unsigned long long>(result.epoch),
+              DigestHex(result.digest).c_str());
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "runs one PaxFlow node.\n"
+      "  paxflow-node --config=deployment/local-1.conf --node_id=0 [--workload=ro] [--mode=calvin]\n"
+      "  paxflow-node --replay=LOGDIR [--workers=4] [--mode=calvin]\n"
+      "Usually started by paxflow-cluster, which starts every node of a config.");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  if (argc > 1) return Fail(std::string("unexpected argument '") + argv[1] + "' (flags start with --)");
+  const std::set<std::string> explicit_flags = ExplicitFlags();
+  if (!FLAGS_replay.empty()) return Replay(explicit_flags);
+  if (FLAGS_config.empty()) return Fail("--config is required (or --replay=DIR); see --help");
+
+  NodeOptions options;
+  std::string error = LoadClusterConfig(FLAGS_config, &options.config);
+  if (!error.empty()) return Fail(error);
+  ClusterLayout layout;
+  error = ValidateClusterConfig(options.config, &layout);
+  if (!error.empty()) return Fail(FLAGS_config + ": " + error);
+  std::vector<std::pair<std::string, std::string>> params;
+  for (const Param& param : options.config.param()) params.emplace_back(param.name(), param.value());
+  error = ResolveFlags(params, explicit_flags, layout.partitions(), &options.params);
+  if (!error.empty()) return Fail(FLAGS_config + ": " + error);
+  options.id = FLAGS_node_id;
+  if (!layout.Node(options.id)) {
+    return Fail("node id " + std::to_string(options.id) + " is not in " + FLAGS_config);
+  }
+
+  SignalWatcher signals;
+  Node node(options);
+  error = node.Start();
+  if (!error.empty()) return Fail("node " + std::to_string(options.id) + " cannot start: " + error, 1);
+  node.Run([&] { return signals.interrupted(); });
+  RunSummary summary = node.Summary();
+  std::fputs(summary.ToText().c_str(), stdout);
+  std::fflush(stdout);
+  if (!options.params.engine.summary_json.empty() &&
+      !WriteFile(options.params.engine.summary_json, summary.ToJson())) {
+    return Fail("cannot write " + options.params.engine.summary_json, 1);
+  }
+  return summary.invariant_failures > 0 ? 3 : 0;
+}
+
+}  // namespace
+}  // namespace paxflow
+
+int main(int argc, char** argv) { return paxflow::Main(argc, argv); }

@@ -1,0 +1,75 @@
+#include "deployment/params.h"
+
+#include <sstream>
+
+#include "common/hash.h"
+
+namespace paxflow {
+namespace {
+
+std::string Number(double x) {
+  std::ostringstream out;
+  out.precision(17);
+  out << x;
+  return out.str();
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() const {
+  const WorkloadParams& w = workload;
+  return {
+      {"mode", ModeName(engine.mode)},
+      {"epoch_ms", std::to_string(engine.epoch_ms)},
+      {"max_batch", std::to_string(engine.max_batch)},
+      {"seed", std::to_string(engine.seed)},
+      {"workload", w.workload},
+      {"application", w.application},
+      {"records", std::to_string(w.records)},
+      {"value_size", std::to_string(w.value_size)},
+      {"ro_fraction", Number(w.ro_fraction)},
+      {"ops_per_ro_txn", std::to_string(w.ops_per_ro_txn)},
+      {"ops_per_rw_txn", std::to_string(w.ops_per_rw_txn)},
+      {"read_proportion", Number(w.read_proportion)},
+      {"distribution", w.distribution},
+      {"zipfian_constant", Number(w.zipfian_constant)},
+      {"hot_records", std::to_string(w.hot_records)},
+      {"multi_partition_pct", Number(w.multi_partition_pct)},
+      {"bank_accounts", std::to_string(w.bank_accounts)},
+      {"bank_initial_balance", std::to_string(w.bank_initial_balance)},
+      {"audit_fraction", Number(w.audit_fraction)},
+  };
+}
+
+std::string NodeParams::ClusterParamsText() const {
+  std::string text;
+  for (const auto& [name, value] : ClusterParams()) text += name + "=" + value + "\n";
+  return text;
+}
+
+uint64_t NodeParams::Fingerprint() const { return HashBytes(ClusterParamsText()); }
+
+std::string NodeParams::Validate(uint32_t partitions) const {
+  const EngineParams& e = engine;
+  if (e.epoch_ms < 1 || e.epoch_ms > 60000) {
+    return "epoch_ms=" + std::to_string(e.epoch_ms) + " is out of range (1..60000)";
+  }
+  if (e.max_batch < 1 || e.max_batch > kMaxBatchLimit) {
+    return "max_batch=" + std::to_string(e.max_batch) + " is out of range (1.." +
+           std::to_string(kMaxBatchLimit) + ")";
+  }
+  if (e.workers < 1 || e.workers > 256) {
+    return "workers=" + std::to_string(e.workers) + " is out of range (1..256)";
+  }
+  if (e.ro_workers > e.workers) {
+    return "ro_workers=" + std::to_string(e.ro_workers) + " exceeds workers=" +
+           std::to_string(e.workers);
+  }
+  if (!(e.duration_s >= 0) || e.duration_s > 365.0 * 24 * 3600) {
+    return "duration=" + Number(e.duration_s) + " is out of range (0 = until stopped, else seconds)";
+  }
+  if (e.peer_wait_s < 1) return "peer_wait_s must be at least 1";
+  return workload.Validate(partitions);
+}
+
+}  // namespace paxflow

@@ -1,0 +1,46 @@
+// Everything a node is configured with, as one validated value.
+// Built from flags by ResolveFlags (flags.h) or directly by tests.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "applications/workload.h"
+#include "common/types.h"
+
+namespace paxflow {
+
+struct EngineParams {
+  Mode mode = Mode::kPaxflow;
+  uint32_t epoch_ms = 10;
+  uint32_t max_batch = 2000;
+  uint32_t workers = 2;
+  uint32_t ro_workers = 0;       // 0: every worker may run read-only work
+  uint64_t max_inflight = 4000;  // generated txns unfinished per node; 0: unbounded
+  uint64_t seed = 42;
+  bool generate = true;          // run the embedded load generator
+  double duration_s = 10;        // load duration; 0: until stopped
+  uint64_t run_epochs = 0;       // stop after this many epochs (0: use duration)
+  std::string log_dir;           // input log directory; empty: no log
+  bool log_fsync = false;
+  uint32_t progress_ms = 1000;   // progress line period; 0: none
+  std::string summary_json;      // where to write the JSON summary
+  std::vector<Epoch> digest_epochs;
+  uint32_t peer_wait_s = 60;     // how long start-up waits for peers
+};
+
+struct NodeParams {
+  EngineParams engine;
+  WorkloadParams workload;
+
+  // Parameters every node of a cluster must agree on, as name=value pairs
+  // (flag names): recorded in input logs and compared at start-up.
+  std::vector<std::pair<std::string, std::string>> ClusterParams() const;
+  std::string ClusterParamsText() const;  // "name=value\n..."
+  uint64_t Fingerprint() const;
+  // Empty if valid on `partitions` partitions, else the problem.
+  std::string Validate(uint32_t partitions) const;
+};
+
+}  // namespace paxflow

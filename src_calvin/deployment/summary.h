@@ -1,0 +1,51 @@
+// End-of-run summary of one node, and of a whole cluster: throughput,
+// latency percentiles per txn kind, RO visibility delay, state digest.
+// Printed as text (YCSB's spirit) and written as JSON for scripts; the
+// launcher reads the nodes' JSON back to print the cluster's total.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/histogram.h"
+#include "common/stats.h"
+#include "common/types.h"
+
+namespace paxflow {
+
+struct KindSummary {
+  uint64_t committed = 0;
+  uint64_t declined = 0;  // procedure chose not to write (e.g. insufficient funds)
+  Histogram latency_us;
+};
+
+struct RunSummary {
+  std::string scope = "node";  // "node" or "cluster"
+  NodeId node = 0;
+  PartitionId partition = 0;
+  uint32_t replica = 0;
+  uint32_t nodes = 1;
+  std::string mode, workload;
+  double seconds = 0;
+  KindSummary kinds[kTxnKinds];
+  Histogram visibility_us;
+  uint64_t invariant_failures = 0;
+  uint64_t dropped_messages = 0;
+  Epoch digest_epoch = 0;
+  uint64_t digest = 0;
+  std::vector<std::pair<Epoch, uint64_t>> epoch_digests;
+
+  uint64_t Committed() const;
+  double Throughput() const { return seconds > 0 ? Committed() / seconds : 0; }
+  std::string ToText() const;
+  std::string ToJson() const;
+  static std::string FromJson(const std::string& json, RunSummary* out);  // empty: ok
+  // Cluster total over replica 0 (every other replica re-executes the same
+  // txns): counts and histograms add up, digests of the partitions sum to
+  // the digest of the whole database.
+  static RunSummary Combine(const std::vector<RunSummary>& nodes);
+};
+
+std::string DigestHex(uint64_t digest);
+
+}  // namespace paxflow

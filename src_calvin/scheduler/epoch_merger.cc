@@ -1,0 +1,78 @@
+#include "scheduler/epoch_merger.h"
+
+#include <algorithm>
+
+namespace paxflow {
+
+EpochMerger::EpochMerger(uint32_t sequencers, Epoch first_epoch)
+    : sequencers_(sequencers), next_epoch_(first_epoch), final_epoch_(sequencers, 0) {}
+
+std::string EpochMerger::Add(std::unique_ptr<Batch> batch) {
+  const uint32_t sequencer = batch->sequencer();
+  const Epoch epoch = batch->epoch();
+  const std::string where =
+      "batch (epoch " + std::to_string(epoch) + ", sequencer " + std::to_string(sequencer) + ")";
+  if (sequencer >= sequencers_) {
+    return where + ": no such sequencer (cluster has " + std::to_string(sequencers_) + ")";
+  }
+  if (epoch < next_epoch_) return where + ": epoch already executed";
+  if (Stopped(sequencer, epoch)) {
+    return where + ": sequencer finished at epoch " + std::to_string(final_epoch_[sequencer]);
+  }
+  auto& slots = pending_[epoch];
+  if (slots.empty()) slots.resize(sequencers_);
+  if (slots[sequencer]) return where + ": duplicate";
+  if (batch->final()) {
+    // Anything buffered past the final epoch contradicts it.
+    for (auto it = pending_.upper_bound(epoch); it != pending_.end(); ++it) {
+      if (it->second[sequencer]) return where + ": final, but a later batch already arrived";
+    }
+    final_epoch_[sequencer] = epoch;
+    ++finished_sequencers_;
+  }
+  slots[sequencer] = std::move(batch);
+  return "";
+}
+
+std::unique_ptr<MergedEpoch> EpochMerger::TakeReady() {
+  if (Finished()) return nullptr;
+  auto it = pending_.find(next_epoch_);
+  for (uint32_t s = 0; s < sequencers_; ++s) {
+    const bool present = it != pending_.end() && it->second[s];
+    if (!present && !Stopped(s, next_epoch_)) return nullptr;
+  }
+  auto merged = std::make_unique<MergedEpoch>();
+  merged->epoch = next_epoch_;
+  if (it != pending_.end()) {
+    merged->batches = std::move(it->second);
+    pending_.erase(it);
+  } else {
+    merged->batches.resize(sequencers_);
+  }
+  for (const auto& batch : merged->batches) {
+    if (!batch) continue;
+    merged->has_rw |= batch->has_rw();
+    merged->close_time_us = std::max(merged->close_time_us, batch->close_time_us());
+  }
+  ++next_epoch_;
+  merged->last = Finished();
+  return merged;
+}
+
+bool EpochMerger::Finished() const {
+  if (finished_sequencers_ < sequencers_) return false;
+  Epoch last = *std::max_element(final_epoch_.begin(), final_epoch_.end());
+  return next_epoch_ > last;
+}
+
+std::vector<uint32_t> EpochMerger::MissingForNextEpoch() const {
+  std::vector<uint32_t> missing;
+  auto it = pending_.find(next_epoch_);
+  for (uint32_t s = 0; s < sequencers_; ++s) {
+    const bool present = it != pending_.end() && it->second[s];
+    if (!present && !Stopped(s, next_epoch_)) missing.push_back(s);
+  }
+  return missing;
+}
+
+}  // namespace paxflow

@@ -1,0 +1,60 @@
+// Collects the batches of every sequencer and releases epochs in order.
+//
+// Owns: batches received for epochs not yet released.
+// In: batches from any sequencer, in any order (Add).
+// Out: epoch e, merged in sequencer order, once every sequencer's batch for
+// e is here (TakeReady). A sequencer that sent its final batch at epoch f
+// counts as sending empty batches for every epoch after f.
+// Threads: one caller at a time (the scheduler thread).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/types.h"
+#include "txn.pb.h"
+
+namespace paxflow {
+
+struct MergedEpoch {
+  Epoch epoch = 0;
+  // One per sequencer, in sequencer order; nullptr for a sequencer that had
+  // already stopped.
+  std::vector<std::unique_ptr<Batch>> batches;
+  bool has_rw = false;         // any sequencer's batch held RW work
+  int64_t close_time_us = 0;   // latest close time among the batches
+  bool last = false;           // no sequencer sends anything after this epoch
+};
+
+class EpochMerger {
+ public:
+  EpochMerger(uint32_t sequencers, Epoch first_epoch = 1);
+
+  // Empty string if accepted; otherwise why the batch was dropped
+  // (unknown sequencer, duplicate, stale epoch, after the sequencer's final).
+  std::string Add(std::unique_ptr<Batch> batch);
+  // The next epoch in order if complete, else nullptr.
+  std::unique_ptr<MergedEpoch> TakeReady();
+
+  // Every sequencer has finished and every epoch has been taken.
+  bool Finished() const;
+  Epoch next_epoch() const { return next_epoch_; }
+  // Sequencers whose batch for the next epoch has not arrived.
+  std::vector<uint32_t> MissingForNextEpoch() const;
+  size_t buffered_epochs() const { return pending_.size(); }
+
+ private:
+  bool Stopped(uint32_t sequencer, Epoch epoch) const {
+    return final_epoch_[sequencer] != 0 && epoch > final_epoch_[sequencer];
+  }
+
+  const uint32_t sequencers_;
+  Epoch next_epoch_;
+  std::map<Epoch, std::vector<std::unique_ptr<Batch>>> pending_;
+  std::vector<Epoch> final_epoch_;  // 0: still running
+  uint32_t finished_sequencers_ = 0;
+};
+
+}  // namespace paxflow

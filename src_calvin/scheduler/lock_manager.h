@@ -1,0 +1,79 @@
+// Calvin's deterministic lock manager.
+//
+// Owns: the lock table (per locked key, a FIFO queue of requests).
+// In: a txn's requests, in global order (Acquire); releases, any order.
+// Out: the txns that now hold every lock they asked for.
+// Threads: the scheduler thread only; no internal synchronisation.
+//
+// Locks are granted strictly in request order: shared requests at the head
+// of a queue share the lock; an exclusive request waits for everything
+// ahead of it, and everything behind it waits for it. A txn requests all its
+// locks before the next txn requests any, so there are no deadlocks.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/types.h"
+
+namespace paxflow {
+
+struct LockEntry;
+class LockedTxn;
+
+struct LockRequest {
+  Key key = 0;
+  bool exclusive = false;
+  bool granted = false;
+  LockedTxn* owner = nullptr;
+  LockEntry* entry = nullptr;
+  LockRequest* prev = nullptr;
+  LockRequest* next = nullptr;
+};
+
+// The lock manager's view of a txn; the scheduler's per-txn state derives from it.
+class LockedTxn {
+ public:
+  // Filled before Acquire; keys must be distinct. Must not be resized while queued.
+  std::vector<LockRequest> lock_requests;
+  uint32_t locks_waiting = 0;
+  bool locks_held = false;  // between Acquire and Release
+};
+
+class LockManager {
+ public:
+  LockManager();
+  ~LockManager();
+  LockManager(const LockManager&) = delete;
+  LockManager& operator=(const LockManager&) = delete;
+
+  // Queues every request of `txn`. Returns true if all were granted at once.
+  bool Acquire(LockedTxn* txn);
+  // Drops all of `txn`'s requests and appends every txn that thereby came to
+  // hold all its locks to `ready`, in the order their last lock was granted.
+  void Release(LockedTxn* txn, std::vector<LockedTxn*>* ready);
+
+  size_t locked_keys() const { return size_; }
+
+ private:
+  struct Slot {
+    Key key;
+    LockEntry* entry;  // nullptr: empty slot
+  };
+  LockEntry* FindOrInsert(Key key);
+  void Erase(Key key);
+  void Grow();
+  size_t Home(Key key) const { return (key * 0x9e3779b97f4a7c15ULL) >> shift_; }
+  LockEntry* NewEntry(Key key);
+  void FreeEntry(LockEntry* entry);
+  void Grant(LockRequest* request, std::vector<LockedTxn*>* ready);
+
+  std::vector<Slot> slots_;  // open addressing, linear probing, backward-shift deletion
+  size_t mask_ = 0;
+  int shift_ = 0;
+  size_t size_ = 0;
+  std::vector<std::unique_ptr<LockEntry[]>> entry_chunks_;
+  LockEntry* free_entries_ = nullptr;
+};
+
+}  // namespace paxflow

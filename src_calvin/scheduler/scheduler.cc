@@ -1,0 +1,550 @@
+#include "scheduler/scheduler.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/clock.h"
+
+namespace paxflow {
+namespace {
+constexpr auto kIdleWake = std::chrono::milliseconds(100);
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Application* app,
+                     PeerSender* peers, NodeStats* stats, ResultSink* results)
+    : options_(options),
+      store_(store),
+      app_(app),
+      peers_(peers),
+      stats_(stats),
+      results_(results),
+      merger_(options.sequencers),
+      reader_mark_(options.partitions, 0),
+      writer_mark_(options.partitions, 0) {
+  for (uint32_t i = 0; i < options_.workers; ++i) {
+    contexts_.push_back(std::make_unique<WorkerContext>());
+    contexts_.back()->index = i;
+  }
+}
+
+Scheduler::~Scheduler() { Stop(); }
+
+void Scheduler::Start() {
+  scheduler_thread_ = std::thread([this] { SchedulerLoop(); });
+  for (uint32_t i = 0; i < options_.workers; ++i) {
+    worker_threads_.emplace_back([this, i] { WorkerLoop(i); });
+  }
+}
+
+void Scheduler::Stop() {
+  stop_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    wake_ = true;
+  }
+  inbox_cv_.notify_all();
+  if (scheduler_thread_.joinable()) scheduler_thread_.join();
+  work_queue_.Close();
+  for (auto& thread : worker_threads_) {
+    if (thread.joinable()) thread.join();
+  }
+  worker_threads_.clear();
+  finished_cv_.notify_all();
+}
+
+// ---------------------------------------------------------------- inputs
+
+void Scheduler::DeliverBatch(std::unique_ptr<Batch> batch) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    inbox_batches_.push_back(std::move(batch));
+    wake_ = true;
+  }
+  inbox_cv_.notify_one();
+}
+
+void Scheduler::DeliverRemoteReads(RemoteReads&& reads) {
+  std::string error;
+  TxnWork* complete = remote_reads_.AddRemote(std::move(reads), &error);
+  if (!error.empty()) {
+    dropped_messages_.fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_N(ERROR, 100) << "partition " << options_.partition << ": " << error;
+  }
+  if (complete) work_queue_.PushReadWrite(WorkItem{complete, WorkItem::kResume});
+}
+
+void Scheduler::RequestDigest(Epoch epoch, std::function<void(Epoch, uint64_t)> done) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    inbox_digests_.push_back(DigestRequest{epoch, std::move(done)});
+    wake_ = true;
+  }
+  inbox_cv_.notify_one();
+}
+
+void Scheduler::PostDone(const DoneMessage& message) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    inbox_done_.push_back(message);
+    wake_ = true;
+  }
+  inbox_cv_.notify_one();
+}
+
+bool Scheduler::WaitFinished(int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(finished_mu_);
+  return finished_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                               [&] { return finished_.load() || stop_.load(); }) &&
+         finished_.load();
+}
+
+SchedulerStatus Scheduler::Status() const {
+  SchedulerStatus status;
+  status.admitted_epoch = admitted_.load(std::memory_order_relaxed);
+  status.published_epoch = published_.load(std::memory_order_relaxed);
+  status.pending = pending_.load(std::memory_order_relaxed);
+  const uint64_t dispatched = dispatched_.load(std::memory_order_relaxed);
+  const uint64_t done = finished_txns_.load(std::memory_order_relaxed);
+  status.executing = dispatched > done ? dispatched - done : 0;
+  status.waiting_ro = waiting_ro_count_.load(std::memory_order_relaxed);
+  status.locked_keys = locked_keys_.load(std::memory_order_relaxed);
+  status.buffered_epochs = buffered_epochs_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(status_mu_);
+  status.waiting_for = waiting_for_;
+  return status;
+}
+
+// ------------------------------------------------------- scheduler thread
+
+void Scheduler::SchedulerLoop() {
+  std::vector<std::unique_ptr<Batch>> batches;
+  std::vector<DoneMessage> done;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    {
+      std::unique_lock<std::mutex> lock(inbox_mu_);
+      inbox_cv_.wait_for(lock, kIdleWake, [&] { return wake_; });
+      wake_ = false;
+      batches.swap(inbox_batches_);
+      done.swap(inbox_done_);
+      for (auto& request : inbox_digests_) digests_.push_back(std::move(request));
+      inbox_digests_.clear();
+    }
+    ProcessInbox(&batches, &done);
+    batches.clear();
+    done.clear();
+  }
+}
+
+void Scheduler::Step() {
+  std::vector<std::unique_ptr<Batch>> batches;
+  std::vector<DoneMessage> done;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    wake_ = false;
+    batches.swap(inbox_batches_);
+    done.swap(inbox_done_);
+    for (auto& request : inbox_digests_) digests_.push_back(std::move(request));
+    inbox_digests_.clear();
+  }
+  ProcessInbox(&batches, &done);
+}
+
+void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
+                             std::vector<DoneMessage>* done) {
+  for (const DoneMessage& message : *done) HandleDone(message);
+  for (auto& batch : *batches) {
+    std::string error = merger_.Add(std::move(batch));
+    if (!error.empty()) {
+      dropped_messages_.fetch_add(1, std::memory_order_relaxed);
+      LOG(ERROR) << "partition " << options_.partition << " dropped " << error;
+    }
+  }
+  // In calvin mode a digest needs the store exactly at its epoch: pin the
+  // target now so later epochs wait for it.
+  for (auto& request : digests_) {
+    if (options_.mode == Mode::kCalvin) {
+      request.epoch = std::max(request.epoch, admitted_.load(std::memory_order_relaxed));
+    }
+  }
+  while (!AdmissionBlocked(merger_.next_epoch())) {
+    std::unique_ptr<MergedEpoch> merged = merger_.TakeReady();
+    if (!merged) break;
+    Admit(std::move(merged));
+  }
+  AdvancePublish();
+  FlushReady();
+  ServeDigests();
+  FreeFinishedEpochs();
+
+  pending_.store(admitted_txns_ - dispatched_txns_, std::memory_order_relaxed);
+  waiting_ro_count_.store(waiting_ro_.size(), std::memory_order_relaxed);
+  locked_keys_.store(locks_.locked_keys(), std::memory_order_relaxed);
+  buffered_epochs_.store(merger_.buffered_epochs(), std::memory_order_relaxed);
+  {
+    std::string waiting;
+    if (!merger_.Finished()) {
+      std::vector<uint32_t> missing = merger_.MissingForNextEpoch();
+      if (!missing.empty()) {
+        waiting = "epoch " + std::to_string(merger_.next_epoch()) + " waits for sequencer";
+        for (uint32_t s : missing) waiting += " " + std::to_string(s);
+      }
+    }
+    std::lock_guard<std::mutex> lock(status_mu_);
+    waiting_for_ = std::move(waiting);
+  }
+  if (!finished_.load(std::memory_order_relaxed) && merger_.Finished() && epochs_.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(finished_mu_);
+      finished_.store(true, std::memory_order_release);
+    }
+    finished_cv_.notify_all();
+  }
+}
+
+bool Scheduler::AdmissionBlocked(Epoch epoch) const {
+  if (options_.mode != Mode::kCalvin) return false;
+  for (const auto& request : digests_) {
+    if (request.epoch < epoch) return true;
+  }
+  return false;
+}
+
+void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
+  if (before_execute_) before_execute_(*merged);
+  auto epoch = std::make_unique<EpochWork>();
+  epoch->epoch = merged->epoch;
+  epoch->has_rw = merged->has_rw;
+  epoch->close_time_us = merged->close_time_us;
+  epoch->previous_close_time_us = previous_close_time_us_;
+  epoch->batches = std::move(merged->batches);
+  size_t count = 0;
+  for (const auto& batch : epoch->batches) {
+    if (batch) count += static_cast<size_t>(batch->txns_size());
+  }
+  // Sized once: lock requests point into these objects.
+  epoch->txns.resize(count);
+  size_t next = 0;
+  uint32_t writers = 0;
+  for (const auto& batch : epoch->batches) {
+    if (!batch) continue;
+    for (const Txn& txn : batch->txns()) {
+      TxnWork* work = &epoch->txns[next++];
+      work->txn = &txn;
+      work->epoch = epoch.get();
+      Prepare(work);
+      writers += work->writes_here ? 1 : 0;
+    }
+  }
+  epoch->writes_pending = writers;
+  epoch->unfinished.store(static_cast<uint32_t>(count), std::memory_order_relaxed);
+  admitted_txns_ += count;
+  const Epoch published = published_.load(std::memory_order_relaxed);
+  for (TxnWork& work : epoch->txns) {
+    if (work.snapshot_read) {
+      if (work.read_version <= published) {
+        ready_ro_.push_back(WorkItem{&work, WorkItem::kExecute});
+      } else {
+        waiting_ro_.push_back(&work);
+      }
+    } else if (locks_.Acquire(&work)) {
+      ready_rw_.push_back(WorkItem{&work, WorkItem::kExecute});
+    }
+  }
+  if (epoch->has_rw) last_rw_epoch_ = epoch->epoch;
+  previous_close_time_us_ = epoch->close_time_us;
+  admitted_.store(epoch->epoch, std::memory_order_relaxed);
+  epochs_.push_back(std::move(epoch));
+}
+
+void Scheduler::Prepare(TxnWork* work) {
+  const Txn& txn = *work->txn;
+  const PartitionId self = options_.partition;
+  const bool read_only = txn.txn_class() == RO;
+  work->kind = read_only ? kKindReadOnly : txn.txn_class() == LTX ? kKindLong : kKindReadWrite;
+  work->origin = txn.origin_partition() == self;
+  work->snapshot_read = read_only && options_.mode == Mode::kPaxflow;
+  if (work->snapshot_read) work->read_version = last_rw_epoch_;
+
+  const bool has_reads = txn.read_set_size() + txn.read_write_set_size() > 0;
+  const bool has_writes = txn.write_set_size() + txn.read_write_set_size() > 0;
+  if (options_.partitions == 1) {
+    work->all_local = true;
+    work->reads_here = has_reads;
+    work->writes_here = has_writes;
+    work->executor = true;
+  } else {
+    // Participants: readers contribute values, writers and the origin run the
+    // procedure (Calvin's active participants).
+    std::vector<PartitionId> touched;
+    auto mark = [&](std::vector<uint8_t>& marks, Key key) {
+      PartitionId p = PartitionOf(key, options_.partitions);
+      if (!reader_mark_[p] && !writer_mark_[p]) touched.push_back(p);
+      marks[p] = 1;
+    };
+    for (Key key : txn.read_set()) mark(reader_mark_, key);
+    for (Key key : txn.read_write_set()) {
+      mark(reader_mark_, key);
+      mark(writer_mark_, key);
+    }
+    for (Key key : txn.write_set()) mark(writer_mark_, key);
+    const PartitionId origin = txn.origin_partition() < options_.partitions
+                                   ? txn.origin_partition()
+                                   : 0;
+    work->reads_here = reader_mark_[self];
+    work->writes_here = writer_mark_[self];
+    work->executor = work->writes_here || origin == self;
+    work->all_local = true;
+    uint32_t readers = 0;
+    for (PartitionId p : touched) {
+      if (p != self) work->all_local = false;
+      if (reader_mark_[p]) ++readers;
+    }
+    if (work->executor) work->remote_reads_expected = readers - (reader_mark_[self] ? 1 : 0);
+    if (work->reads_here) {
+      for (PartitionId p : touched) {
+        if (p != self && writer_mark_[p]) work->send_reads_to.push_back(p);
+      }
+      if (origin != self && !writer_mark_[origin]) work->send_reads_to.push_back(origin);
+    }
+    for (PartitionId p : touched) reader_mark_[p] = writer_mark_[p] = 0;
+  }
+  if (work->snapshot_read) return;
+
+  auto add_locks = [&](const google::protobuf::RepeatedField<uint64_t>& keys, bool exclusive) {
+    for (Key key : keys) {
+      if (!work->all_local && PartitionOf(key, options_.partitions) != self) continue;
+      LockRequest request;
+      request.key = key;
+      request.exclusive = exclusive;
+      work->lock_requests.push_back(request);
+    }
+  };
+  work->lock_requests.reserve(static_cast<size_t>(txn.read_set_size() + txn.read_write_set_size() +
+                                                  txn.write_set_size()));
+  add_locks(txn.read_set(), false);
+  add_locks(txn.read_write_set(), true);
+  add_locks(txn.write_set(), true);
+}
+
+void Scheduler::HandleDone(const DoneMessage& message) {
+  TxnWork* work = message.work;
+  locks_.Release(work, &ready_locked_);
+  if (!message.finished) return;
+  if (work->writes_here) --work->epoch->writes_pending;
+  finished_txns_.fetch_add(1, std::memory_order_relaxed);
+  work->epoch->unfinished.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void Scheduler::AdvancePublish() {
+  Epoch published = published_.load(std::memory_order_relaxed);
+  bool advanced = false;
+  for (const auto& epoch : epochs_) {
+    if (epoch->epoch <= published) continue;
+    if (epoch->writes_pending > 0) break;
+    published = epoch->epoch;
+    advanced = true;
+  }
+  if (!advanced) return;
+  store_->Publish(published);
+  published_.store(published, std::memory_order_release);
+  ReleaseWaitingReadOnly();
+}
+
+void Scheduler::ReleaseWaitingReadOnly() {
+  const Epoch published = published_.load(std::memory_order_relaxed);
+  // read_version never decreases along the global order, so the queue is FIFO.
+  while (!waiting_ro_.empty() && waiting_ro_.front()->read_version <= published) {
+    ready_ro_.push_back(WorkItem{waiting_ro_.front(), WorkItem::kExecute});
+    waiting_ro_.pop_front();
+  }
+}
+
+void Scheduler::FlushReady() {
+  for (LockedTxn* txn : ready_locked_) {
+    ready_rw_.push_back(WorkItem{static_cast<TxnWork*>(txn), WorkItem::kExecute});
+  }
+  ready_locked_.clear();
+  const size_t count = ready_rw_.size() + ready_ro_.size();
+  if (count == 0) return;
+  dispatched_txns_ += count;
+  dispatched_.fetch_add(count, std::memory_order_relaxed);
+  work_queue_.PushReadWrite(ready_rw_);
+  work_queue_.PushReadOnly(ready_ro_);
+  ready_rw_.clear();
+  ready_ro_.clear();
+}
+
+void Scheduler::ServeDigests() {
+  const Epoch published = published_.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < digests_.size();) {
+    if (digests_[i].epoch > published) {
+      ++i;
+      continue;
+    }
+    // A single-version store holds exactly the published state here (later
+    // epochs were held back); a multi-version one reads the snapshot.
+    const Epoch at = options_.mode == Mode::kCalvin ? published : digests_[i].epoch;
+    digests_[i].done(at, store_->Digest(at));
+    digests_.erase(digests_.begin() + static_cast<long>(i));
+  }
+}
+
+void Scheduler::FreeFinishedEpochs() {
+  const Epoch published = published_.load(std::memory_order_relaxed);
+  while (!epochs_.empty() && epochs_.front()->epoch <= published &&
+         epochs_.front()->unfinished.load(std::memory_order_acquire) == 0) {
+    epochs_.pop_front();
+  }
+}
+
+// --------------------------------------------------------- worker threads
+
+void Scheduler::WorkerLoop(size_t index) {
+  WorkerContext* context = contexts_[index].get();
+  const bool may_run_read_only = options_.ro_workers == 0 || index < options_.ro_workers;
+  WorkItem item;
+  while (work_queue_.Pop(may_run_read_only, &item)) Execute(item, context);
+}
+
+void Scheduler::RunQueuedWork(size_t worker) {
+  WorkerContext* context = contexts_[worker].get();
+  WorkItem item;
+  while (work_queue_.TryPop(true, &item)) Execute(item, context);
+}
+
+void Scheduler::Execute(const WorkItem& item, WorkerContext* context) {
+  TxnWork* work = item.work;
+  if (item.action == WorkItem::kResume) {
+    std::unique_ptr<ReadValues> reads = remote_reads_.Take(work->txn->id());
+    if (!reads) {
+      LOG(ERROR) << "partition " << options_.partition << ": lost the reads of txn "
+                 << TxnIdString(work->txn->id());
+      return;
+    }
+    RunProcedure(work, *reads, context);
+    return;
+  }
+  const Txn& txn = *work->txn;
+  ReadValues& reads = context->reads;
+  reads.Reset(static_cast<size_t>(txn.read_set_size() + txn.read_write_set_size()));
+  if (work->reads_here) ReadLocal(work, &reads);
+  if (!work->send_reads_to.empty()) SendReads(work, reads, context);
+  if (!work->executor) {
+    FinishLocal(work, true);
+    return;
+  }
+  if (work->remote_reads_expected == 0) {
+    RunProcedure(work, reads, context);
+    return;
+  }
+  // Waiting for other partitions: a participant that writes nothing here no
+  // longer needs its locks.
+  if (!work->writes_here && !work->snapshot_read) PostDone(DoneMessage{work, false});
+  if (remote_reads_.AddLocal(work, &reads)) {
+    RunProcedure(work, reads, context);
+    context->reads = ReadValues();
+  }
+}
+
+void Scheduler::ReadLocal(TxnWork* work, ReadValues* reads) {
+  const Txn& txn = *work->txn;
+  const uint32_t partitions = options_.partitions;
+  const PartitionId self = options_.partition;
+  size_t position = 0;
+  auto read = [&](Key key) {
+    std::string_view value;
+    const bool found = work->snapshot_read ? store_->ReadAt(key, work->read_version, &value)
+                                           : store_->ReadLatest(key, &value);
+    if (found) reads->Set(position, value);
+    else reads->SetMissing(position);
+  };
+  for (Key key : txn.read_set()) {
+    if (work->all_local || PartitionOf(key, partitions) == self) read(key);
+    ++position;
+  }
+  for (Key key : txn.read_write_set()) {
+    if (work->all_local || PartitionOf(key, partitions) == self) read(key);
+    ++position;
+  }
+}
+
+void Scheduler::SendReads(TxnWork* work, const ReadValues& reads, WorkerContext* context) {
+  const Txn& txn = *work->txn;
+  RemoteReads& message = context->outgoing;
+  message.Clear();
+  message.set_txn_id(txn.id());
+  message.set_from_partition(options_.partition);
+  uint32_t position = 0;
+  auto add = [&](Key key) {
+    if (PartitionOf(key, options_.partitions) == options_.partition) {
+      message.add_position(position);
+      message.add_found(reads.Found(position));
+      std::string_view value = reads.Found(position) ? reads.Get(position) : std::string_view();
+      message.add_value(value.data(), value.size());
+    }
+    ++position;
+  };
+  for (Key key : txn.read_set()) add(key);
+  for (Key key : txn.read_write_set()) add(key);
+  for (PartitionId to : work->send_reads_to) peers_->SendRemoteReads(to, message);
+}
+
+void Scheduler::RunProcedure(TxnWork* work, const ReadValues& reads, WorkerContext* context) {
+  const Txn& txn = *work->txn;
+  WriteSet& writes = context->writes;
+  writes.Clear();
+  TxnOutcome outcome;
+  app_->Execute(txn, reads, &writes, &outcome);
+  if (work->writes_here && outcome.committed) {
+    const Epoch epoch = work->epoch->epoch;
+    for (size_t i = 0; i < writes.size(); ++i) {
+      const Key key = writes.key(i);
+      if (work->all_local || PartitionOf(key, options_.partitions) == options_.partition) {
+        store_->Write(key, writes.value(i), epoch);
+      }
+    }
+  }
+  if (work->origin) {
+    WorkerStats& stats = stats_->worker(context->index);
+    const int64_t now = NowMicros();
+    const int64_t latency = now - txn.submit_time_us();
+    stats.latency_us[work->kind].Record(latency > 0 ? static_cast<uint64_t>(latency) : 0);
+    WorkerStats::Add(stats.committed[work->kind]);
+    if (!outcome.committed) WorkerStats::Add(stats.declined[work->kind]);
+    if (work->kind == kKindReadOnly && work->epoch->previous_close_time_us > 0) {
+      const int64_t delay = now - work->epoch->previous_close_time_us;
+      stats.visibility_us.Record(delay > 0 ? static_cast<uint64_t>(delay) : 0);
+    }
+    if (!outcome.invariant_ok) {
+      WorkerStats::Add(stats.invariant_failures);
+      LOG(ERROR) << "txn " << TxnIdString(txn.id()) << " ("
+                 << app_->ProcedureName(txn.procedure()) << "): invariant violated: "
+                 << outcome.detail;
+    }
+    if (results_) results_->OnResult(txn, outcome, work->snapshot_read ? work->read_version : 0);
+  }
+  FinishLocal(work, true);
+}
+
+void Scheduler::FinishLocal(TxnWork* work, bool finished) {
+  if (!work->snapshot_read) {
+    PostDone(DoneMessage{work, finished});
+    return;
+  }
+  // Lock-free read-only txns never visit the scheduler; the last one of an
+  // epoch wakes it so the epoch can be freed.
+  if (work->epoch->unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    finished_txns_.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(inbox_mu_);
+      wake_ = true;
+    }
+    inbox_cv_.notify_one();
+    return;
+  }
+  finished_txns_.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace paxflow

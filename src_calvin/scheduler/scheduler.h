@@ -1,0 +1,205 @@
+// The scheduler of one partition: merges the sequencers' batches into the
+// global order, runs Calvin's lock manager for the txns that need locks,
+// the PaxFlow read-only dispatcher for those that do not, and a pool of
+// worker threads that execute them.
+//
+// Owns: the epoch merger, the lock manager, admitted epochs, the read-only
+// waiting queue, publish_epoch, the remote-read table and the workers.
+// In: batches (DeliverBatch, any thread), other partitions' reads
+// (DeliverRemoteReads, any thread).
+// Out: writes to the Store, reads to other partitions (PeerSender), results
+// at the origin partition (ResultSink), statistics (NodeStats).
+// Threads: one scheduler thread owns everything above except the workers'
+// execution state; `workers` worker threads execute txns. Without Start()
+// nothing runs by itself: tests drive it with Step() and RunQueuedWork().
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "applications/application.h"
+#include "backend/store.h"
+#include "common/stats.h"
+#include "common/types.h"
+#include "message.pb.h"
+#include "scheduler/epoch_merger.h"
+#include "scheduler/lock_manager.h"
+#include "scheduler/remote_reads.h"
+#include "scheduler/txn_work.h"
+#include "scheduler/work_queue.h"
+
+namespace paxflow {
+
+struct SchedulerOptions {
+  Mode mode = Mode::kPaxflow;
+  PartitionId partition = 0;
+  uint32_t partitions = 1;
+  uint32_t sequencers = 1;
+  uint32_t workers = 2;
+  uint32_t ro_workers = 0;  // workers allowed to run read-only work; 0: all
+};
+
+// Sends this partition's reads of a multi-partition txn to another
+// partition of the same replica. Called from worker threads.
+class PeerSender {
+ public:
+  virtual ~PeerSender() = default;
+  virtual void SendRemoteReads(PartitionId to, const RemoteReads& reads) = 0;
+};
+
+// Receives every txn's result at its origin partition, on a worker thread.
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  // `read_version`: the snapshot a PaxFlow read-only txn read, else 0.
+  virtual void OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version) = 0;
+};
+
+struct SchedulerStatus {
+  Epoch admitted_epoch = 0;   // newest epoch in execution
+  Epoch published_epoch = 0;  // publish_epoch
+  uint64_t pending = 0;       // admitted, waiting for locks or a snapshot
+  uint64_t executing = 0;     // dispatched to workers, not finished
+  uint64_t waiting_ro = 0;    // read-only txns in the waiting queue
+  uint64_t locked_keys = 0;
+  uint64_t buffered_epochs = 0;  // received, waiting for other sequencers
+  std::string waiting_for;    // which sequencers the next epoch waits on
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerOptions& options, Store* store, const Application* app,
+            PeerSender* peers, NodeStats* stats, ResultSink* results);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Called on the scheduler thread for each epoch before any of its txns
+  // executes: the input log's hook.
+  void SetBeforeExecute(std::function<void(const MergedEpoch&)> hook) {
+    before_execute_ = std::move(hook);
+  }
+
+  void Start();  // the scheduler thread and the workers
+  void Stop();   // joins them; work in flight is dropped
+
+  void DeliverBatch(std::unique_ptr<Batch> batch);
+  void DeliverRemoteReads(RemoteReads&& reads);
+
+  // Asks for the state digest as of `epoch`, delivered on the scheduler
+  // thread once that epoch is published. In calvin mode the scheduler holds
+  // back later epochs until the digest is taken.
+  void RequestDigest(Epoch epoch, std::function<void(Epoch, uint64_t)> done);
+
+  // Every sequencer finished and every txn ran. Blocks up to `timeout_ms`.
+  bool WaitFinished(int64_t timeout_ms);
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+  Epoch last_epoch() const { return published_.load(std::memory_order_acquire); }
+
+  SchedulerStatus Status() const;
+  uint64_t dropped_messages() const { return dropped_messages_.load(std::memory_order_relaxed); }
+
+  // Step-by-step driving (tests): process everything in the inbox, then run
+  // every queued txn on the calling thread as worker `worker`.
+  void Step();
+  void RunQueuedWork(size_t worker = 0);
+
+ private:
+  struct DoneMessage {
+    TxnWork* work;
+    bool finished;  // false: release the locks only; more work follows
+  };
+  struct DigestRequest {
+    Epoch epoch;
+    std::function<void(Epoch, uint64_t)> done;
+  };
+  // Scratch state of one worker thread.
+  struct WorkerContext {
+    size_t index = 0;
+    ReadValues reads;
+    WriteSet writes;
+    RemoteReads outgoing;
+  };
+
+  // Scheduler thread.
+  void SchedulerLoop();
+  void ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches, std::vector<DoneMessage>* done);
+  void Admit(std::unique_ptr<MergedEpoch> merged);
+  void Prepare(TxnWork* work);
+  void HandleDone(const DoneMessage& message);
+  void AdvancePublish();
+  void ReleaseWaitingReadOnly();
+  void ServeDigests();
+  void FreeFinishedEpochs();
+  bool AdmissionBlocked(Epoch epoch) const;
+  void FlushReady();
+
+  // Worker threads.
+  void WorkerLoop(size_t index);
+  void Execute(const WorkItem& item, WorkerContext* context);
+  void ReadLocal(TxnWork* work, ReadValues* reads);
+  void SendReads(TxnWork* work, const ReadValues& reads, WorkerContext* context);
+  void RunProcedure(TxnWork* work, const ReadValues& reads, WorkerContext* context);
+  void FinishLocal(TxnWork* work, bool finished);
+  void PostDone(const DoneMessage& message);
+
+  const SchedulerOptions options_;
+  Store* const store_;
+  const Application* const app_;
+  PeerSender* const peers_;
+  NodeStats* const stats_;
+  ResultSink* const results_;
+  std::function<void(const MergedEpoch&)> before_execute_;
+
+  // Inbox: filled by any thread, drained by the scheduler thread.
+  std::mutex inbox_mu_;
+  std::condition_variable inbox_cv_;
+  std::vector<std::unique_ptr<Batch>> inbox_batches_;
+  std::vector<DoneMessage> inbox_done_;
+  std::vector<DigestRequest> inbox_digests_;
+  bool wake_ = false;
+
+  // Scheduler-thread state.
+  EpochMerger merger_;
+  LockManager locks_;
+  std::deque<std::unique_ptr<EpochWork>> epochs_;  // admitted, oldest first
+  std::deque<TxnWork*> waiting_ro_;                // snapshot not yet published
+  std::vector<LockedTxn*> ready_locked_;
+  std::vector<WorkItem> ready_rw_, ready_ro_;
+  std::vector<DigestRequest> digests_;
+  Epoch last_rw_epoch_ = 0;
+  int64_t previous_close_time_us_ = 0;
+  std::vector<uint8_t> reader_mark_, writer_mark_;  // by partition, Prepare scratch
+  uint64_t admitted_txns_ = 0, dispatched_txns_ = 0;
+
+  RemoteReadTable remote_reads_;
+  WorkQueue work_queue_;
+  std::vector<std::unique_ptr<WorkerContext>> contexts_;
+
+  std::atomic<Epoch> admitted_{0};
+  std::atomic<Epoch> published_{0};
+  std::atomic<uint64_t> pending_{0};
+  std::atomic<uint64_t> finished_txns_{0};
+  std::atomic<uint64_t> dispatched_{0};
+  std::atomic<uint64_t> waiting_ro_count_{0};
+  std::atomic<uint64_t> locked_keys_{0};
+  std::atomic<uint64_t> buffered_epochs_{0};
+  std::atomic<uint64_t> dropped_messages_{0};
+  mutable std::mutex status_mu_;
+  std::string waiting_for_;
+
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};
+  std::mutex finished_mu_;
+  std::condition_variable finished_cv_;
+  std::thread scheduler_thread_;
+  std::vector<std::thread> worker_threads_;
+};
+
+}  // namespace paxflow

@@ -1,0 +1,128 @@
+#include "sequencer/sequencer.h"
+
+#include <glog/logging.h>
+
+#include <chrono>
+
+#include "common/clock.h"
+
+namespace paxflow {
+
+Sequencer::Sequencer(const SequencerOptions& options, std::vector<TxnSource*> sources)
+    : options_(options), sources_(std::move(sources)), marks_(options.partitions, 0) {}
+
+TxnClass Sequencer::Classify(const Txn& txn) {
+  if (txn.txn_class() == LTX) return LTX;
+  return txn.write_set_size() == 0 && txn.read_write_set_size() == 0 ? RO : RW;
+}
+
+std::vector<std::unique_ptr<Batch>> Sequencer::CloseEpoch(Epoch epoch, int64_t now_us,
+                                                          bool final) {
+  auto all = std::make_unique<Batch>();
+  size_t room = options_.max_batch;
+  for (TxnSource* source : sources_) {
+    if (room == 0) break;
+    room -= source->Fill(room, now_us, all.get());
+  }
+  bool has_rw = false;
+  uint32_t position = 0;
+  for (Txn& txn : *all->mutable_txns()) {
+    txn.set_id(MakeTxnId(epoch, options_.sequencer_id, position++));
+    txn.set_txn_class(Classify(txn));
+    txn.set_origin_partition(options_.sequencer_id);
+    txn.set_origin_node(options_.node);
+    has_rw |= txn.txn_class() != RO;
+  }
+
+  std::vector<std::unique_ptr<Batch>> out(options_.partitions);
+  for (uint32_t p = 0; p < options_.partitions; ++p) {
+    if (options_.partitions == 1) {
+      out[p] = std::move(all);
+    } else {
+      out[p] = std::make_unique<Batch>();
+    }
+    out[p]->set_epoch(epoch);
+    out[p]->set_sequencer(options_.sequencer_id);
+    out[p]->set_partition(p);
+    out[p]->set_has_rw(has_rw);
+    out[p]->set_final(final);
+    out[p]->set_close_time_us(now_us);
+  }
+  if (options_.partitions == 1) return out;
+
+  // A txn goes to every partition it touches, and to its origin, which
+  // reports its result.
+  std::vector<PartitionId> touched;
+  for (Txn& txn : *all->mutable_txns()) {
+    touched.clear();
+    auto mark = [&](PartitionId p) {
+      if (!marks_[p]) {
+        marks_[p] = 1;
+        touched.push_back(p);
+      }
+    };
+    mark(options_.sequencer_id);
+    for (Key key : txn.read_set()) mark(PartitionOf(key, options_.partitions));
+    for (Key key : txn.read_write_set()) mark(PartitionOf(key, options_.partitions));
+    for (Key key : txn.write_set()) mark(PartitionOf(key, options_.partitions));
+    for (size_t i = 0; i < touched.size(); ++i) {
+      marks_[touched[i]] = 0;
+      if (i + 1 == touched.size()) {
+        out[touched[i]]->add_txns()->Swap(&txn);
+      } else {
+        *out[touched[i]]->add_txns() = txn;
+      }
+    }
+  }
+  return out;
+}
+
+SequencerRunner::SequencerRunner(Sequencer* sequencer, uint32_t epoch_ms, uint64_t run_epochs,
+                                 Deliver deliver)
+    : sequencer_(sequencer),
+      epoch_ms_(epoch_ms),
+      run_epochs_(run_epochs),
+      deliver_(std::move(deliver)) {}
+
+SequencerRunner::~SequencerRunner() {
+  RequestStop();
+  Join();
+}
+
+void SequencerRunner::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void SequencerRunner::RequestStop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_.store(true);
+  }
+  cv_.notify_all();
+}
+
+void SequencerRunner::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void SequencerRunner::Run() {
+  auto deadline = std::chrono::steady_clock::now();
+  const auto period = std::chrono::milliseconds(epoch_ms_);
+  for (Epoch epoch = 1;; ++epoch) {
+    deadline += period;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_until(lock, deadline, [&] { return stop_.load(); });
+    }
+    // Behind by more than an epoch (overloaded machine): start afresh rather
+    // than firing a burst of catch-up epochs.
+    const auto now = std::chrono::steady_clock::now();
+    if (now - deadline > period) deadline = now;
+    const bool final = stop_.load() || (run_epochs_ > 0 && epoch >= run_epochs_);
+    auto batches = sequencer_->CloseEpoch(epoch, NowMicros(), final);
+    epoch_.store(epoch, std::memory_order_relaxed);
+    for (PartitionId p = 0; p < batches.size(); ++p) deliver_(p, std::move(batches[p]));
+    if (final) break;
+  }
+  done_.store(true);
+}
+
+}  // namespace paxflow

@@ -1,0 +1,75 @@
+// A sequencer: cuts its node's incoming txns into one batch per epoch,
+// fixes their place in the global order (txn ids), classifies them RO/RW,
+// and splits the batch into one sub-batch per partition.
+//
+// Owns: the txn sources' output until it is handed over.
+// In: txns from its TxnSources. Out: per-partition batches (CloseEpoch).
+// Threads: CloseEpoch runs on one thread (SequencerRunner's, or a test's).
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "common/types.h"
+#include "sequencer/txn_source.h"
+#include "txn.pb.h"
+
+namespace paxflow {
+
+struct SequencerOptions {
+  uint32_t sequencer_id = 0;  // = the partition of the node it runs on
+  uint32_t partitions = 1;
+  NodeId node = 0;
+  uint32_t max_batch = 2000;
+};
+
+class Sequencer {
+ public:
+  Sequencer(const SequencerOptions& options, std::vector<TxnSource*> sources);
+
+  // Closes `epoch`: one batch per partition, indexed by partition; empty
+  // ones included so no scheduler waits for them.
+  std::vector<std::unique_ptr<Batch>> CloseEpoch(Epoch epoch, int64_t now_us, bool final);
+
+  // RO when the txn writes nothing; the client's LTX request is kept.
+  static TxnClass Classify(const Txn& txn);
+
+ private:
+  const SequencerOptions options_;
+  std::vector<TxnSource*> sources_;
+  std::vector<uint8_t> marks_;  // by partition, CloseEpoch scratch
+};
+
+// Drives a Sequencer on a timer: one epoch every `epoch_ms`, until asked to
+// stop or `run_epochs` epochs (0: no limit). The last epoch is marked final.
+class SequencerRunner {
+ public:
+  using Deliver = std::function<void(PartitionId, std::unique_ptr<Batch>)>;
+  SequencerRunner(Sequencer* sequencer, uint32_t epoch_ms, uint64_t run_epochs, Deliver deliver);
+  ~SequencerRunner();
+  void Start();
+  void RequestStop();  // the next epoch is the final one
+  void Join();
+  Epoch current_epoch() const { return epoch_.load(std::memory_order_relaxed); }
+  bool done() const { return done_.load(); }
+
+ private:
+  void Run();
+
+  Sequencer* const sequencer_;
+  const uint32_t epoch_ms_;
+  const uint64_t run_epochs_;
+  Deliver deliver_;
+  std::atomic<Epoch> epoch_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> done_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread thread_;
+};
+
+}  // namespace paxflow

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every test suite and ends with one line: "N passed, N failed".
+# Exits non-zero if anything failed or nothing ran.
+set -uo pipefail
+build=${1:-build}
+suites=("$build/bin/unit_tests" "$build/bin/cluster_tests")
+[ -x "$build/bin/tsan_tests" ] && suites+=("$build/bin/tsan_tests")
+passed=0
+failed=0
+tmp=$(mktemp -d /tmp/paxflow-tests.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+for suite in "${suites[@]}"; do
+  name=$(basename "$suite")
+  if [ ! -x "$suite" ]; then
+    echo "== $name: missing (build failed?)"
+    failed=$((failed + 1))
+    continue
+  fi
+  echo "== $name"
+  start=$(date +%s)
+  "$suite" --gtest_color=no --gtest_output="json:$tmp/$name.json" 2>&1 | tee "$tmp/$name.out" |
+    grep -E '^\[ +(RUN|OK|FAILED|PASSED|SKIPPED) +\]|^\[==========\]|Failure|error:' || true
+  rc=${PIPESTATUS[0]}
+  suite_passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$tmp/$name.out" | tail -1)
+  suite_failed=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$tmp/$name.out" | tail -1)
+  suite_passed=${suite_passed:-0}
+  suite_failed=${suite_failed:-0}
+  if [ "$rc" -ne 0 ] && [ "$suite_failed" -eq 0 ]; then
+    echo "== $name exited with status $rc (crash?); counting it as a failure"
+    suite_failed=1
+  fi
+  echo "== $name: $suite_passed passed, $suite_failed failed ($(( $(date +%s) - start )) s)"
+  passed=$((passed + suite_passed))
+  failed=$((failed + suite_failed))
+done
+echo "$passed passed, $failed failed"
+if [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then exit 1; fi
