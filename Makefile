@@ -7,7 +7,7 @@ CXX      ?= g++
 OPT      ?= -O2
 CXXFLAGS ?= $(OPT) -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -pthread -MMD -MP
-CPPFLAGS += -Isrc_calvin -I$(BUILD)/gen
+CPPFLAGS += -I. -Isrc_calvin -I$(BUILD)/gen
 LDLIBS   := -lzmq -lprotobuf -lglog -lgflags -pthread
 
 PROTOS      := $(wildcard src_calvin/proto/*.proto)
@@ -23,11 +23,20 @@ TEST_LIB_SRCS := $(filter-out %_test.cc,$(TEST_SRCS))
 UNIT_TESTS  := $(filter-out tests/cluster_test.cc,$(filter %_test.cc,$(TEST_SRCS)))
 BENCH_SRCS  := $(wildcard bench/*_bench.cc)
 
+# ThreadSanitizer build of the concurrency suites: the store under readers,
+# writers and collectors, and the in-process engine (no zmq: its threads are
+# not instrumented).
+TSAN_CXXFLAGS := -O1 -g -fsanitize=thread -std=c++17 -pthread -MMD -MP -Wall -Wextra -Wno-unused-parameter
+TSAN_TEST_SRCS := tests/store_concurrency_test.cc tests/engine_test.cc tests/engine_harness.cc \
+                  tests/serial_reference.cc tests/test_util.cc
+TSAN_OBJS := $(patsubst %.cc,$(BUILD)/tsan/%.o,$(LIB_SRCS) $(TSAN_TEST_SRCS)) \
+             $(patsubst $(BUILD)/gen/%.cc,$(BUILD)/tsan/gen/%.o,$(PROTO_CC))
+
 BINS := $(BUILD)/bin/paxflow-node $(BUILD)/bin/paxflow-cluster
 TEST_BINS := $(BUILD)/bin/unit_tests $(BUILD)/bin/cluster_tests
 BENCH_BINS := $(BUILD)/bin/micro_bench
 
-.PHONY: all deps test bench demo clean
+.PHONY: all deps test tsan bench demo clean
 all: $(BINS) $(TEST_BINS) $(BENCH_BINS)
 
 deps:
@@ -71,8 +80,24 @@ $(BUILD)/bin/micro_bench: $(patsubst %.cc,$(BUILD)/obj/%.o,$(BENCH_SRCS)) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ -lbenchmark -lbenchmark_main $(LDLIBS)
 
-# The whole test suite; its last line is "N passed, N failed".
-test: all
+$(BUILD)/tsan/gen/%.o: $(BUILD)/gen/%.cc | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(TSAN_CXXFLAGS) -c $< -o $@
+
+$(BUILD)/tsan/%.o: %.cc | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(TSAN_CXXFLAGS) -c $< -o $@
+
+$(BUILD)/bin/tsan_tests: $(TSAN_OBJS)
+	@mkdir -p $(dir $@)
+	$(CXX) -fsanitize=thread $^ -o $@ -lgtest -lgtest_main $(LDLIBS)
+
+tsan: $(BUILD)/bin/tsan_tests
+	$(BUILD)/bin/tsan_tests
+
+# The whole test suite (ThreadSanitizer suites included); its last line is
+# "N passed, N failed".
+test: all $(BUILD)/bin/tsan_tests
 	@tools/run-tests.sh $(BUILD)
 
 bench: all
@@ -84,4 +109,4 @@ demo: $(BINS)
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/tsan -name '*.d' 2>/dev/null)

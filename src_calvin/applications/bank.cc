@@ -31,7 +31,7 @@ class BankGenerator : public TxnGenerator {
   }
 
  private:
-  const WorkloadParams& params_;
+  const WorkloadParams params_;  // a copy: generators may outlive their application
   SplitMix64 rng_;
 };
 

@@ -18,6 +18,7 @@ bool IsFraction(double x) { return std::isfinite(x) && x >= 0.0 && x <= 1.0; }
 }  // namespace
 
 std::string WorkloadParams::Validate(uint32_t partitions) const {
+  if (partitions == 0) return "a cluster needs at least one partition";
   if (application != "ycsb" && application != "bank") {
     return "unknown application '" + application + "' (expected ycsb or bank)";
   }

@@ -9,8 +9,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
+#include "backend/huge_buffer.h"
 #include "common/types.h"
 
 namespace paxflow {
@@ -26,11 +28,15 @@ class KeyIndex {
         dense_count_(partition < dense_keys
                          ? (dense_keys - partition + partitions - 1) / partitions
                          : 0),
-        dense_(new Record[dense_count_]),
+        dense_storage_(dense_count_ * sizeof(Record)),
+        dense_(reinterpret_cast<Record*>(dense_storage_.data())),
         buckets_(sparse_buckets),
-        bucket_mask_(sparse_buckets - 1) {}
+        bucket_mask_(sparse_buckets - 1) {
+    for (uint64_t i = 0; i < dense_count_; ++i) new (&dense_[i]) Record();
+  }
 
   ~KeyIndex() {
+    for (uint64_t i = 0; i < dense_count_; ++i) dense_[i].~Record();
     for (auto& bucket : buckets_) {
       SparseNode* node = bucket.load(std::memory_order_relaxed);
       while (node) {
@@ -102,7 +108,8 @@ class KeyIndex {
   const uint32_t partitions_;
   const uint64_t dense_limit_;
   const uint64_t dense_count_;
-  std::unique_ptr<Record[]> dense_;
+  HugeBuffer dense_storage_;
+  Record* dense_;
   std::vector<std::atomic<SparseNode*>> buckets_;
   const size_t bucket_mask_;
   std::atomic<uint64_t> sparse_count_{0};

@@ -10,7 +10,7 @@ SingleVersionStore::SingleVersionStore(PartitionId partition, uint32_t partition
                                        uint64_t dense_keys, uint32_t value_size)
     : index_(partition, partitions, dense_keys),
       slab_value_size_(value_size),
-      slab_(new char[index_.dense_count() * value_size]) {}
+      slab_(index_.dense_count() * value_size) {}
 
 SingleVersionStore::~SingleVersionStore() {
   index_.ForEach([](Key, Record& record) {
@@ -38,28 +38,40 @@ void SingleVersionStore::Load(Key key, std::string_view value) {
   const int64_t slot = index_.DenseSlot(key);
   if (!record->data && slot >= 0 && value.size() <= slab_value_size_) {
     // Loaded dense keys start in the slab: one allocation for the whole table.
-    record->data = slab_.get() + static_cast<uint64_t>(slot) * slab_value_size_;
+    record->data = slab_.data() + static_cast<uint64_t>(slot) * slab_value_size_;
     record->capacity = slab_value_size_;
   }
   Assign(record, value);
 }
 
-bool SingleVersionStore::ReadLatest(Key key, std::string_view* value) {
+bool SingleVersionStore::ReadLatest(size_t, Key key, std::string_view* value) {
   Record* record = index_.Find(key);
   if (!record || !record->data) return false;
   *value = std::string_view(record->data, record->size);
   return true;
 }
 
-void SingleVersionStore::Write(Key key, std::string_view value, Epoch) {
+void SingleVersionStore::Write(size_t, Key key, std::string_view value, Epoch) {
   Assign(index_.FindOrCreate(key), value);
 }
 
-bool SingleVersionStore::ReadAt(Key key, Epoch, std::string_view* value) {
-  return ReadLatest(key, value);
+bool SingleVersionStore::ReadAt(size_t slot, Key key, Epoch, std::string_view* value) {
+  return ReadLatest(slot, key, value);
 }
 
-uint64_t SingleVersionStore::Digest(Epoch) {
+void SingleVersionStore::Prefetch(Key key, int stage) {
+  const int64_t slot = index_.DenseSlot(key);
+  if (slot < 0) return;
+  Record* record = index_.Find(key);
+  if (stage == 1) {
+    __builtin_prefetch(record);
+  } else if (const char* data = record->data) {
+    __builtin_prefetch(data);
+    __builtin_prefetch(data + 64);
+  }
+}
+
+uint64_t SingleVersionStore::Digest(size_t, Epoch) {
   uint64_t digest = 0;
   index_.ForEach([&](Key key, Record& record) {
     if (record.data) digest += DigestTerm(key, std::string_view(record.data, record.size));

@@ -19,13 +19,19 @@ class SingleVersionStore : public Store {
                      uint32_t value_size);
   ~SingleVersionStore() override;
 
+  size_t RegisterThread() override { return 0; }
   void Load(Key key, std::string_view value) override;
-  bool ReadLatest(Key key, std::string_view* value) override;
-  void Write(Key key, std::string_view value, Epoch epoch) override;
-  bool ReadAt(Key key, Epoch version, std::string_view* value) override;
+  bool ReadLatest(size_t slot, Key key, std::string_view* value) override;
+  void Write(size_t slot, Key key, std::string_view value, Epoch epoch) override;
+  // Reads the current value: --mode=calvin reads under locks, never snapshots.
+  void EnterSnapshot(size_t) override {}
+  bool ReadAt(size_t slot, Key key, Epoch version, std::string_view* value) override;
+  void ExitSnapshot(size_t) override {}
   bool multi_version() const override { return false; }
+  void Prefetch(Key key, int stage) override;
+  void SetSnapshotPins(std::vector<Epoch>) override {}
   void Publish(Epoch) override {}
-  uint64_t Digest(Epoch epoch) override;
+  uint64_t Digest(size_t slot, Epoch epoch) override;
   StoreMetrics Metrics() override;
 
  private:
@@ -39,7 +45,7 @@ class SingleVersionStore : public Store {
 
   KeyIndex<Record> index_;
   const uint32_t slab_value_size_;
-  std::unique_ptr<char[]> slab_;  // one value_size slot per dense key
+  HugeBuffer slab_;  // one value_size slot per dense key
 };
 
 }  // namespace paxflow

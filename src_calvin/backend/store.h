@@ -1,15 +1,19 @@
 // The storage interface both engines run on.
 //
 // Owns: every key's value(s) on one partition.
-// Threads: Load runs on one thread before execution starts. ReadLatest and
-// Write are called by workers holding the key's lock from the lock manager.
-// Snapshot reads (multi-version stores) run on any thread inside a
-// SnapshotScope and take no lock. Publish runs on the scheduler thread.
+// Threads: every thread that reads or writes first takes a slot
+// (RegisterThread) and passes it on each call: a multi-version store keeps
+// its reclamation state per slot. Load runs on one thread before execution.
+// ReadLatest and Write are called by workers holding the key's lock from the
+// lock manager. Snapshot reads run between EnterSnapshot and ExitSnapshot on
+// any thread and take no lock. Publish and SetSnapshotPins come from the
+// scheduler thread.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/types.h"
 
@@ -17,37 +21,52 @@ namespace paxflow {
 
 struct StoreMetrics {
   uint64_t keys = 0;
-  uint64_t live_versions = 0;
-  uint64_t bytes = 0;             // value bytes held, all versions
-  uint64_t reclaimed_versions = 0;// since start
-  uint64_t longest_chain = 0;
+  uint64_t live_versions = 0;       // versions still linked in some chain
+  uint64_t bytes = 0;               // value bytes of those versions
+  uint64_t reclaimed_versions = 0;  // unlinked by GC since start
+  uint64_t freed_versions = 0;      // memory returned since start
+  uint64_t longest_chain = 0;       // as of the last full scan
 };
 
 class Store {
  public:
   virtual ~Store() = default;
 
+  // A slot for the calling thread; each thread uses its own.
+  virtual size_t RegisterThread() = 0;
+
   virtual void Load(Key key, std::string_view value) = 0;
 
   // Newest value, including writes of epochs not yet published. The view
   // stays valid while the caller holds the key's lock.
-  virtual bool ReadLatest(Key key, std::string_view* value) = 0;
+  virtual bool ReadLatest(size_t slot, Key key, std::string_view* value) = 0;
   // Installs `value` as written by a txn of `epoch`; within an epoch the
   // last writer in order wins. Caller holds the key's exclusive lock.
-  virtual void Write(Key key, std::string_view value, Epoch epoch) = 0;
+  virtual void Write(size_t slot, Key key, std::string_view value, Epoch epoch) = 0;
 
-  // Newest value written at an epoch <= `version`. Multi-version stores
-  // only; the caller is inside a snapshot scope for `version` (see below).
-  virtual bool ReadAt(Key key, Epoch version, std::string_view* value) = 0;
+  // Snapshot reads: the newest value written at an epoch <= `version`. Views
+  // stay valid until ExitSnapshot. Multi-version stores only.
+  virtual void EnterSnapshot(size_t slot) = 0;
+  virtual bool ReadAt(size_t slot, Key key, Epoch version, std::string_view* value) = 0;
+  virtual void ExitSnapshot(size_t slot) = 0;
   virtual bool multi_version() const = 0;
 
+  // Hint that `key` is read soon, so a txn's independent reads overlap their
+  // cache misses: stage 1 fetches the key's record; stage 2, issued later
+  // once the record is cached, fetches its newest value. Never faults.
+  virtual void Prefetch(Key key, int stage) = 0;
+
+  // Every snapshot version some reader may still read, ascending; the last
+  // one also stands for every later snapshot. Versions no pin needs are
+  // garbage.
+  virtual void SetSnapshotPins(std::vector<Epoch> pins) = 0;
   // Epoch `epoch` (and all before it) is complete on this partition.
   virtual void Publish(Epoch epoch) = 0;
 
   // Order-independent hash of every (key, value) as of `epoch`. A
   // single-version store hashes its current state: the caller makes sure no
   // write of a later epoch has been applied.
-  virtual uint64_t Digest(Epoch epoch) = 0;
+  virtual uint64_t Digest(size_t slot, Epoch epoch) = 0;
 
   virtual StoreMetrics Metrics() = 0;
 };

@@ -95,20 +95,26 @@ std::string ValidateClusterConfig(const ClusterConfig& config, ClusterLayout* la
     }
     std::vector<uint32_t> ports = {node.port()};
     if (node.client_port() != 0) ports.push_back(node.client_port());
+    // Loopback spellings name the same interface.
+    const std::string host = IsLocalHost(node.host()) ? "127.0.0.1" : node.host();
     for (uint32_t port : ports) {
-      const std::string address = node.host() + ":" + std::to_string(port);
+      const std::string address = host + ":" + std::to_string(port);
       auto [it, inserted] = endpoints.emplace(address, node.id());
       if (!inserted) {
         return "port clash: node " + std::to_string(it->second) + " and node " +
                std::to_string(node.id()) + " both use " + address;
       }
     }
+    if (node.partition() >= kMaxSequencers) {
+      return who + " has partition " + std::to_string(node.partition()) + " (at most " +
+             std::to_string(kMaxSequencers - 1) + ")";
+    }
+    if (node.replica() >= kMaxReplicas) {
+      return who + " has replica " + std::to_string(node.replica()) + " (at most " +
+             std::to_string(kMaxReplicas - 1) + ")";
+    }
     partitions = std::max(partitions, node.partition() + 1);
     replicas = std::max(replicas, node.replica() + 1);
-  }
-  if (partitions > kMaxSequencers) {
-    return "too many partitions (" + std::to_string(partitions) + ", at most " +
-           std::to_string(kMaxSequencers) + ")";
   }
   std::vector<int64_t> node_of(static_cast<size_t>(partitions) * replicas, -1);
   for (const NodeConfig& node : config.node()) {

@@ -9,6 +9,8 @@
 
 namespace paxflow {
 
+constexpr uint32_t kMaxReplicas = 16;
+
 // What a valid config implies about the cluster's shape.
 class ClusterLayout {
  public:

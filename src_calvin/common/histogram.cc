@@ -70,19 +70,48 @@ std::string Histogram::Encode() const {
   return out.str();
 }
 
+namespace {
+
+// Parses all of `text` as a decimal number.
+bool ParseNumber(const std::string& text, uint64_t* out) {
+  if (text.empty() || text.size() > 20) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  *out = std::strtoull(text.c_str(), nullptr, 10);
+  return true;
+}
+
+}  // namespace
+
 bool Histogram::Decode(const std::string& text) {
   Clear();
   std::istringstream in(text);
-  char sep;
-  if (!(in >> count_ >> sep >> sum_ >> sep >> max_ >> sep)) return false;
+  std::string field;
+  uint64_t header[3];
+  for (uint64_t& value : header) {
+    if (!std::getline(in, field, ';') || !ParseNumber(field, &value)) return false;
+  }
+  uint64_t total = 0;
   std::string item;
   while (std::getline(in, item, ',')) {
-    size_t colon = item.find(':');
-    if (colon == std::string::npos) return false;
-    long bucket = std::strtol(item.c_str(), nullptr, 10);
-    if (bucket < 0 || bucket >= kBuckets) return false;
-    counts_[bucket] += std::strtoull(item.c_str() + colon + 1, nullptr, 10);
+    const size_t colon = item.find(':');
+    uint64_t bucket, count;
+    if (colon == std::string::npos || !ParseNumber(item.substr(0, colon), &bucket) ||
+        !ParseNumber(item.substr(colon + 1), &count) || bucket >= kBuckets) {
+      Clear();
+      return false;
+    }
+    counts_[bucket] += count;
+    total += count;
   }
+  if (total != header[0]) {
+    Clear();
+    return false;
+  }
+  count_ = header[0];
+  sum_ = header[1];
+  max_ = header[2];
   return true;
 }
 

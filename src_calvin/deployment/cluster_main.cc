@@ -101,30 +101,16 @@ int Main(int argc, char** argv) {
               ModeName(resolved.engine.mode), resolved.workload.workload.c_str(),
               options.log_dir.c_str());
   std::fflush(stdout);
-  Launcher launcher(config, options);
-  error = launcher.Start();
-  if (!error.empty()) return Fail(error, 1);
-  int interrupts = 0;
-  int last_signal_seen = 0;
-  const int code = launcher.Wait([&] {
-    // Count presses: the watcher keeps the latest; one press is enough to stop.
-    if (signals.interrupted() && last_signal_seen == 0) {
-      last_signal_seen = 1;
-      ++interrupts;
-    }
-    return interrupts;
-  });
-  std::string json;
-  std::string text = launcher.CombinedSummary(&json, &error);
+  RunSummary combined;
+  const int code = RunCluster(config, options, [&] { return signals.interrupted() ? 1 : 0; },
+                              &combined, &error);
   if (!error.empty()) {
     std::fprintf(stderr, "paxflow-cluster: %s\n", error.c_str());
     return code != 0 ? code : 1;
   }
-  std::fputs(text.c_str(), stdout);
-  if (!FLAGS_cluster_json.empty()) {
-    std::ofstream out(FLAGS_cluster_json);
-    out << json << "\n";
-  }
+  std::fputs(combined.ToText().c_str(), stdout);
+  const std::string json = combined.ToJson();
+  if (!FLAGS_cluster_json.empty()) std::ofstream(FLAGS_cluster_json) << json << "\n";
   std::ofstream(options.log_dir + "/cluster.json") << json << "\n";
   return code;
 }

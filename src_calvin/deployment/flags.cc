@@ -13,7 +13,7 @@ DEFINE_string(replay, "",
               "state digest and exit");
 DEFINE_int32(replay_replica, 0, "With --replay: which replica's logs to replay");
 
-DEFINE_string(mode, "calvin",
+DEFINE_string(mode, "paxflow",
               "Engine: paxflow (read-only txns on lock-free snapshots, multi-version store) or "
               "calvin (every txn through the lock manager, single-version store)");
 DEFINE_uint32(epoch_ms, 10, "Epoch length in milliseconds (1..60000)");
@@ -33,6 +33,11 @@ DEFINE_string(summary_json, "", "Write the end-of-run summary as JSON to this fi
 DEFINE_string(digest_epochs, "",
               "Comma-separated epochs at which to print the state digest (besides the end)");
 DEFINE_uint32(peer_wait_s, 60, "Seconds to wait for every peer at start-up");
+DEFINE_double(drain_timeout_s, 30,
+              "Seconds a stopping node waits for the last epochs before giving up (a peer died?)");
+DEFINE_string(gc, "epo",
+              "Version garbage collection in paxflow mode: background (sweeps below the oldest "
+              "snapshot), epo (prunes between snapshots on writes), epo-r (on reads)");
 
 DEFINE_string(workload, "mixed", "Workload preset (its values apply unless set explicitly)");
 DEFINE_string(application, "ycsb", "Application: ycsb or bank");
@@ -93,7 +98,7 @@ const std::vector<std::string>& NodeFlagNames() {
   static const std::vector<std::string> kNames = {
       "mode", "epoch_ms", "max_batch", "workers", "ro_workers", "max_inflight", "seed",
       "generate", "duration", "run_epochs", "log_fsync", "progress_ms", "digest_epochs",
-      "peer_wait_s", "workload", "application", "records", "value_size", "ro_fraction",
+      "peer_wait_s", "drain_timeout_s", "gc", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "bank_accounts",
       "bank_initial_balance", "audit_fraction"};
@@ -148,6 +153,10 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.progress_ms = FLAGS_progress_ms;
   e.summary_json = FLAGS_summary_json;
   e.peer_wait_s = FLAGS_peer_wait_s;
+  e.drain_timeout_s = FLAGS_drain_timeout_s;
+  if (!ParseGcPolicy(FLAGS_gc, &e.gc)) {
+    return "gc '" + FLAGS_gc + "' is not one of background, epo, epo-r";
+  }
   std::string error;
   if (!ParseEpochList(FLAGS_digest_epochs, &e.digest_epochs, &error)) return error;
 

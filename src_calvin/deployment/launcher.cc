@@ -207,7 +207,13 @@ void Launcher::Relay(Child* child, int fd, std::string* pending, bool is_err) {
     pending->erase(0, newline + 1);
     if (!options_.echo) continue;
     // Progress lines name their node already; others get a prefix.
-    if (line.rfind("[node ", 0) == 0) printf("%s\n", line.c_str());
+    const bool progress = line.rfind("[node ", 0) == 0;
+    // Quiet mode keeps progress lines and what a node says on stderr, but
+    // for glog's informational lines.
+    const bool info = line.size() > 1 && line[0] == 'I' &&
+                      std::isdigit(static_cast<unsigned char>(line[1]));
+    if (options_.echo_progress_only && !progress && (!is_err || info)) continue;
+    if (progress) printf("%s\n", line.c_str());
     else printf("[node %u] %s\n", child->id, line.c_str());
   }
   fflush(stdout);
@@ -306,14 +312,14 @@ int Launcher::Wait(const std::function<int()>& interrupts) {
   return exit_code;
 }
 
-std::string Launcher::CombinedSummary(std::string* json, std::string* error) const {
+bool Launcher::CombinedSummary(RunSummary* combined, std::string* error) const {
   std::vector<RunSummary> nodes;
   for (const NodeConfig& node : config_.node()) {
     const std::string path = options_.log_dir + "/node-" + std::to_string(node.id()) + ".json";
     std::ifstream in(path);
     if (!in) {
       *error = "no summary from node " + std::to_string(node.id()) + " (" + path + ")";
-      return "";
+      return false;
     }
     std::stringstream text;
     text << in.rdbuf();
@@ -321,13 +327,27 @@ std::string Launcher::CombinedSummary(std::string* json, std::string* error) con
     std::string problem = RunSummary::FromJson(text.str(), &summary);
     if (!problem.empty()) {
       *error = path + ": " + problem;
-      return "";
+      return false;
     }
     nodes.push_back(summary);
   }
-  RunSummary total = RunSummary::Combine(nodes);
-  if (json) *json = total.ToJson();
-  return total.ToText();
+  *combined = RunSummary::Combine(nodes);
+  return true;
+}
+
+int RunCluster(const ClusterConfig& config, const LaunchOptions& options,
+               const std::function<int()>& interrupts, RunSummary* combined,
+               std::string* error) {
+  for (const NodeConfig& node : config.node()) {
+    // A summary left by an earlier run must not pass for this one's.
+    unlink((options.log_dir + "/node-" + std::to_string(node.id()) + ".json").c_str());
+  }
+  Launcher launcher(config, options);
+  *error = launcher.Start();
+  if (!error->empty()) return 1;
+  const int code = launcher.Wait(interrupts);
+  if (!launcher.CombinedSummary(combined, error) && code == 0) return 1;
+  return code;
 }
 
 }  // namespace paxflow

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "deployment/summary.h"
 
 namespace paxflow {
 
@@ -24,10 +25,18 @@ struct LaunchOptions {
   double grace_s = 60;       // beyond duration before nodes are stopped
   std::string ssh = "ssh";
   bool echo = true;          // relay node output to stdout
+  bool echo_progress_only = false;  // relay only progress lines and errors
 };
 
 // Empty if every node can start: local ports free, remote hosts reachable.
 std::string CheckMachine(const ClusterConfig& config);
+
+// Starts every node, relays their output until they exit (stopping them
+// when `interrupts` says so) and reads back their summaries. Returns the
+// first non-zero node exit status (0 if none); `error` says what failed.
+int RunCluster(const ClusterConfig& config, const LaunchOptions& options,
+               const std::function<int()>& interrupts, RunSummary* combined,
+               std::string* error);
 
 class Launcher {
  public:
@@ -40,7 +49,7 @@ class Launcher {
   // running 20 s later gets SIGKILL. Returns 0 when every node exited 0.
   int Wait(const std::function<int()>& interrupts);
   // Every node's summary, combined (replica 0's throughput, sum of digests).
-  std::string CombinedSummary(std::string* json, std::string* error) const;
+  bool CombinedSummary(RunSummary* combined, std::string* error) const;
 
  private:
   struct Child {

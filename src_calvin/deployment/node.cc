@@ -42,10 +42,19 @@ std::string Rate(uint64_t count, double seconds) {
 
 }  // namespace
 
-std::unique_ptr<Store> MakeStore(Mode mode, PartitionId partition, uint32_t partitions,
-                                 const Application& app, uint32_t value_size) {
-  (void)mode;
-  return std::make_unique<SingleVersionStore>(partition, partitions, app.DenseKeys(), value_size);
+std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partition,
+                                 uint32_t partitions, const Application& app, uint32_t value_size) {
+  if (engine.mode == Mode::kCalvin) {
+    return std::make_unique<SingleVersionStore>(partition, partitions, app.DenseKeys(),
+                                                value_size);
+  }
+  GcOptions gc;
+  gc.policy = engine.gc;
+  gc.max_threads = engine.workers + 8;
+  auto store = std::make_unique<MultiVersionStore>(partition, partitions, app.DenseKeys(),
+                                                   value_size, gc);
+  store->StartCollector();
+  return store;
 }
 
 Node::Node(NodeOptions options) : options_(std::move(options)) {}
@@ -74,7 +83,8 @@ std::string Node::Start() {
   const uint32_t partitions = layout_.partitions();
 
   app_ = MakeApplication(params.workload);
-  store_ = MakeStore(params.engine.mode, partition, partitions, *app_, params.workload.value_size);
+  store_ = MakeStore(params.engine, partition, partitions, *app_, params.workload.value_size);
+  store_slot_ = store_->RegisterThread();
   StoreLoader loader(store_.get());
   app_->Load(partition, partitions, &loader);
   stats_ = std::make_unique<NodeStats>(params.engine.workers);
@@ -272,7 +282,7 @@ bool Node::WaitFinished(int64_t timeout_ms) {
   if (end_us_ == 0) {
     end_us_ = NowMicros();
     final_epoch_ = scheduler_->last_epoch();
-    final_digest_ = store_->Digest(final_epoch_);
+    final_digest_ = store_->Digest(store_slot_, final_epoch_);
   }
   return true;
 }
@@ -281,11 +291,26 @@ void Node::Run(const std::function<bool()>& interrupted) {
   const double duration = options_.params.engine.duration_s;
   const bool timed = duration > 0 && options_.params.engine.run_epochs == 0;
   const int64_t stop_at = start_us_ + static_cast<int64_t>(duration * 1e6);
-  bool stop_requested = false;
+  int64_t stop_requested_at = 0;
   while (!WaitFinished(100)) {
-    if (!stop_requested && ((interrupted && interrupted()) || (timed && NowMicros() >= stop_at))) {
+    const int64_t now = NowMicros();
+    if (stop_requested_at == 0 &&
+        ((interrupted && interrupted()) || (timed && now >= stop_at))) {
       RequestStop();
-      stop_requested = true;
+      stop_requested_at = now;
+    }
+    // Without a stop, a non-leader replica or a node whose run_epochs is
+    // reached still waits for the others; once stopping, give up after the
+    // drain timeout (a peer died and its epochs will never come).
+    if (stop_requested_at == 0 && runner_ && runner_->done()) stop_requested_at = now;
+    if (stop_requested_at != 0 &&
+        now - stop_requested_at > options_.params.engine.drain_timeout_s * 1e6) {
+      const SchedulerStatus status = scheduler_->Status();
+      LOG(ERROR) << "node " << options_.id << ": gave up draining after "
+                 << options_.params.engine.drain_timeout_s << " s at epoch "
+                 << status.admitted_epoch << " (" << status.waiting_for << ")";
+      drain_failed_ = true;
+      break;
     }
   }
   Shutdown();
@@ -314,6 +339,7 @@ void Node::Shutdown() {
 void Node::ReportLoop() {
   const auto period = std::chrono::milliseconds(options_.params.engine.progress_ms);
   uint64_t last[kTxnKinds] = {};
+  uint64_t last_reclaimed = 0;
   int64_t last_us = start_us_;
   std::unique_lock<std::mutex> lock(report_mu_);
   while (!report_cv_.wait_for(lock, period, [&] { return report_stop_; })) {
@@ -334,6 +360,13 @@ void Node::ReportLoop() {
             std::to_string(status.admitted_epoch) + "  published " +
             std::to_string(status.published_epoch);
     if (runner_) line += "  sequenced " + std::to_string(runner_->current_epoch());
+    if (store_->multi_version()) {
+      const StoreMetrics metrics = store_->Metrics();
+      line += " | versions " + std::to_string(metrics.live_versions) + "  reclaimed " +
+              Rate(metrics.reclaimed_versions - last_reclaimed, seconds) + "/s  chain<=" +
+              std::to_string(metrics.longest_chain);
+      last_reclaimed = metrics.reclaimed_versions;
+    }
     if (!status.waiting_for.empty() && status.buffered_epochs > 0) {
       line += " | " + status.waiting_for;
     }

@@ -60,6 +60,8 @@ class Node : public PeerSender {
 
   RunSummary Summary() const;  // after the run
   uint64_t FinalDigest() const { return final_digest_; }
+  // The run ended without every txn executing (see the log for why).
+  bool drain_failed() const { return drain_failed_; }
   Epoch FinalEpoch() const { return final_epoch_; }
   const ClusterLayout& layout() const { return layout_; }
   Scheduler* scheduler() { return scheduler_.get(); }
@@ -104,12 +106,15 @@ class Node : public PeerSender {
   Epoch final_epoch_ = 0;
   std::vector<std::pair<Epoch, uint64_t>> digests_;
   mutable std::mutex digest_mu_;
+  size_t store_slot_ = 0;  // the owner thread's, for the final digest
   bool started_ = false;
+  bool drain_failed_ = false;
   bool shut_down_ = false;
 };
 
 // Creates the store a mode runs on.
-std::unique_ptr<Store> MakeStore(Mode mode, PartitionId partition, uint32_t partitions,
-                                 const Application& app, uint32_t value_size);
+// Creates the store a mode runs on (and starts its collector).
+std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partition,
+                                 uint32_t partitions, const Application& app, uint32_t value_size);
 
 }  // namespace paxflow

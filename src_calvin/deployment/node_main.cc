@@ -95,6 +95,7 @@ int Main(int argc, char** argv) {
       !WriteFile(options.params.engine.summary_json, summary.ToJson())) {
     return Fail("cannot write " + options.params.engine.summary_json, 1);
   }
+  if (node.drain_failed()) return 4;
   return summary.invariant_failures > 0 ? 3 : 0;
 }
 

@@ -69,6 +69,7 @@ std::string NodeParams::Validate(uint32_t partitions) const {
     return "duration=" + Number(e.duration_s) + " is out of range (0 = until stopped, else seconds)";
   }
   if (e.peer_wait_s < 1) return "peer_wait_s must be at least 1";
+  if (!(e.drain_timeout_s > 0)) return "drain_timeout_s must be positive";
   return workload.Validate(partitions);
 }
 

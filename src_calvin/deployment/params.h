@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "applications/workload.h"
+#include "backend/multi_version_store.h"
 #include "common/types.h"
 
 namespace paxflow {
@@ -28,6 +29,8 @@ struct EngineParams {
   std::string summary_json;      // where to write the JSON summary
   std::vector<Epoch> digest_epochs;
   uint32_t peer_wait_s = 60;     // how long start-up waits for peers
+  double drain_timeout_s = 30;   // after the load stops, how long to wait for the last epochs
+  GcPolicy gc = GcPolicy::kEpo;  // multi-version garbage collection (paxflow mode)
 };
 
 struct NodeParams {

@@ -123,7 +123,7 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
   InMemoryPeers peers;
   peers.schedulers_ = &schedulers;
   for (PartitionId p = 0; p < partitions; ++p) {
-    stores.push_back(MakeStore(params.engine.mode, p, partitions, *app, params.workload.value_size));
+    stores.push_back(MakeStore(params.engine, p, partitions, *app, params.workload.value_size));
     StoreLoader loader(stores.back().get());
     app->Load(p, partitions, &loader);
     stats.push_back(std::make_unique<NodeStats>(params.engine.workers));
@@ -189,7 +189,7 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
     result.epoch = std::max(result.epoch, schedulers[p]->last_epoch());
   }
   for (PartitionId p = 0; p < partitions; ++p) {
-    const uint64_t digest = stores[p]->Digest(result.epoch);
+    const uint64_t digest = stores[p]->Digest(stores[p]->RegisterThread(), result.epoch);
     result.partition_digests.push_back(digest);
     result.digest += digest;
     result.txns += stats[p]->CommittedAll();

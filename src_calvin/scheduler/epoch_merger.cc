@@ -5,7 +5,10 @@
 namespace paxflow {
 
 EpochMerger::EpochMerger(uint32_t sequencers, Epoch first_epoch)
-    : sequencers_(sequencers), next_epoch_(first_epoch), final_epoch_(sequencers, 0) {}
+    : sequencers_(sequencers),
+      next_epoch_(first_epoch),
+      final_epoch_(sequencers, 0),
+      finished_(sequencers, false) {}
 
 std::string EpochMerger::Add(std::unique_ptr<Batch> batch) {
   const uint32_t sequencer = batch->sequencer();
@@ -28,6 +31,7 @@ std::string EpochMerger::Add(std::unique_ptr<Batch> batch) {
       if (it->second[sequencer]) return where + ": final, but a later batch already arrived";
     }
     final_epoch_[sequencer] = epoch;
+    finished_[sequencer] = true;
     ++finished_sequencers_;
   }
   slots[sequencer] = std::move(batch);

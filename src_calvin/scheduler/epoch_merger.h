@@ -30,7 +30,7 @@ struct MergedEpoch {
 
 class EpochMerger {
  public:
-  EpochMerger(uint32_t sequencers, Epoch first_epoch = 1);
+  explicit EpochMerger(uint32_t sequencers, Epoch first_epoch = 1);
 
   // Empty string if accepted; otherwise why the batch was dropped
   // (unknown sequencer, duplicate, stale epoch, after the sequencer's final).
@@ -47,13 +47,14 @@ class EpochMerger {
 
  private:
   bool Stopped(uint32_t sequencer, Epoch epoch) const {
-    return final_epoch_[sequencer] != 0 && epoch > final_epoch_[sequencer];
+    return finished_[sequencer] && epoch > final_epoch_[sequencer];
   }
 
   const uint32_t sequencers_;
   Epoch next_epoch_;
   std::map<Epoch, std::vector<std::unique_ptr<Batch>>> pending_;
-  std::vector<Epoch> final_epoch_;  // 0: still running
+  std::vector<Epoch> final_epoch_;  // valid where finished_
+  std::vector<bool> finished_;
   uint32_t finished_sequencers_ = 0;
 };
 

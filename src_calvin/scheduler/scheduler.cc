@@ -23,9 +23,11 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
       merger_(options.sequencers),
       reader_mark_(options.partitions, 0),
       writer_mark_(options.partitions, 0) {
+  store_slot_ = store_->RegisterThread();
   for (uint32_t i = 0; i < options_.workers; ++i) {
     contexts_.push_back(std::make_unique<WorkerContext>());
     contexts_.back()->index = i;
+    contexts_.back()->store_slot = store_->RegisterThread();
   }
 }
 
@@ -109,6 +111,7 @@ SchedulerStatus Scheduler::Status() const {
   const uint64_t done = finished_txns_.load(std::memory_order_relaxed);
   status.executing = dispatched > done ? dispatched - done : 0;
   status.waiting_ro = waiting_ro_count_.load(std::memory_order_relaxed);
+  status.waited_ro = waited_ro_.load(std::memory_order_relaxed);
   status.locked_keys = locked_keys_.load(std::memory_order_relaxed);
   status.buffered_epochs = buffered_epochs_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(status_mu_);
@@ -163,17 +166,24 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   }
   // In calvin mode a digest needs the store exactly at its epoch: pin the
   // target now so later epochs wait for it.
+  // A multi-version digest reads a snapshot that must still be whole: at or
+  // beyond the newest pin, or exactly at an older pin.
   for (auto& request : digests_) {
     if (options_.mode == Mode::kCalvin) {
       request.epoch = std::max(request.epoch, admitted_.load(std::memory_order_relaxed));
+    } else if (!pins_.empty() && request.epoch < last_rw_epoch_ &&
+               !std::binary_search(pins_.begin(), pins_.end(), request.epoch)) {
+      request.epoch = *std::lower_bound(pins_.begin(), pins_.end(), request.epoch);
     }
   }
+  UpdatePins();
   while (!AdmissionBlocked(merger_.next_epoch())) {
     std::unique_ptr<MergedEpoch> merged = merger_.TakeReady();
     if (!merged) break;
     Admit(std::move(merged));
   }
   AdvancePublish();
+  UpdatePins();
   FlushReady();
   ServeDigests();
   FreeFinishedEpochs();
@@ -238,20 +248,25 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
     }
   }
   epoch->writes_pending = writers;
+  epoch->ro_read_version = last_rw_epoch_;
   epoch->unfinished.store(static_cast<uint32_t>(count), std::memory_order_relaxed);
   admitted_txns_ += count;
   const Epoch published = published_.load(std::memory_order_relaxed);
+  uint32_t snapshot_readers = 0;
   for (TxnWork& work : epoch->txns) {
     if (work.snapshot_read) {
+      ++snapshot_readers;
       if (work.read_version <= published) {
         ready_ro_.push_back(WorkItem{&work, WorkItem::kExecute});
       } else {
         waiting_ro_.push_back(&work);
+        waited_ro_.fetch_add(1, std::memory_order_relaxed);
       }
     } else if (locks_.Acquire(&work)) {
       ready_rw_.push_back(WorkItem{&work, WorkItem::kExecute});
     }
   }
+  epoch->ro_unfinished.store(snapshot_readers, std::memory_order_relaxed);
   if (epoch->has_rw) last_rw_epoch_ = epoch->epoch;
   previous_close_time_us_ = epoch->close_time_us;
   admitted_.store(epoch->epoch, std::memory_order_relaxed);
@@ -361,6 +376,25 @@ void Scheduler::ReleaseWaitingReadOnly() {
   }
 }
 
+void Scheduler::UpdatePins() {
+  if (!store_->multi_version()) return;
+  // Every snapshot a reader may still read: those of admitted read-only txns
+  // not yet finished, pending digests, and the newest RW epoch, which every
+  // read-only txn admitted later will read at or beyond.
+  std::vector<Epoch> pins = {last_rw_epoch_};
+  for (const auto& epoch : epochs_) {
+    if (epoch->ro_unfinished.load(std::memory_order_acquire) > 0) {
+      pins.push_back(epoch->ro_read_version);
+    }
+  }
+  for (const auto& request : digests_) pins.push_back(request.epoch);
+  std::sort(pins.begin(), pins.end());
+  pins.erase(std::unique(pins.begin(), pins.end()), pins.end());
+  if (pins == pins_) return;
+  pins_ = pins;
+  store_->SetSnapshotPins(std::move(pins));
+}
+
 void Scheduler::FlushReady() {
   for (LockedTxn* txn : ready_locked_) {
     ready_rw_.push_back(WorkItem{static_cast<TxnWork*>(txn), WorkItem::kExecute});
@@ -386,7 +420,7 @@ void Scheduler::ServeDigests() {
     // A single-version store holds exactly the published state here (later
     // epochs were held back); a multi-version one reads the snapshot.
     const Epoch at = options_.mode == Mode::kCalvin ? published : digests_[i].epoch;
-    digests_[i].done(at, store_->Digest(at));
+    digests_[i].done(at, store_->Digest(store_slot_, at));
     digests_.erase(digests_.begin() + static_cast<long>(i));
   }
 }
@@ -429,7 +463,11 @@ void Scheduler::Execute(const WorkItem& item, WorkerContext* context) {
   const Txn& txn = *work->txn;
   ReadValues& reads = context->reads;
   reads.Reset(static_cast<size_t>(txn.read_set_size() + txn.read_write_set_size()));
-  if (work->reads_here) ReadLocal(work, &reads);
+  if (work->reads_here) {
+    if (work->snapshot_read) store_->EnterSnapshot(context->store_slot);
+    ReadLocal(work, context->store_slot, &reads);
+    if (work->snapshot_read) store_->ExitSnapshot(context->store_slot);
+  }
   if (!work->send_reads_to.empty()) SendReads(work, reads, context);
   if (!work->executor) {
     FinishLocal(work, true);
@@ -448,15 +486,32 @@ void Scheduler::Execute(const WorkItem& item, WorkerContext* context) {
   }
 }
 
-void Scheduler::ReadLocal(TxnWork* work, ReadValues* reads) {
+void Scheduler::ReadLocal(TxnWork* work, size_t slot, ReadValues* reads) {
   const Txn& txn = *work->txn;
   const uint32_t partitions = options_.partitions;
   const PartitionId self = options_.partition;
+  // Stage the cache misses of keys ahead of the one being read.
+  constexpr size_t kRecordAhead = 16, kValueAhead = 8;
+  if (work->all_local) {
+    const size_t reads_total = static_cast<size_t>(txn.read_set_size());
+    for (size_t i = 0; i < std::min(reads_total, kRecordAhead); ++i) {
+      store_->Prefetch(txn.read_set(static_cast<int>(i)), 1);
+    }
+  }
   size_t position = 0;
   auto read = [&](Key key) {
+    if (work->all_local && position < static_cast<size_t>(txn.read_set_size())) {
+      const size_t total = static_cast<size_t>(txn.read_set_size());
+      if (position + kRecordAhead < total) {
+        store_->Prefetch(txn.read_set(static_cast<int>(position + kRecordAhead)), 1);
+      }
+      if (position + kValueAhead < total) {
+        store_->Prefetch(txn.read_set(static_cast<int>(position + kValueAhead)), 2);
+      }
+    }
     std::string_view value;
-    const bool found = work->snapshot_read ? store_->ReadAt(key, work->read_version, &value)
-                                           : store_->ReadLatest(key, &value);
+    const bool found = work->snapshot_read ? store_->ReadAt(slot, key, work->read_version, &value)
+                                           : store_->ReadLatest(slot, key, &value);
     if (found) reads->Set(position, value);
     else reads->SetMissing(position);
   };
@@ -502,7 +557,7 @@ void Scheduler::RunProcedure(TxnWork* work, const ReadValues& reads, WorkerConte
     for (size_t i = 0; i < writes.size(); ++i) {
       const Key key = writes.key(i);
       if (work->all_local || PartitionOf(key, options_.partitions) == options_.partition) {
-        store_->Write(key, writes.value(i), epoch);
+        store_->Write(context->store_slot, key, writes.value(i), epoch);
       }
     }
   }
@@ -535,6 +590,7 @@ void Scheduler::FinishLocal(TxnWork* work, bool finished) {
   }
   // Lock-free read-only txns never visit the scheduler; the last one of an
   // epoch wakes it so the epoch can be freed.
+  work->epoch->ro_unfinished.fetch_sub(1, std::memory_order_acq_rel);
   if (work->epoch->unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     finished_txns_.fetch_add(1, std::memory_order_relaxed);
     {

@@ -67,6 +67,7 @@ struct SchedulerStatus {
   uint64_t pending = 0;       // admitted, waiting for locks or a snapshot
   uint64_t executing = 0;     // dispatched to workers, not finished
   uint64_t waiting_ro = 0;    // read-only txns in the waiting queue
+  uint64_t waited_ro = 0;     // read-only txns that went through it, since start
   uint64_t locked_keys = 0;
   uint64_t buffered_epochs = 0;  // received, waiting for other sequencers
   std::string waiting_for;    // which sequencers the next epoch waits on
@@ -122,6 +123,7 @@ class Scheduler {
   // Scratch state of one worker thread.
   struct WorkerContext {
     size_t index = 0;
+    size_t store_slot = 0;
     ReadValues reads;
     WriteSet writes;
     RemoteReads outgoing;
@@ -139,11 +141,12 @@ class Scheduler {
   void FreeFinishedEpochs();
   bool AdmissionBlocked(Epoch epoch) const;
   void FlushReady();
+  void UpdatePins();
 
   // Worker threads.
   void WorkerLoop(size_t index);
   void Execute(const WorkItem& item, WorkerContext* context);
-  void ReadLocal(TxnWork* work, ReadValues* reads);
+  void ReadLocal(TxnWork* work, size_t slot, ReadValues* reads);
   void SendReads(TxnWork* work, const ReadValues& reads, WorkerContext* context);
   void RunProcedure(TxnWork* work, const ReadValues& reads, WorkerContext* context);
   void FinishLocal(TxnWork* work, bool finished);
@@ -174,6 +177,8 @@ class Scheduler {
   std::vector<WorkItem> ready_rw_, ready_ro_;
   std::vector<DigestRequest> digests_;
   Epoch last_rw_epoch_ = 0;
+  size_t store_slot_ = 0;            // the scheduler thread's
+  std::vector<Epoch> pins_;          // last pins given to the store
   int64_t previous_close_time_us_ = 0;
   std::vector<uint8_t> reader_mark_, writer_mark_;  // by partition, Prepare scratch
   uint64_t admitted_txns_ = 0, dispatched_txns_ = 0;
@@ -188,6 +193,7 @@ class Scheduler {
   std::atomic<uint64_t> finished_txns_{0};
   std::atomic<uint64_t> dispatched_{0};
   std::atomic<uint64_t> waiting_ro_count_{0};
+  std::atomic<uint64_t> waited_ro_{0};
   std::atomic<uint64_t> locked_keys_{0};
   std::atomic<uint64_t> buffered_epochs_{0};
   std::atomic<uint64_t> dropped_messages_{0};

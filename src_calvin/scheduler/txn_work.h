@@ -50,6 +50,11 @@ struct EpochWork {
   std::atomic<uint32_t> unfinished{0};
   // Scheduler thread: txns with local writes not yet applied.
   uint32_t writes_pending = 0;
+  // PaxFlow: the snapshot this epoch's read-only txns read (the same for
+  // all of them), and how many of them have not finished; while any is
+  // left the version is pinned against garbage collection.
+  Epoch ro_read_version = 0;
+  std::atomic<uint32_t> ro_unfinished{0};
 };
 
 }  // namespace paxflow

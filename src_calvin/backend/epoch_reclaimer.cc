@@ -1,0 +1,81 @@
+#include "backend/epoch_reclaimer.h"
+
+#include <algorithm>
+
+namespace paxflow {
+namespace {
+constexpr size_t kCollectEvery = 128;
+}  // namespace
+
+EpochReclaimer::EpochReclaimer(size_t slots) {
+  for (size_t i = 0; i < slots; ++i) slots_.push_back(std::make_unique<Slot>());
+}
+
+EpochReclaimer::~EpochReclaimer() {
+  for (auto& slot : slots_) {
+    for (const Retired& retired : slot->retired) retired.deleter(retired.pointer);
+  }
+}
+
+void EpochReclaimer::Enter(size_t slot) {
+  // seq_cst: the announcement must be visible before this reader loads any
+  // pointer, and to every reclaimer that then scans the slots.
+  slots_[slot]->active_epoch.store(global_epoch_.load(std::memory_order_seq_cst),
+                                   std::memory_order_seq_cst);
+}
+
+void EpochReclaimer::Exit(size_t slot) {
+  slots_[slot]->active_epoch.store(0, std::memory_order_release);
+}
+
+void EpochReclaimer::Retire(size_t slot, void* pointer, Deleter deleter) {
+  Slot& owner = *slots_[slot];
+  // The unlink that made `pointer` unreachable must be ordered before the
+  // epoch we tag it with: a read-modify-write is the full barrier
+  // (store-load) that a plain load is not.
+  owner.retired.push_back(
+      Retired{pointer, deleter, global_epoch_.fetch_add(0, std::memory_order_seq_cst)});
+  owner.retired_count.store(owner.retired.size(), std::memory_order_relaxed);
+  if (owner.retired.size() % kCollectEvery == 0) {
+    global_epoch_.fetch_add(1, std::memory_order_seq_cst);
+    Collect(slot);
+  }
+}
+
+uint64_t EpochReclaimer::OldestActive() const {
+  global_epoch_.fetch_add(0, std::memory_order_seq_cst);  // full barrier, as in Retire
+  uint64_t oldest = UINT64_MAX;
+  for (const auto& slot : slots_) {
+    const uint64_t epoch = slot->active_epoch.load(std::memory_order_seq_cst);
+    if (epoch != 0) oldest = std::min(oldest, epoch);
+  }
+  return oldest;
+}
+
+void EpochReclaimer::Collect(size_t slot) {
+  Slot& owner = *slots_[slot];
+  if (owner.retired.empty()) return;
+  // A reader inside since epoch r may hold anything retired at epoch >= r.
+  const uint64_t oldest = OldestActive();
+  size_t kept = 0;
+  uint64_t freed = 0;
+  for (const Retired& retired : owner.retired) {
+    if (retired.epoch < oldest) {
+      retired.deleter(retired.pointer);
+      ++freed;
+    } else {
+      owner.retired[kept++] = retired;
+    }
+  }
+  owner.retired.resize(kept);
+  owner.retired_count.store(kept, std::memory_order_relaxed);
+  freed_.fetch_add(freed, std::memory_order_relaxed);
+}
+
+uint64_t EpochReclaimer::pending() const {
+  uint64_t total = 0;
+  for (const auto& slot : slots_) total += slot->retired_count.load(std::memory_order_relaxed);
+  return total;
+}
+
+}  // namespace paxflow

@@ -1,0 +1,114 @@
+#include "tests/serial_reference.h"
+
+#include <memory>
+
+#include "common/hash.h"
+#include "sequencer/input_log.h"
+
+namespace paxflow::testing {
+namespace {
+
+class MapLoader : public Loader {
+ public:
+  explicit MapLoader(std::map<Key, std::string>* state) : state_(state) {}
+  void Put(Key key, std::string_view value) override { (*state_)[key] = std::string(value); }
+
+ private:
+  std::map<Key, std::string>* state_;
+};
+
+void ReadInto(const std::map<Key, std::string>& state, const Txn& txn, ReadValues* reads) {
+  reads->Reset(static_cast<size_t>(txn.read_set_size() + txn.read_write_set_size()));
+  size_t position = 0;
+  auto read = [&](Key key) {
+    auto it = state.find(key);
+    if (it == state.end()) reads->SetMissing(position);
+    else reads->Set(position, it->second);
+    ++position;
+  };
+  for (Key key : txn.read_set()) read(key);
+  for (Key key : txn.read_write_set()) read(key);
+}
+
+uint64_t Digest(const std::map<Key, std::string>& state) {
+  uint64_t digest = 0;
+  for (const auto& [key, value] : state) digest += DigestTerm(key, value);
+  return digest;
+}
+
+}  // namespace
+
+SerialResult SerialExecute(const std::string& dir, const WorkloadParams& workload,
+                           uint32_t replica) {
+  SerialResult result;
+  std::map<TxnId, Txn> txns;
+  uint32_t partitions = 0;
+  for (const std::string& path : ListInputLogs(dir)) {
+    InputLogReader reader;
+    result.error = reader.Open(path);
+    if (!result.error.empty()) return result;
+    if (reader.header().replica() != replica) continue;
+    partitions = reader.header().partitions();
+    LogEpoch epoch;
+    while (reader.Next(&epoch)) {
+      result.last_epoch = std::max(result.last_epoch, epoch.epoch());
+      for (const Batch& batch : epoch.batch()) {
+        for (const Txn& txn : batch.txns()) txns.emplace(txn.id(), txn);
+      }
+    }
+  }
+  if (partitions == 0) {
+    result.error = "no logs of replica " + std::to_string(replica) + " in " + dir;
+    return result;
+  }
+  std::unique_ptr<Application> app = MakeApplication(workload);
+  std::map<Key, std::string> state;
+  MapLoader loader(&state);
+  for (PartitionId p = 0; p < partitions; ++p) app->Load(p, partitions, &loader);
+
+  ReadValues reads;
+  WriteSet writes;
+  auto it = txns.begin();
+  for (Epoch epoch = 1; epoch <= result.last_epoch; ++epoch) {
+    auto epoch_end = it;
+    while (epoch_end != txns.end() && TxnEpoch(epoch_end->first) == epoch) ++epoch_end;
+    for (auto ro = it; ro != epoch_end; ++ro) {
+      if (ro->second.txn_class() != RO) continue;
+      ReadInto(state, ro->second, &reads);
+      TxnOutcome outcome;
+      writes.Clear();
+      app->Execute(ro->second, reads, &writes, &outcome);
+      result.ro_at_epoch_start[ro->first] = outcome.checksum;
+    }
+    bool has_rw = false;
+    for (; it != epoch_end; ++it) {
+      const Txn& txn = it->second;
+      has_rw |= txn.txn_class() != RO;
+      ReadInto(state, txn, &reads);
+      TxnOutcome outcome;
+      writes.Clear();
+      app->Execute(txn, reads, &writes, &outcome);
+      if (txn.txn_class() == RO) result.ro_at_position[txn.id()] = outcome.checksum;
+      if (outcome.committed) {
+        for (size_t i = 0; i < writes.size(); ++i) {
+          state[writes.key(i)] = std::string(writes.value(i));
+        }
+      }
+      ++result.txns;
+    }
+    result.digest_after_epoch[epoch] = Digest(state);
+    if (has_rw) result.epochs_with_rw.push_back(epoch);
+  }
+  result.digest = Digest(state);
+  return result;
+}
+
+Epoch SerialResult::ReadVersionFor(Epoch epoch) const {
+  Epoch version = 0;
+  for (Epoch rw : epochs_with_rw) {
+    if (rw < epoch) version = rw;
+  }
+  return version;
+}
+
+}  // namespace paxflow::testing

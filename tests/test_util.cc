@@ -1,0 +1,208 @@
+#include "tests/test_util.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <google/protobuf/text_format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace paxflow::testing {
+
+TempDir::TempDir() {
+  char pattern[] = "/tmp/paxflow-test.XXXXXX";
+  const char* made = mkdtemp(pattern);
+  path_ = made ? made : "/tmp";
+}
+
+TempDir::~TempDir() {
+  if (path_.rfind("/tmp/paxflow-test.", 0) != 0) return;
+  std::string command = "rm -rf '" + path_ + "'";
+  if (std::system(command.c_str()) != 0) perror("rm");
+}
+
+std::vector<uint32_t> FreePorts(size_t count) {
+  std::vector<int> sockets;
+  std::vector<uint32_t> ports;
+  for (size_t i = 0; i < count; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = 0;
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+    bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    socklen_t length = sizeof(address);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    ports.push_back(ntohs(address.sin_port));
+    sockets.push_back(fd);  // held until all are picked, so they differ
+  }
+  for (int fd : sockets) close(fd);
+  return ports;
+}
+
+ClusterConfig MakeConfig(const std::string& name, uint32_t partitions, uint32_t replicas,
+                         const std::string& transport) {
+  ClusterConfig config;
+  config.set_name(name + "-" + std::to_string(getpid()));
+  config.set_transport(transport);
+  const uint32_t nodes = partitions * replicas;
+  std::vector<uint32_t> ports = FreePorts(2 * nodes);
+  for (uint32_t r = 0; r < replicas; ++r) {
+    for (uint32_t p = 0; p < partitions; ++p) {
+      const uint32_t id = r * partitions + p;
+      NodeConfig* node = config.add_node();
+      node->set_id(id);
+      node->set_partition(p);
+      node->set_replica(r);
+      node->set_host("127.0.0.1");
+      node->set_port(ports[2 * id]);
+      node->set_client_port(ports[2 * id + 1]);
+    }
+  }
+  return config;
+}
+
+std::string ToText(const ClusterConfig& config) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(config, &text);
+  return text;
+}
+
+NodeParams TestParams(const std::string& preset, Mode mode, uint64_t run_epochs) {
+  NodeParams params;
+  params.engine.mode = mode;
+  params.engine.epoch_ms = 2;
+  params.engine.max_batch = 200;
+  params.engine.workers = 2;
+  params.engine.max_inflight = 400;
+  params.engine.run_epochs = run_epochs;
+  params.engine.progress_ms = 0;
+  params.engine.peer_wait_s = 20;
+  WorkloadParams& w = params.workload;
+  w.workload = preset;
+  w.records = 3000;
+  w.value_size = 24;
+  w.hot_records = 5;
+  w.ops_per_ro_txn = 20;
+  w.ops_per_rw_txn = 6;
+  if (preset == "bank") {
+    w.application = "bank";
+    w.bank_accounts = 60;
+    w.audit_fraction = 0.2;
+  } else if (preset == "rmw") {
+    w.ro_fraction = 0;
+  } else if (preset == "ro") {
+    w.ro_fraction = 1;
+  } else {  // mixed
+    w.ro_fraction = 0.5;
+    w.read_proportion = 0.3;
+  }
+  return params;
+}
+
+InProcessCluster::InProcessCluster(const ClusterConfig& config, const NodeParams& params,
+                                   ResultSink* tap)
+    : context_(1) {
+  for (const NodeConfig& node : config.node()) {
+    NodeOptions options;
+    options.config = config;
+    options.id = node.id();
+    options.params = params;
+    options.shared_context = &context_;
+    options.print = [](const std::string&) {};
+    options.result_tap = tap;
+    nodes_.push_back(std::make_unique<Node>(options));
+  }
+}
+
+InProcessCluster::~InProcessCluster() {
+  for (auto& node : nodes_) node->Shutdown();
+  nodes_.clear();
+}
+
+std::string InProcessCluster::Start() {
+  std::vector<std::string> errors(nodes_.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    threads.emplace_back([&, i] { errors[i] = nodes_[i]->Start(); });
+  }
+  for (auto& thread : threads) thread.join();
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (!errors[i].empty()) return "node " + std::to_string(i) + ": " + errors[i];
+  }
+  return "";
+}
+
+bool InProcessCluster::WaitFinished(int64_t timeout_ms) {
+  for (auto& node : nodes_) {
+    if (!node->WaitFinished(timeout_ms)) return false;
+  }
+  for (auto& node : nodes_) node->Shutdown();
+  return true;
+}
+
+uint64_t InProcessCluster::DatabaseDigest() const {
+  uint64_t digest = 0;
+  for (const auto& node : nodes_) {
+    const NodeConfig* self = node->layout().Node(node->Summary().node);
+    if (self && self->replica() == 0) digest += node->FinalDigest();
+  }
+  return digest;
+}
+
+int RunProcess(const std::vector<std::string>& args, std::string* output) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    std::vector<char*> argv;
+    for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buffer, sizeof(buffer))) > 0) output->append(buffer, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string BinaryDir() {
+  char path[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return ".";
+  path[n] = '\0';
+  std::string self(path);
+  return self.substr(0, self.rfind('/'));
+}
+
+std::string SourceDir() {
+  std::string file = __FILE__;  // .../tests/test_util.cc, or relative to the repo root
+  size_t slash = file.rfind("/tests/");
+  if (slash == std::string::npos) return ".";
+  return file.substr(0, slash).empty() ? "." : file.substr(0, slash);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace paxflow::testing

@@ -1,0 +1,66 @@
+// Helpers shared by the test suites: temporary directories, free loopback
+// ports, generated configs, in-process clusters and child processes.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "deployment/node.h"
+#include "deployment/params.h"
+
+namespace paxflow::testing {
+
+// A directory under /tmp, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// `count` distinct TCP ports on 127.0.0.1 that were free a moment ago.
+std::vector<uint32_t> FreePorts(size_t count);
+
+// A config of `partitions` x `replicas` nodes on 127.0.0.1 (node id =
+// replica * partitions + partition). Ports are picked free for tcp.
+ClusterConfig MakeConfig(const std::string& name, uint32_t partitions, uint32_t replicas,
+                         const std::string& transport);
+std::string ToText(const ClusterConfig& config);
+
+// Small, fast parameters for tests: few records, short epochs, no progress lines.
+NodeParams TestParams(const std::string& preset, Mode mode, uint64_t run_epochs);
+
+// Every node of `config` in this process (inproc transport), started
+// concurrently (each waits for the others). Fails the test on error.
+class InProcessCluster {
+ public:
+  InProcessCluster(const ClusterConfig& config, const NodeParams& params,
+                   ResultSink* tap = nullptr);
+  ~InProcessCluster();
+  std::string Start();
+  // Waits for every node to finish its run; false on timeout.
+  bool WaitFinished(int64_t timeout_ms);
+  Node& node(size_t i) { return *nodes_[i]; }
+  size_t size() const { return nodes_.size(); }
+  // Sum of the partitions' digests of replica 0 = digest of the database.
+  uint64_t DatabaseDigest() const;
+
+ private:
+  zmq::context_t context_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+};
+
+// Runs a command, returns its exit status; stdout+stderr go to `output`.
+int RunProcess(const std::vector<std::string>& args, std::string* output);
+
+// Directory of the test binary, and the built binaries next to it.
+std::string BinaryDir();
+std::string SourceDir();  // repository root
+
+std::string ReadFile(const std::string& path);
+
+}  // namespace paxflow::testing

@@ -1,0 +1,582 @@
+// Unit tests for src_calvin/applications: parameter validation, presets, the YCSB and bank
+// generators and procedures.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "applications/application.h"
+#include "applications/bank.h"
+#include "applications/workload.h"
+#include "applications/ycsb.h"
+
+namespace paxflow {
+namespace {
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// ---------------------------------------------------------------- Validate
+
+TEST(WorkloadParamsTest, DefaultsAreValid) {
+  WorkloadParams params;
+  EXPECT_EQ(params.Validate(1), "");
+  EXPECT_EQ(params.Validate(8), "");
+  params.application = "bank";
+  EXPECT_EQ(params.Validate(1), "");
+}
+
+TEST(WorkloadParamsTest, OutOfRangeValuesNameTheParameter) {
+  struct Case {
+    const char* what;
+    void (*mutate)(WorkloadParams*);
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"ro_fraction", [](WorkloadParams* p) { p->ro_fraction = 1.5; }, "ro_fraction=1.5"},
+      {"ro_fraction nan", [](WorkloadParams* p) { p->ro_fraction = std::nan(""); },
+       "ro_fraction"},
+      {"read_proportion", [](WorkloadParams* p) { p->read_proportion = -0.1; },
+       "read_proportion"},
+      {"zipfian_constant",
+       [](WorkloadParams* p) {
+         p->distribution = "zipfian";
+         p->zipfian_constant = 1.0;
+       },
+       "zipfian_constant"},
+      {"zipfian_constant zero",
+       [](WorkloadParams* p) {
+         p->distribution = "zipfian";
+         p->zipfian_constant = 0.0;
+       },
+       "zipfian_constant"},
+      {"distribution", [](WorkloadParams* p) { p->distribution = "pareto"; },
+       "unknown distribution 'pareto'"},
+      {"records", [](WorkloadParams* p) { p->records = 0; }, "records"},
+      {"value_size", [](WorkloadParams* p) { p->value_size = 0; }, "value_size"},
+      {"ops_per_ro_txn", [](WorkloadParams* p) { p->ops_per_ro_txn = 0; }, "ops_per_ro_txn"},
+      {"ops_per_rw_txn", [](WorkloadParams* p) { p->ops_per_rw_txn = 20000; },
+       "ops_per_rw_txn"},
+      {"hot_records", [](WorkloadParams* p) { p->hot_records = 0; }, "hot_records"},
+      {"multi_partition_pct", [](WorkloadParams* p) { p->multi_partition_pct = 101; },
+       "multi_partition_pct"},
+      {"too few records",
+       [](WorkloadParams* p) {
+         p->records = 100;
+         p->hot_records = 10;
+         p->ops_per_ro_txn = 100;
+       },
+       "hot_records"},
+      {"too few records, uniform",
+       [](WorkloadParams* p) {
+         p->records = 150;
+         p->distribution = "uniform";
+         p->ops_per_ro_txn = 100;
+       },
+       "records=150"},
+      {"bank_accounts",
+       [](WorkloadParams* p) {
+         p->application = "bank";
+         p->bank_accounts = 1;
+       },
+       "bank_accounts=1"},
+      {"bank_initial_balance",
+       [](WorkloadParams* p) {
+         p->application = "bank";
+         p->bank_initial_balance = -5;
+       },
+       "bank_initial_balance"},
+      {"audit_fraction",
+       [](WorkloadParams* p) {
+         p->application = "bank";
+         p->audit_fraction = 2;
+       },
+       "audit_fraction"},
+      {"application", [](WorkloadParams* p) { p->application = "tpcc"; },
+       "unknown application 'tpcc'"},
+  };
+  for (const Case& c : cases) {
+    WorkloadParams params;
+    c.mutate(&params);
+    const std::string error = params.Validate(1);
+    EXPECT_TRUE(Contains(error, c.expected)) << c.what << ": '" << error << "'";
+  }
+}
+
+TEST(WorkloadParamsTest, RecordsAreCheckedPerPartition) {
+  WorkloadParams params;
+  params.records = 1100;
+  params.hot_records = 10;
+  params.ops_per_ro_txn = 100;
+  params.ops_per_rw_txn = 10;
+  EXPECT_EQ(params.Validate(1), "");
+  // 1100 / 10 = 110 records per partition: exactly hot_records + ops.
+  EXPECT_EQ(params.Validate(10), "");
+  const std::string error = params.Validate(11);
+  EXPECT_TRUE(Contains(error, "records=1100")) << error;
+  EXPECT_TRUE(Contains(error, "100 records per partition")) << error;
+}
+
+// Applies a preset's settings the way flags would, refusing any name that is not a workload
+// parameter (max_batch is an engine flag and is the one allowed exception).
+std::string ApplyPreset(const WorkloadPreset& preset, WorkloadParams* params) {
+  for (const auto& [name, value] : preset.settings) {
+    if (name == "application") params->application = value;
+    else if (name == "records") params->records = std::stoull(value);
+    else if (name == "value_size") params->value_size = std::stoul(value);
+    else if (name == "ro_fraction") params->ro_fraction = std::stod(value);
+    else if (name == "ops_per_ro_txn") params->ops_per_ro_txn = std::stoul(value);
+    else if (name == "ops_per_rw_txn") params->ops_per_rw_txn = std::stoul(value);
+    else if (name == "read_proportion") params->read_proportion = std::stod(value);
+    else if (name == "distribution") params->distribution = value;
+    else if (name == "zipfian_constant") params->zipfian_constant = std::stod(value);
+    else if (name == "hot_records") params->hot_records = std::stoull(value);
+    else if (name == "multi_partition_pct") params->multi_partition_pct = std::stod(value);
+    else if (name == "bank_accounts") params->bank_accounts = std::stoull(value);
+    else if (name == "bank_initial_balance") params->bank_initial_balance = std::stoll(value);
+    else if (name == "audit_fraction") params->audit_fraction = std::stod(value);
+    else if (name == "max_batch") continue;
+    else return "unknown setting '" + name + "'";
+  }
+  return "";
+}
+
+TEST(WorkloadPresetsTest, EveryPresetIsFindableAndValid) {
+  const auto& presets = WorkloadPresets();
+  ASSERT_FALSE(presets.empty());
+  std::set<std::string> names;
+  for (const WorkloadPreset& preset : presets) {
+    EXPECT_FALSE(preset.name.empty());
+    EXPECT_FALSE(preset.description.empty()) << preset.name;
+    EXPECT_TRUE(names.insert(preset.name).second) << "duplicate preset " << preset.name;
+    EXPECT_EQ(FindWorkloadPreset(preset.name), &preset);
+    EXPECT_TRUE(Contains(WorkloadPresetNames(), preset.name));
+    WorkloadParams params;
+    ASSERT_EQ(ApplyPreset(preset, &params), "") << preset.name;
+    EXPECT_EQ(params.Validate(1), "") << preset.name;
+    EXPECT_EQ(params.Validate(4), "") << preset.name;
+  }
+  // The default preset named by WorkloadParams exists.
+  EXPECT_NE(FindWorkloadPreset(WorkloadParams().workload), nullptr);
+  EXPECT_EQ(FindWorkloadPreset("no-such-preset"), nullptr);
+  EXPECT_EQ(FindWorkloadPreset(""), nullptr);
+}
+
+// ---------------------------------------------------------------- YCSB generator
+
+WorkloadParams SmallYcsb() {
+  WorkloadParams params;
+  params.records = 40000;
+  params.ops_per_ro_txn = 20;
+  params.ops_per_rw_txn = 8;
+  params.ro_fraction = 0.5;
+  params.hot_records = 10;
+  params.distribution = "hot";
+  return params;
+}
+
+struct TxnKeys {
+  std::vector<Key> all;
+  std::map<PartitionId, std::vector<Key>> by_partition;
+};
+
+TxnKeys KeysOf(const Txn& txn, uint32_t partitions) {
+  TxnKeys keys;
+  for (Key k : txn.read_set()) keys.all.push_back(k);
+  for (Key k : txn.write_set()) keys.all.push_back(k);
+  for (Key k : txn.read_write_set()) keys.all.push_back(k);
+  for (Key k : keys.all) keys.by_partition[k % partitions].push_back(k);
+  return keys;
+}
+
+TEST(YcsbGeneratorTest, TxnsHaveTheRightShapeAndDistinctLocalKeys) {
+  WorkloadParams params = SmallYcsb();
+  params.read_proportion = 0.3;
+  ASSERT_EQ(params.Validate(4), "");
+  auto app = MakeApplication(params);
+  ASSERT_STREQ(app->name(), "ycsb");
+  constexpr uint32_t kPartitions = 4;
+  for (PartitionId partition = 0; partition < kPartitions; ++partition) {
+    auto generator = app->NewGenerator(partition, kPartitions, 17 + partition);
+    int read_only = 0, plain_reads_in_rw = 0;
+    for (int i = 0; i < 1000; ++i) {
+      Txn txn;
+      generator->Next(&txn);
+      const TxnKeys keys = KeysOf(txn, kPartitions);
+      EXPECT_EQ(txn.write_set_size(), 0);
+      if (txn.procedure() == YcsbApplication::kReadOnly) {
+        ++read_only;
+        EXPECT_EQ(txn.read_set_size(), static_cast<int>(params.ops_per_ro_txn));
+        EXPECT_EQ(txn.read_write_set_size(), 0);
+      } else {
+        ASSERT_EQ(txn.procedure(), YcsbApplication::kReadModifyWrite);
+        EXPECT_EQ(keys.all.size(), params.ops_per_rw_txn);
+        plain_reads_in_rw += txn.read_set_size();
+      }
+      const std::set<Key> distinct(keys.all.begin(), keys.all.end());
+      EXPECT_EQ(distinct.size(), keys.all.size()) << "repeated key in txn " << i;
+      for (Key k : keys.all) EXPECT_LT(k, params.records);
+      // No multi-partition share asked for: everything is local.
+      ASSERT_EQ(keys.by_partition.size(), 1u);
+      EXPECT_EQ(keys.by_partition.begin()->first, partition);
+    }
+    EXPECT_NEAR(read_only, 500, 80) << partition;
+    // read_proportion 0.3 of ~500 RW txns x 8 keys.
+    EXPECT_NEAR(plain_reads_in_rw, 0.3 * 500 * 8, 200) << partition;
+  }
+}
+
+TEST(YcsbGeneratorTest, HotDistributionTouchesExactlyOneHotKeyPerPartition) {
+  WorkloadParams params = SmallYcsb();
+  params.multi_partition_pct = 50;
+  constexpr uint32_t kPartitions = 3;
+  ASSERT_EQ(params.Validate(kPartitions), "");
+  auto app = MakeApplication(params);
+  auto generator = app->NewGenerator(1, kPartitions, 5);
+  std::set<Key> hot_seen;
+  for (int i = 0; i < 2000; ++i) {
+    Txn txn;
+    generator->Next(&txn);
+    const TxnKeys keys = KeysOf(txn, kPartitions);
+    for (const auto& [partition, partition_keys] : keys.by_partition) {
+      int hot = 0;
+      for (Key k : partition_keys) {
+        if (k / kPartitions < params.hot_records) {
+          ++hot;
+          hot_seen.insert(k);
+        }
+      }
+      EXPECT_EQ(hot, 1) << "txn " << i << " partition " << partition;
+    }
+  }
+  // Every hot record of the partitions touched is used sooner or later.
+  EXPECT_EQ(hot_seen.size(), 3 * params.hot_records);
+}
+
+TEST(YcsbGeneratorTest, MultiPartitionShareAndSplit) {
+  WorkloadParams params = SmallYcsb();
+  params.multi_partition_pct = 30;
+  constexpr uint32_t kPartitions = 4;
+  constexpr int kTxns = 5000;
+  ASSERT_EQ(params.Validate(kPartitions), "");
+  auto app = MakeApplication(params);
+  const PartitionId home = 2;
+  auto generator = app->NewGenerator(home, kPartitions, 1234);
+  int multi = 0;
+  std::set<PartitionId> others;
+  for (int i = 0; i < kTxns; ++i) {
+    Txn txn;
+    generator->Next(&txn);
+    const TxnKeys keys = KeysOf(txn, kPartitions);
+    const std::set<Key> distinct(keys.all.begin(), keys.all.end());
+    ASSERT_EQ(distinct.size(), keys.all.size());
+    ASSERT_TRUE(keys.by_partition.count(home)) << "txn " << i << " skips its home partition";
+    ASSERT_LE(keys.by_partition.size(), 2u);
+    if (keys.by_partition.size() == 1) continue;
+    ++multi;
+    const size_t ops = keys.all.size();
+    // The home partition gets the larger half.
+    EXPECT_EQ(keys.by_partition.at(home).size(), ops - ops / 2);
+    for (const auto& entry : keys.by_partition) {
+      if (entry.first != home) {
+        others.insert(entry.first);
+        EXPECT_EQ(entry.second.size(), ops / 2);
+      }
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(multi) / kTxns, 0.30, 0.05);
+  EXPECT_EQ(others, (std::set<PartitionId>{0, 1, 3}));
+}
+
+TEST(YcsbGeneratorTest, SinglePartitionNeverGoesMulti) {
+  WorkloadParams params = SmallYcsb();
+  params.multi_partition_pct = 100;
+  auto app = MakeApplication(params);
+  auto generator = app->NewGenerator(0, 1, 9);
+  for (int i = 0; i < 200; ++i) {
+    Txn txn;
+    generator->Next(&txn);
+    for (Key k : KeysOf(txn, 1).all) EXPECT_LT(k, params.records);
+  }
+}
+
+TEST(YcsbGeneratorTest, SameSeedSameStream) {
+  WorkloadParams params = SmallYcsb();
+  params.multi_partition_pct = 20;
+  params.read_proportion = 0.5;
+  auto app = MakeApplication(params);
+  auto a = app->NewGenerator(1, 2, 77);
+  auto b = app->NewGenerator(1, 2, 77);
+  auto c = app->NewGenerator(1, 2, 78);
+  int differs_from_other_seed = 0;
+  for (int i = 0; i < 500; ++i) {
+    Txn ta, tb, tc;
+    a->Next(&ta);
+    b->Next(&tb);
+    c->Next(&tc);
+    ASSERT_EQ(ta.SerializeAsString(), tb.SerializeAsString()) << "txn " << i;
+    differs_from_other_seed += ta.SerializeAsString() != tc.SerializeAsString();
+  }
+  EXPECT_GT(differs_from_other_seed, 450);
+}
+
+TEST(YcsbGeneratorTest, ZipfianAndUniformStayInPartitionWithDistinctKeys) {
+  constexpr uint32_t kPartitions = 3;
+  for (const char* distribution : {"zipfian", "uniform"}) {
+    WorkloadParams params = SmallYcsb();
+    params.records = 30001;  // partitions of unequal size
+    params.distribution = distribution;
+    params.zipfian_constant = 0.99;
+    params.ro_fraction = 1.0;
+    ASSERT_EQ(params.Validate(kPartitions), "") << distribution;
+    auto app = MakeApplication(params);
+    std::map<Key, int> count;
+    for (PartitionId partition = 0; partition < kPartitions; ++partition) {
+      auto generator = app->NewGenerator(partition, kPartitions, 3);
+      for (int i = 0; i < 500; ++i) {
+        Txn txn;
+        generator->Next(&txn);
+        const TxnKeys keys = KeysOf(txn, kPartitions);
+        ASSERT_EQ(keys.all.size(), params.ops_per_ro_txn);
+        EXPECT_EQ(std::set<Key>(keys.all.begin(), keys.all.end()).size(), keys.all.size());
+        ASSERT_EQ(keys.by_partition.size(), 1u);
+        EXPECT_EQ(keys.by_partition.begin()->first, partition);
+        for (Key k : keys.all) {
+          EXPECT_LT(k, params.records);
+          ++count[k];
+        }
+      }
+    }
+    if (std::string(distribution) == "zipfian") {
+      // Rank 0 of each partition is the most popular key there.
+      for (PartitionId p = 0; p < kPartitions; ++p) {
+        int best = 0;
+        Key best_key = 0;
+        for (const auto& [k, n] : count) {
+          if (k % kPartitions == p && n > best) {
+            best = n;
+            best_key = k;
+          }
+        }
+        EXPECT_EQ(best_key, p) << "partition " << p;
+      }
+    } else {
+      // 30,000 draws over ~30,000 keys: no key should be anywhere near as popular as a hot one.
+      int best = 0;
+      for (const auto& entry : count) best = std::max(best, entry.second);
+      EXPECT_LT(best, 15);
+    }
+  }
+}
+
+TEST(YcsbApplicationTest, ReadModifyWriteRewritesEachKeyDeterministically) {
+  WorkloadParams params = SmallYcsb();
+  params.value_size = 100;
+  auto app = MakeApplication(params);
+  Txn txn;
+  txn.set_id(MakeTxnId(3, 0, 1));
+  txn.set_procedure(YcsbApplication::kReadModifyWrite);
+  txn.add_read_set(5);
+  txn.add_read_write_set(7);
+  txn.add_read_write_set(9);
+  ReadValues reads;
+  reads.Reset(3);
+  std::string v5, v7, v9;
+  YcsbApplication::InitialValue(5, 100, &v5);
+  YcsbApplication::InitialValue(7, 100, &v7);
+  YcsbApplication::InitialValue(9, 100, &v9);
+  reads.Set(0, v5);
+  reads.Set(1, v7);
+  reads.Set(2, v9);
+
+  WriteSet writes;
+  TxnOutcome outcome;
+  app->Execute(txn, reads, &writes, &outcome);
+  EXPECT_TRUE(outcome.committed);
+  ASSERT_EQ(writes.size(), 2u);
+  EXPECT_EQ(writes.key(0), 7u);
+  EXPECT_EQ(writes.key(1), 9u);
+  EXPECT_EQ(writes.value(0).size(), 100u);
+  EXPECT_NE(writes.value(0), v7);
+  // Only the first word is restamped; the rest of the record is kept.
+  EXPECT_EQ(writes.value(1).substr(8), std::string_view(v9).substr(8));
+
+  // Same input, same output; another txn id, another value (order matters for the state).
+  WriteSet again;
+  TxnOutcome outcome_again;
+  app->Execute(txn, reads, &again, &outcome_again);
+  EXPECT_EQ(again.value(0), writes.value(0));
+  EXPECT_EQ(outcome_again.checksum, outcome.checksum);
+  txn.set_id(MakeTxnId(3, 0, 2));
+  WriteSet other;
+  TxnOutcome other_outcome;
+  app->Execute(txn, reads, &other, &other_outcome);
+  EXPECT_NE(other.value(0), writes.value(0));
+  // The checksum names what was read, not who read it.
+  EXPECT_EQ(other_outcome.checksum, outcome.checksum);
+  reads.Set(0, v7);
+  TxnOutcome changed_read;
+  WriteSet ignored;
+  app->Execute(txn, reads, &ignored, &changed_read);
+  EXPECT_NE(changed_read.checksum, outcome.checksum);
+}
+
+// ---------------------------------------------------------------- Bank
+
+WorkloadParams SmallBank() {
+  WorkloadParams params;
+  params.application = "bank";
+  params.bank_accounts = 10;
+  params.bank_initial_balance = 1000;
+  params.audit_fraction = 0.2;
+  return params;
+}
+
+Txn Transfer(Key from, Key to, int64_t amount) {
+  Txn txn;
+  txn.set_procedure(BankApplication::kTransfer);
+  txn.add_read_write_set(from);
+  txn.add_read_write_set(to);
+  txn.set_args(BankApplication::EncodeBalance(amount));
+  return txn;
+}
+
+TEST(BankTest, TransferMovesMoneyAndConservesTheTotal) {
+  auto app = MakeApplication(SmallBank());
+  ASSERT_STREQ(app->name(), "bank");
+  ReadValues reads;
+  reads.Reset(2);
+  reads.Set(0, BankApplication::EncodeBalance(300));
+  reads.Set(1, BankApplication::EncodeBalance(50));
+  WriteSet writes;
+  TxnOutcome outcome;
+  app->Execute(Transfer(4, 6, 120), reads, &writes, &outcome);
+  EXPECT_TRUE(outcome.committed);
+  ASSERT_EQ(writes.size(), 2u);
+  EXPECT_EQ(writes.key(0), 4u);
+  EXPECT_EQ(BankApplication::DecodeBalance(writes.value(0)), 180);
+  EXPECT_EQ(writes.key(1), 6u);
+  EXPECT_EQ(BankApplication::DecodeBalance(writes.value(1)), 170);
+}
+
+TEST(BankTest, InsufficientFundsCommitsNothing) {
+  auto app = MakeApplication(SmallBank());
+  ReadValues reads;
+  reads.Reset(2);
+  reads.Set(0, BankApplication::EncodeBalance(30));
+  reads.Set(1, BankApplication::EncodeBalance(50));
+  WriteSet writes;
+  TxnOutcome outcome;
+  app->Execute(Transfer(1, 2, 31), reads, &writes, &outcome);
+  EXPECT_FALSE(outcome.committed);
+  EXPECT_EQ(writes.size(), 0u);
+
+  // Exactly the balance is allowed.
+  WriteSet exact;
+  TxnOutcome exact_outcome;
+  app->Execute(Transfer(1, 2, 30), reads, &exact, &exact_outcome);
+  EXPECT_TRUE(exact_outcome.committed);
+  ASSERT_EQ(exact.size(), 2u);
+  EXPECT_EQ(BankApplication::DecodeBalance(exact.value(0)), 0);
+}
+
+TEST(BankTest, AuditFlagsAWrongTotal) {
+  const WorkloadParams params = SmallBank();
+  auto app = MakeApplication(params);
+  Txn audit;
+  audit.set_procedure(BankApplication::kAudit);
+  for (Key k = 0; k < params.bank_accounts; ++k) audit.add_read_set(k);
+  ReadValues reads;
+  reads.Reset(params.bank_accounts);
+  for (size_t i = 0; i < params.bank_accounts; ++i) {
+    reads.Set(i, BankApplication::EncodeBalance(i == 3 ? 1500 : i == 7 ? 500 : 1000));
+  }
+  TxnOutcome ok;
+  WriteSet writes;
+  app->Execute(audit, reads, &writes, &ok);
+  EXPECT_TRUE(ok.invariant_ok) << ok.detail;
+  EXPECT_EQ(writes.size(), 0u);
+
+  reads.Set(7, BankApplication::EncodeBalance(499));
+  TxnOutcome torn;
+  app->Execute(audit, reads, &writes, &torn);
+  EXPECT_FALSE(torn.invariant_ok);
+  EXPECT_TRUE(Contains(torn.detail, "9999")) << torn.detail;
+  EXPECT_TRUE(Contains(torn.detail, "10000")) << torn.detail;
+
+  // A missing account is a broken invariant even if the others add up.
+  reads.Set(7, BankApplication::EncodeBalance(500));
+  reads.SetMissing(0);
+  reads.Set(3, BankApplication::EncodeBalance(2500));
+  TxnOutcome missing;
+  app->Execute(audit, reads, &writes, &missing);
+  EXPECT_FALSE(missing.invariant_ok);
+}
+
+// Runs generated bank txns one after another on an in-memory table: every audit must pass,
+// and transfers must keep the total.
+TEST(BankTest, GeneratedLoadKeepsTheInvariantWhenRunSerially) {
+  const WorkloadParams params = SmallBank();
+  ASSERT_EQ(params.Validate(1), "");
+  auto app = MakeApplication(params);
+  class MapLoader : public Loader {
+   public:
+    void Put(Key key, std::string_view value) override { table[key] = std::string(value); }
+    std::map<Key, std::string> table;
+  } loader;
+  app->Load(0, 1, &loader);
+  ASSERT_EQ(loader.table.size(), params.bank_accounts);
+
+  auto generator = app->NewGenerator(0, 1, 11);
+  int audits = 0, transfers = 0, declined = 0;
+  for (int i = 0; i < 3000; ++i) {
+    Txn txn;
+    generator->Next(&txn);
+    ReadValues reads;
+    const int positions = txn.read_set_size() + txn.read_write_set_size();
+    reads.Reset(positions);
+    int position = 0;
+    for (Key k : txn.read_set()) reads.Set(position++, loader.table.at(k));
+    for (Key k : txn.read_write_set()) reads.Set(position++, loader.table.at(k));
+    WriteSet writes;
+    TxnOutcome outcome;
+    app->Execute(txn, reads, &writes, &outcome);
+    ASSERT_TRUE(outcome.invariant_ok) << "txn " << i << ": " << outcome.detail;
+    if (txn.procedure() == BankApplication::kAudit) {
+      ++audits;
+      EXPECT_EQ(writes.size(), 0u);
+      continue;
+    }
+    ASSERT_EQ(txn.procedure(), BankApplication::kTransfer);
+    ASSERT_EQ(txn.read_write_set_size(), 2);
+    EXPECT_NE(txn.read_write_set(0), txn.read_write_set(1));
+    ++transfers;
+    if (!outcome.committed) {
+      ++declined;
+      EXPECT_EQ(writes.size(), 0u);
+    }
+    for (size_t w = 0; w < writes.size(); ++w) {
+      loader.table[writes.key(w)] = std::string(writes.value(w));
+    }
+    int64_t total = 0;
+    for (const auto& entry : loader.table) {
+      const int64_t balance = BankApplication::DecodeBalance(entry.second);
+      EXPECT_GE(balance, 0);
+      total += balance;
+    }
+    ASSERT_EQ(total, static_cast<int64_t>(params.bank_accounts) * params.bank_initial_balance);
+  }
+  EXPECT_NEAR(audits, 600, 100);
+  EXPECT_GT(transfers, 2000);
+  // Long random walks drain some accounts; the declined path must have been exercised.
+  EXPECT_GT(declined, 0);
+}
+
+}  // namespace
+}  // namespace paxflow
