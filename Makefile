@@ -20,7 +20,8 @@ LIB         := $(BUILD)/libpaxflow.a
 
 TEST_SRCS   := $(wildcard tests/*.cc)
 TEST_LIB_SRCS := $(filter-out %_test.cc,$(TEST_SRCS))
-UNIT_TESTS  := $(filter-out tests/cluster_test.cc,$(filter %_test.cc,$(TEST_SRCS)))
+CLUSTER_TESTS := $(wildcard tests/*cluster*_test.cc)
+UNIT_TESTS  := $(filter-out $(CLUSTER_TESTS),$(filter %_test.cc,$(TEST_SRCS)))
 BENCH_SRCS  := $(wildcard bench/*_bench.cc)
 
 # ThreadSanitizer build of the concurrency suites: the store under readers,
@@ -32,7 +33,8 @@ TSAN_TEST_SRCS := tests/store_concurrency_test.cc tests/engine_test.cc tests/eng
 TSAN_OBJS := $(patsubst %.cc,$(BUILD)/tsan/%.o,$(LIB_SRCS) $(TSAN_TEST_SRCS)) \
              $(patsubst $(BUILD)/gen/%.cc,$(BUILD)/tsan/gen/%.o,$(PROTO_CC))
 
-BINS := $(BUILD)/bin/paxflow-node $(BUILD)/bin/paxflow-cluster
+BINS := $(BUILD)/bin/paxflow-node $(BUILD)/bin/paxflow-cluster $(BUILD)/bin/paxflow-bench \
+        $(BUILD)/bin/paxflow-cli $(BUILD)/bin/paxflow-load
 TEST_BINS := $(BUILD)/bin/unit_tests $(BUILD)/bin/cluster_tests
 BENCH_BINS := $(BUILD)/bin/micro_bench
 
@@ -66,13 +68,25 @@ $(BUILD)/bin/paxflow-cluster: $(BUILD)/obj/src_calvin/deployment/cluster_main.o 
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
 
+$(BUILD)/bin/paxflow-bench: $(BUILD)/obj/src_calvin/deployment/bench_main.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/bin/paxflow-cli: $(BUILD)/obj/src_calvin/client/cli_main.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/bin/paxflow-load: $(BUILD)/obj/src_calvin/client/load_main.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
 TEST_LIB_OBJS := $(patsubst %.cc,$(BUILD)/obj/%.o,$(TEST_LIB_SRCS))
 
 $(BUILD)/bin/unit_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(UNIT_TESTS)) $(TEST_LIB_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ -lgtest -lgtest_main $(LDLIBS)
 
-$(BUILD)/bin/cluster_tests: $(BUILD)/obj/tests/cluster_test.o $(TEST_LIB_OBJS) $(LIB) | $(BINS)
+$(BUILD)/bin/cluster_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(CLUSTER_TESTS)) $(TEST_LIB_OBJS) $(LIB) | $(BINS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(filter %.o %.a,$^) -o $@ -lgtest -lgtest_main $(LDLIBS)
 

@@ -1,11 +1,18 @@
 // Multi-process clusters: paxflow-cluster launching paxflow-node processes
-// on 127.0.0.1, on ports picked free by the test.
+// on 127.0.0.1, on ports picked free by the test; and what they do with
+// bad configs, Ctrl-C and garbage on the wire.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <fstream>
+#include <regex>
 
-#include "common/json.h"
 #include "deployment/summary.h"
+#include "tests/result_log.h"
 #include "tests/serial_reference.h"
 #include "tests/test_util.h"
 
@@ -13,34 +20,55 @@ namespace paxflow {
 namespace {
 
 using testing::BinaryDir;
+using testing::ChildProcess;
 using testing::MakeConfig;
 using testing::ReadFile;
 using testing::RunProcess;
 using testing::TempDir;
 
-std::string WriteConfig(const TempDir& dir, const ClusterConfig& config) {
-  const std::string path = dir.path() + "/cluster.conf";
+std::string WriteConfig(const TempDir& dir, const ClusterConfig& config,
+                        const std::string& name = "cluster.conf") {
+  const std::string path = dir.path() + "/" + name;
   std::ofstream(path) << testing::ToText(config);
   return path;
 }
 
-TEST(ClusterTest, BankAuditsSeeTheRightTotalAndDigestMatchesSerial) {
+std::string Cluster() { return BinaryDir() + "/paxflow-cluster"; }
+
+class BankClusterTest : public ::testing::TestWithParam<Mode> {};
+
+// Transfers and audits on three processes: no audit may see a wrong total,
+// the state must equal a serial execution of the logged input, and a
+// replay of the logs from the command line must print the same digest.
+TEST_P(BankClusterTest, AuditsSeeTheRightTotalAndDigestsAgree) {
   TempDir dir;
   ClusterConfig config = MakeConfig("bank", 3, 1, "tcp");
   const std::string config_path = WriteConfig(dir, config);
   std::string output;
-  const int rc = RunProcess({BinaryDir() + "/paxflow-cluster", "--config=" + config_path,
-                             "--workload=bank", "--mode=calvin", "--run_epochs=150",
-                             "--epoch_ms=5", "--bank_accounts=90", "--audit_fraction=0.2",
-                             "--progress_ms=0", "--logs=" + dir.path() + "/logs",
+  // Short epochs and big batches: epochs queue up, so in paxflow mode
+  // read-only audits reach their snapshot before it is published.
+  const int rc = RunProcess({Cluster(), "--config=" + config_path, "--workload=bank",
+                             std::string("--mode=") + ModeName(GetParam()), "--run_epochs=150",
+                             "--epoch_ms=2", "--max_batch=1000", "--bank_accounts=90",
+                             "--audit_fraction=0.2", "--progress_ms=100",
+                             "--logs=" + dir.path() + "/logs",
                              "--log_dir=" + dir.path() + "/input"},
                             &output);
   ASSERT_EQ(rc, 0) << output;
+  EXPECT_NE(output.find("[node 2] "), std::string::npos) << "no progress lines relayed";
+  EXPECT_NE(output.find("=== cluster summary: 3 node(s)"), std::string::npos) << output;
   RunSummary cluster;
   ASSERT_EQ(RunSummary::FromJson(ReadFile(dir.path() + "/logs/cluster.json"), &cluster), "");
   EXPECT_EQ(cluster.invariant_failures, 0u) << output;
   EXPECT_GT(cluster.kinds[kKindReadOnly].committed, 100u) << "too few audits ran";
   EXPECT_GT(cluster.kinds[kKindReadWrite].committed, 1000u) << "too few transfers ran";
+  if (GetParam() == Mode::kPaxflow) {
+    EXPECT_GT(cluster.waited_ro, 0u) << "no audit went through the waiting queue";
+  }
+  for (int node = 0; node < 3; ++node) {
+    const std::string log = ReadFile(dir.path() + "/logs/node-" + std::to_string(node) + ".out");
+    EXPECT_NE(log.find("summary"), std::string::npos) << "node " << node << " left no summary";
+  }
 
   WorkloadParams bank;
   bank.workload = "bank";
@@ -51,6 +79,133 @@ TEST(ClusterTest, BankAuditsSeeTheRightTotalAndDigestMatchesSerial) {
   ASSERT_EQ(serial.error, "");
   EXPECT_EQ(serial.txns, cluster.Committed());
   EXPECT_EQ(serial.digest, cluster.digest) << "cluster digest differs from serial execution";
+
+  std::string replay;
+  ASSERT_EQ(RunProcess({BinaryDir() + "/paxflow-node", "--replay=" + dir.path() + "/input",
+                        "--workers=3"},
+                       &replay),
+            0)
+      << replay;
+  EXPECT_NE(replay.find(": " + DigestHex(cluster.digest)), std::string::npos)
+      << "replay printed another digest:\n" << replay;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, BankClusterTest, ::testing::Values(Mode::kCalvin, Mode::kPaxflow),
+                         [](const ::testing::TestParamInfo<Mode>& info) {
+                           return std::string(ModeName(info.param));
+                         });
+
+// Each bad config is refused before any node starts, naming the problem.
+TEST(ClusterConfigTest, BadConfigsFailFastWithAClearMessage) {
+  TempDir dir;
+  const ClusterConfig good = MakeConfig("bad", 2, 1, "tcp");
+  const std::string good_text = testing::ToText(good);
+  struct Case {
+    std::string name, text, expected;
+  };
+  ClusterConfig duplicate = good;
+  duplicate.mutable_node(1)->set_id(0);
+  ClusterConfig missing = good;
+  missing.mutable_node(1)->set_partition(2);
+  ClusterConfig clash = good;
+  clash.mutable_node(1)->set_port(good.node(0).port());
+  ClusterConfig unreachable = good;
+  unreachable.mutable_node(1)->set_host("no-such-host.invalid");
+  std::vector<Case> cases = {
+      {"unknown field", good_text + "\nnodes_count: 3\n", "nodes_count"},
+      {"duplicate node", testing::ToText(duplicate), "duplicate node id 0"},
+      {"missing partition", testing::ToText(missing), "missing partition 1"},
+      {"port clash", testing::ToText(clash), "port clash"},
+      {"unreachable host", testing::ToText(unreachable), "no-such-host.invalid"},
+      {"unknown param", good_text + "\nparam { name: \"epoch_size\" value: \"5\" }\n",
+       "unknown parameter 'epoch_size'"},
+      {"bad param value", good_text + "\nparam { name: \"epoch_ms\" value: \"ten\" }\n",
+       "epoch_ms='ten'"},
+      {"out of range", good_text + "\nparam { name: \"ro_fraction\" value: \"1.5\" }\n",
+       "ro_fraction=1.5"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = dir.path() + "/case.conf";
+    std::ofstream(path) << c.text;
+    std::string output;
+    const auto start = std::chrono::steady_clock::now();
+    const int rc = RunProcess({Cluster(), "--config=" + path}, &output);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(rc, 2) << c.name << ": " << output;
+    EXPECT_NE(output.find(c.expected), std::string::npos) << c.name << ": " << output;
+    EXPECT_LT(seconds, 15) << c.name << " did not fail fast";
+  }
+  // A port another process holds is found before any node starts.
+  int holder = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(good.node(1).port()));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  std::string output;
+  EXPECT_EQ(RunProcess({Cluster(), "--config=" + WriteConfig(dir, good)}, &output), 2);
+  EXPECT_NE(output.find("port " + std::to_string(good.node(1).port())), std::string::npos)
+      << output;
+  close(holder);
+  // A bad flag is refused too.
+  output.clear();
+  EXPECT_NE(RunProcess({Cluster(), "--config=" + WriteConfig(dir, good), "--workload=nope"},
+                       &output),
+            0);
+  EXPECT_NE(output.find("unknown workload 'nope'"), std::string::npos) << output;
+}
+
+// Ctrl-C: every node stops its load, drains, prints its summary, and the
+// launcher prints the cluster's; nothing is left holding a port.
+TEST(ClusterLifecycleTest, InterruptStopsEveryNodeCleanly) {
+  TempDir dir;
+  ClusterConfig config = MakeConfig("sigint", 3, 1, "tcp");
+  ChildProcess launcher({Cluster(), "--config=" + WriteConfig(dir, config), "--duration=0",
+                         "--workload=mixed", "--records=30000", "--epoch_ms=5",
+                         "--progress_ms=200", "--logs=" + dir.path() + "/logs"});
+  ASSERT_TRUE(launcher.WaitForOutput("[node 2] ", 60000)) << launcher.output();
+  launcher.Signal(SIGINT);
+  EXPECT_EQ(launcher.Wait(60000), 0) << launcher.output();
+  EXPECT_NE(launcher.output().find("stopping every node"), std::string::npos);
+  EXPECT_NE(launcher.output().find("=== cluster summary"), std::string::npos) << launcher.output();
+  for (const NodeConfig& node : config.node()) {
+    EXPECT_TRUE(testing::PortIsFree(node.port())) << "port " << node.port() << " still bound";
+  }
+}
+
+// Garbage sent to a running node is counted and dropped; the node carries
+// on, and its state is still exactly the serial execution of its input.
+TEST(ClusterRobustnessTest, GarbledMessagesAreDroppedAndTheRunStaysCorrect) {
+  TempDir logs;
+  ClusterConfig config = MakeConfig("garbled", 2, 1, "tcp");
+  NodeParams params = testing::TestParams("mixed", Mode::kPaxflow, 150);
+  params.engine.log_dir = logs.path();
+  params.workload.multi_partition_pct = 20;
+  testing::InProcessCluster cluster(config, params);
+  ASSERT_EQ(cluster.Start(), "");
+  {
+    zmq::context_t context(1);
+    zmq::socket_t socket(context, zmq::socket_type::push);
+    socket.set(zmq::sockopt::linger, 2000);
+    socket.connect("tcp://127.0.0.1:" + std::to_string(config.node(0).port()));
+    socket.send(zmq::str_buffer("not a paxflow message"), zmq::send_flags::none);
+    socket.send(zmq::str_buffer("\x08\x01"), zmq::send_flags::sndmore);  // wrong magic
+    socket.send(zmq::str_buffer("payload"), zmq::send_flags::none);
+    for (Channel channel : {BATCH, REMOTE_READS, HELLO, static_cast<Channel>(77)}) {
+      Header header;
+      header.set_magic(kHeaderMagic);
+      header.set_channel(channel);
+      header.set_from_node(1);
+      socket.send(zmq::buffer(header.SerializeAsString()), zmq::send_flags::sndmore);
+      socket.send(zmq::str_buffer("\xff\xff\xff garbage \x01"), zmq::send_flags::none);
+    }
+  }
+  ASSERT_TRUE(cluster.WaitFinished(120000));
+  EXPECT_GE(cluster.node(0).Summary().dropped_messages, 3u);
+  testing::SerialResult serial = testing::SerialExecute(logs.path(), params.workload);
+  ASSERT_EQ(serial.error, "");
+  EXPECT_EQ(cluster.DatabaseDigest(), serial.digest);
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ class ResultLog : public ResultSink {
     uint64_t checksum = 0;
     Epoch read_version = 0;
   };
-  void OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version) override {
+  void OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
+                const ReadValues&) override {
     std::lock_guard<std::mutex> lock(mu_);
     order_.push_back(txn.id());
     if (txn.txn_class() == RO) read_only_[txn.id()] = ReadOnly{outcome.checksum, read_version};

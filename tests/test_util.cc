@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 #include <google/protobuf/text_format.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -180,6 +183,91 @@ int RunProcess(const std::vector<std::string>& args, std::string* output) {
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+ChildProcess::ChildProcess(const std::vector<std::string>& args) {
+  int fds[2];
+  if (pipe(fds) != 0) return;
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    std::vector<char*> argv;
+    for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  fd_ = fds[0];
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (fd_ >= 0) close(fd_);
+}
+
+bool ChildProcess::ReadSome(int timeout_ms) {
+  if (fd_ < 0) return false;
+  pollfd item{fd_, POLLIN, 0};
+  if (poll(&item, 1, timeout_ms) <= 0) return true;  // nothing yet
+  char buffer[4096];
+  ssize_t n = read(fd_, buffer, sizeof(buffer));
+  if (n <= 0) {
+    close(fd_);
+    fd_ = -1;
+    return false;
+  }
+  output_.append(buffer, static_cast<size_t>(n));
+  return true;
+}
+
+bool ChildProcess::WaitForOutput(const std::string& text, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (output_.find(text) == std::string::npos) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || !ReadSome(static_cast<int>(left.count()))) {
+      return output_.find(text) != std::string::npos;
+    }
+  }
+  return true;
+}
+
+void ChildProcess::Signal(int signal) {
+  if (pid_ > 0 && !reaped_) kill(pid_, signal);
+}
+
+int ChildProcess::Wait(int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (fd_ >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return -1;
+    ReadSome(static_cast<int>(left.count()));
+  }
+  int status = 0;
+  if (waitpid(pid_, &status, 0) != pid_) return -1;
+  reaped_ = true;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool PortIsFree(uint32_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;  // TIME_WAIT leftovers are not a bound port
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  const bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  close(fd);
+  return free;
 }
 
 std::string BinaryDir() {

@@ -1,6 +1,8 @@
 // Helpers shared by the test suites: temporary directories, free loopback
 // ports, generated configs, in-process clusters and child processes.
 #pragma once
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +58,30 @@ class InProcessCluster {
 
 // Runs a command, returns its exit status; stdout+stderr go to `output`.
 int RunProcess(const std::vector<std::string>& args, std::string* output);
+
+// A child process whose merged stdout+stderr the test reads as it comes.
+class ChildProcess {
+ public:
+  explicit ChildProcess(const std::vector<std::string>& args);
+  ~ChildProcess();  // kills and reaps the child if it still runs
+  // Reads output until it contains `text` (true), or the child closes its
+  // output or `timeout_ms` passes (false).
+  bool WaitForOutput(const std::string& text, int timeout_ms);
+  void Signal(int signal);
+  // Reads the rest of the output and reaps the child; -1 on timeout.
+  int Wait(int timeout_ms);
+  const std::string& output() const { return output_; }
+
+ private:
+  bool ReadSome(int timeout_ms);
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool reaped_ = false;
+  std::string output_;
+};
+
+// True if a TCP port on 127.0.0.1 can be bound (nobody holds it).
+bool PortIsFree(uint32_t port);
 
 // Directory of the test binary, and the built binaries next to it.
 std::string BinaryDir();

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/types.h"
@@ -105,8 +106,13 @@ class Application {
   virtual std::unique_ptr<TxnGenerator> NewGenerator(PartitionId partition,
                                                      uint32_t partitions,
                                                      uint64_t seed) const = 0;
-  // Name of a procedure id, for logs and summaries.
+  // Name of a procedure id, for logs, summaries and clients.
   virtual const char* ProcedureName(uint32_t procedure) const = 0;
+  // The procedures clients may call by name, and their ids.
+  virtual std::vector<std::pair<std::string, uint32_t>> Procedures() const = 0;
+  // Empty if `txn` (from a client; keys already checked distinct) is a
+  // well-formed call of its procedure, else what is wrong with it.
+  virtual std::string CheckClientTxn(const Txn& txn) const = 0;
 };
 
 }  // namespace paxflow

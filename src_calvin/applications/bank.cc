@@ -97,6 +97,31 @@ std::unique_ptr<TxnGenerator> BankApplication::NewGenerator(PartitionId /*partit
   return std::make_unique<BankGenerator>(params_, seed);
 }
 
+std::vector<std::pair<std::string, uint32_t>> BankApplication::Procedures() const {
+  return {{"bank-transfer", kTransfer}, {"bank-audit", kAudit}};
+}
+
+std::string BankApplication::CheckClientTxn(const Txn& txn) const {
+  for (Key key : txn.read_set()) {
+    if (key >= params_.bank_accounts) return "no account " + std::to_string(key);
+  }
+  for (Key key : txn.read_write_set()) {
+    if (key >= params_.bank_accounts) return "no account " + std::to_string(key);
+  }
+  if (txn.procedure() == kAudit) {
+    if (txn.read_write_set_size() > 0 || txn.write_set_size() > 0) return "bank-audit only reads";
+    if (txn.read_set_size() == 0) return "bank-audit needs the accounts to read (read_set)";
+    return "";
+  }
+  if (txn.read_set_size() > 0 || txn.write_set_size() > 0 || txn.read_write_set_size() != 2) {
+    return "bank-transfer takes exactly two accounts in read_write_set (from, to)";
+  }
+  if (txn.args().size() != sizeof(int64_t) || DecodeBalance(txn.args()) <= 0) {
+    return "bank-transfer needs a positive amount (8-byte little-endian int64 args)";
+  }
+  return "";
+}
+
 const char* BankApplication::ProcedureName(uint32_t procedure) const {
   switch (procedure) {
     case kTransfer: return "bank-transfer";

@@ -20,6 +20,8 @@ class BankApplication : public Application {
   std::unique_ptr<TxnGenerator> NewGenerator(PartitionId partition, uint32_t partitions,
                                              uint64_t seed) const override;
   const char* ProcedureName(uint32_t procedure) const override;
+  std::vector<std::pair<std::string, uint32_t>> Procedures() const override;
+  std::string CheckClientTxn(const Txn& txn) const override;
 
   int64_t ExpectedTotal() const {
     return static_cast<int64_t>(params_.bank_accounts) * params_.bank_initial_balance;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "applications/bank.h"
+#include "applications/kv_procedures.h"
 #include "applications/ycsb.h"
 
 namespace paxflow {
@@ -134,8 +135,10 @@ std::string WorkloadPresetNames() {
 }
 
 std::unique_ptr<Application> MakeApplication(const WorkloadParams& params) {
-  if (params.application == "bank") return std::make_unique<BankApplication>(params);
-  return std::make_unique<YcsbApplication>(params);
+  std::unique_ptr<Application> app;
+  if (params.application == "bank") app = std::make_unique<BankApplication>(params);
+  else app = std::make_unique<YcsbApplication>(params);
+  return std::make_unique<WithKvProcedures>(std::move(app));
 }
 
 }  // namespace paxflow

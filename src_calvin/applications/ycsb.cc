@@ -138,6 +138,19 @@ std::unique_ptr<TxnGenerator> YcsbApplication::NewGenerator(PartitionId partitio
   return std::make_unique<YcsbGenerator>(params_, partition, partitions, seed);
 }
 
+std::vector<std::pair<std::string, uint32_t>> YcsbApplication::Procedures() const {
+  return {{"ycsb-read", kReadOnly}, {"ycsb-rmw", kReadModifyWrite}};
+}
+
+std::string YcsbApplication::CheckClientTxn(const Txn& txn) const {
+  if (txn.write_set_size() > 0) return "ycsb procedures take no blind writes (write_set)";
+  if (txn.read_set_size() + txn.read_write_set_size() == 0) return "no keys";
+  if (txn.procedure() == kReadOnly && txn.read_write_set_size() > 0) {
+    return "ycsb-read only reads (read_set)";
+  }
+  return "";
+}
+
 const char* YcsbApplication::ProcedureName(uint32_t procedure) const {
   switch (procedure) {
     case kReadOnly: return "ycsb-read";

@@ -19,6 +19,8 @@ class YcsbApplication : public Application {
   std::unique_ptr<TxnGenerator> NewGenerator(PartitionId partition, uint32_t partitions,
                                              uint64_t seed) const override;
   const char* ProcedureName(uint32_t procedure) const override;
+  std::vector<std::pair<std::string, uint32_t>> Procedures() const override;
+  std::string CheckClientTxn(const Txn& txn) const override;
 
   // The value every key starts with.
   static void InitialValue(Key key, uint32_t size, std::string* out);

@@ -19,6 +19,8 @@ DECLARE_int32(replay_replica);
 DECLARE_string(workload);
 DECLARE_string(mode);
 DECLARE_uint32(workers);
+DECLARE_double(duration);
+DECLARE_uint64(run_epochs);
 
 namespace paxflow {
 

@@ -24,6 +24,10 @@ namespace {
 std::string PortProblem(const std::string& host, uint32_t port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return std::string("socket: ") + std::strerror(errno);
+  // As zmq binds: connections of an earlier run in TIME_WAIT do not count,
+  // a live listener does.
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));

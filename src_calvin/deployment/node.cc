@@ -34,6 +34,9 @@ std::string MakeDirs(const std::string& path) {
   return "";
 }
 
+// How long after the last node was ready the epoch clocks start.
+constexpr int64_t kStartMarginMs = 50;
+
 std::string Rate(uint64_t count, double seconds) {
   char buffer[32];
   snprintf(buffer, sizeof(buffer), "%.0f", seconds > 0 ? count / seconds : 0.0);
@@ -97,7 +100,7 @@ std::string Node::Start() {
   scheduler_options.workers = params.engine.workers;
   scheduler_options.ro_workers = params.engine.ro_workers;
   scheduler_ = std::make_unique<Scheduler>(scheduler_options, store_.get(), app_.get(), this,
-                                           stats_.get(), options_.result_tap);
+                                           stats_.get(), this);
 
   if (!params.engine.log_dir.empty()) {
     error = MakeDirs(params.engine.log_dir);
@@ -161,6 +164,25 @@ std::string Node::Start() {
   });
   error = transport_->Start();
   if (!error.empty()) return error;
+  if (self_->client_port() != 0) {
+    ClientServiceOptions client_options;
+    client_options.endpoint =
+        "tcp://" + self_->host() + ":" + std::to_string(self_->client_port());
+    client_options.node = options_.id;
+    client_options.sequences = self_->replica() == 0;
+    const NodeConfig* leader = layout_.Node(layout_.NodeOf(0, partition));
+    client_options.leader = "node " + std::to_string(leader->id()) + " (" + leader->host() + ":" +
+                            std::to_string(leader->client_port()) + ")";
+    client_context_ = std::make_unique<zmq::context_t>(1);
+    clients_ = std::make_unique<ClientService>(
+        client_options, app_.get(), [this] { return NodeStatus(); },
+        [this](Epoch epoch, std::function<void(DigestReply)> done) {
+          ServeDigest(epoch, std::move(done));
+        },
+        client_context_.get());
+    error = clients_->Start();
+    if (!error.empty()) return error;
+  }
   scheduler_->Start();
   error = WaitForPeers();
   if (!error.empty()) return error;
@@ -168,6 +190,7 @@ std::string Node::Start() {
   if (self_->replica() == 0) {
     // Replica 0's sequencers fix the order; other replicas execute it.
     std::vector<TxnSource*> sources;
+    if (clients_) sources.push_back(clients_.get());
     if (params.engine.generate) {
       generator_ = std::make_unique<GeneratorSource>(
           app_->NewGenerator(partition, partitions, params.engine.seed + options_.id),
@@ -180,11 +203,19 @@ std::string Node::Start() {
     sequencer_options.node = options_.id;
     sequencer_options.max_batch = params.engine.max_batch;
     sequencer_ = std::make_unique<Sequencer>(sequencer_options, sources);
+    // Every node computes the same start from the same hellos (a margin
+    // later, so that none has to catch up).
+    const int64_t now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+    const auto start = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(start_unix_ms_ + kStartMarginMs - now_unix_ms);
     runner_ = std::make_unique<SequencerRunner>(
         sequencer_.get(), params.engine.epoch_ms, params.engine.run_epochs,
         [this](PartitionId p, std::unique_ptr<Batch> batch) {
           DeliverFromSequencer(p, std::move(batch));
-        });
+        },
+        start);
   }
   start_us_ = NowMicros();
   if (runner_) runner_->Start();
@@ -205,6 +236,7 @@ void Node::OnHello(NodeId from, std::string&& payload) {
                    " runs with different cluster parameters. Ours:\n" +
                    options_.params.ClusterParamsText() + "theirs:\n" + hello.params_text();
   }
+  start_unix_ms_ = std::max(start_unix_ms_, hello.ready_unix_ms());
   for (int i = 0; i < options_.config.node_size(); ++i) {
     if (options_.config.node(i).id() == from) {
       if (heard_from_.empty()) heard_from_.assign(options_.config.node_size(), false);
@@ -219,11 +251,16 @@ std::string Node::WaitForPeers() {
   hello.set_node_id(options_.id);
   hello.set_params_fingerprint(options_.params.Fingerprint());
   hello.set_params_text(options_.params.ClusterParamsText());
+  const int64_t ready = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  hello.set_ready_unix_ms(ready);
   const std::string payload = hello.SerializeAsString();
   const int n = options_.config.node_size();
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(options_.params.engine.peer_wait_s);
   std::unique_lock<std::mutex> lock(hello_mu_);
+  start_unix_ms_ = std::max(start_unix_ms_, ready);
   if (heard_from_.empty()) heard_from_.assign(n, false);
   for (int i = 0; i < n; ++i) {
     if (options_.config.node(i).id() == options_.id) heard_from_[i] = true;
@@ -274,7 +311,50 @@ void Node::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
 }
 
 void Node::RequestStop() {
+  if (clients_) clients_->BeginShutdown();
   if (runner_) runner_->RequestStop();
+}
+
+void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
+                    const ReadValues& reads) {
+  if (clients_) clients_->OnResult(txn, outcome, read_version, reads);
+  if (options_.result_tap) options_.result_tap->OnResult(txn, outcome, read_version, reads);
+}
+
+StatusReply Node::NodeStatus() const {
+  StatusReply reply;
+  const SchedulerStatus status = scheduler_->Status();
+  reply.set_node_id(options_.id);
+  reply.set_partition(self_->partition());
+  reply.set_replica(self_->replica());
+  reply.set_mode(ModeName(options_.params.engine.mode));
+  reply.set_workload(options_.params.workload.workload);
+  reply.set_admitted_epoch(status.admitted_epoch);
+  reply.set_published_epoch(status.published_epoch);
+  reply.set_pending(status.pending);
+  reply.set_executing(status.executing);
+  reply.set_waiting_ro(status.waiting_ro);
+  reply.set_ro_per_s(ro_rate_.load());
+  reply.set_rw_per_s(rw_rate_.load());
+  reply.set_committed(stats_->CommittedAll());
+  reply.set_client_txns_waiting(clients_ ? clients_->waiting_txns() : 0);
+  if (store_->multi_version()) reply.set_live_versions(store_->Metrics().live_versions);
+  reply.set_uptime_s((NowMicros() - start_us_) / 1e6);
+  return reply;
+}
+
+void Node::ServeDigest(Epoch epoch, std::function<void(DigestReply)> done) {
+  if (epoch == 0) epoch = scheduler_->Status().published_epoch;
+  const PartitionId partition = self_->partition();
+  const uint32_t replica = self_->replica();
+  scheduler_->RequestDigest(epoch, [done, partition, replica](Epoch at, uint64_t digest) {
+    DigestReply reply;
+    reply.set_epoch(at);
+    reply.set_digest(digest);
+    reply.set_partition(partition);
+    reply.set_replica(replica);
+    done(reply);
+  });
 }
 
 bool Node::WaitFinished(int64_t timeout_ms) {
@@ -323,6 +403,7 @@ void Node::Shutdown() {
     runner_->RequestStop();
     runner_->Join();
   }
+  if (clients_) clients_->Stop();
   if (reporter_.joinable()) {
     {
       std::lock_guard<std::mutex> lock(report_mu_);
@@ -350,6 +431,8 @@ void Node::ReportLoop() {
     for (int k = 0; k < kTxnKinds; ++k) {
       const uint64_t committed = stats_->Committed(k);
       line += " " + std::string(TxnKindName(k)) + " " + Rate(committed - last[k], seconds) + "/s";
+      if (k == kKindReadOnly) ro_rate_.store(seconds > 0 ? (committed - last[k]) / seconds : 0);
+      if (k == kKindReadWrite) rw_rate_.store(seconds > 0 ? (committed - last[k]) / seconds : 0);
       last[k] = committed;
     }
     last_us = now;
@@ -358,11 +441,13 @@ void Node::ReportLoop() {
             std::to_string(status.executing) + "  waiting-RO " +
             std::to_string(status.waiting_ro) + " | epoch " +
             std::to_string(status.admitted_epoch) + "  published " +
-            std::to_string(status.published_epoch);
+            std::to_string(status.published_epoch) + "  lag " +
+            std::to_string(status.admitted_epoch - status.published_epoch);
     if (runner_) line += "  sequenced " + std::to_string(runner_->current_epoch());
     if (store_->multi_version()) {
       const StoreMetrics metrics = store_->Metrics();
-      line += " | versions " + std::to_string(metrics.live_versions) + "  reclaimed " +
+      line += " | versions " + std::to_string(metrics.live_versions) + " (" +
+              std::to_string(metrics.bytes >> 20) + " MiB)  reclaimed " +
               Rate(metrics.reclaimed_versions - last_reclaimed, seconds) + "/s  chain<=" +
               std::to_string(metrics.longest_chain);
       last_reclaimed = metrics.reclaimed_versions;
@@ -391,6 +476,7 @@ RunSummary Node::Summary() const {
   summary.invariant_failures = stats_->InvariantFailures();
   summary.dropped_messages =
       scheduler_->dropped_messages() + (transport_ ? transport_->garbled() : 0);
+  summary.waited_ro = scheduler_->Status().waited_ro;
   summary.digest_epoch = final_epoch_;
   summary.digest = final_digest_;
   std::lock_guard<std::mutex> lock(digest_mu_);

@@ -18,6 +18,7 @@
 #include <zmq.hpp>
 
 #include "applications/application.h"
+#include "client/client_service.h"
 #include "backend/store.h"
 #include "common/config.h"
 #include "common/stats.h"
@@ -41,7 +42,7 @@ struct NodeOptions {
   ResultSink* result_tap = nullptr;  // sees every result at this node (tests)
 };
 
-class Node : public PeerSender {
+class Node : public PeerSender, public ResultSink {
  public:
   explicit Node(NodeOptions options);
   ~Node() override;
@@ -67,10 +68,15 @@ class Node : public PeerSender {
   Scheduler* scheduler() { return scheduler_.get(); }
   // PeerSender: this partition's reads, to a partition of our replica.
   void SendRemoteReads(PartitionId to, const RemoteReads& reads) override;
+  // ResultSink: hands each result to the client service and the test tap.
+  void OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
+                const ReadValues& reads) override;
   NodeStats* stats() { return stats_.get(); }
 
  private:
   void DeliverFromSequencer(PartitionId partition, std::unique_ptr<Batch> batch);
+  StatusReply NodeStatus() const;
+  void ServeDigest(Epoch epoch, std::function<void(DigestReply)> done);
   void OnHello(NodeId from, std::string&& payload);
   std::string WaitForPeers();
   void ReportLoop();
@@ -86,6 +92,10 @@ class Node : public PeerSender {
   std::unique_ptr<InputLogWriter> log_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<GeneratorSource> generator_;
+  std::unique_ptr<zmq::context_t> client_context_;
+  std::unique_ptr<ClientService> clients_;
+  // Last progress period's rates, for status requests.
+  std::atomic<double> ro_rate_{0}, rw_rate_{0};
   std::unique_ptr<Sequencer> sequencer_;
   std::unique_ptr<SequencerRunner> runner_;
 
@@ -93,6 +103,7 @@ class Node : public PeerSender {
   std::mutex hello_mu_;
   std::condition_variable hello_cv_;
   std::vector<bool> heard_from_;  // by node index in the config
+  int64_t start_unix_ms_ = 0;     // latest "ready" time heard, ours included
   std::string hello_error_;
 
   std::thread reporter_;

@@ -67,6 +67,7 @@ std::string RunSummary::ToText() const {
   }
   if (invariant_failures > 0) out << "INVARIANT FAILURES: " << invariant_failures << "\n";
   if (dropped_messages > 0) out << "dropped messages: " << dropped_messages << "\n";
+  if (waited_ro > 0) out << "read-only txns that waited for their snapshot: " << waited_ro << "\n";
   for (const auto& [epoch, digest] : epoch_digests) {
     out << "state digest at epoch " << epoch << ": " << DigestHex(digest) << "\n";
   }
@@ -100,7 +101,8 @@ std::string RunSummary::ToJson() const {
       << ",\"max_ms\":" << Millis(visibility_us.max())
       << ",\"histogram_us\":" << JsonEscape(visibility_us.Encode()) << "}"
       << ",\"invariant_failures\":" << invariant_failures
-      << ",\"dropped_messages\":" << dropped_messages << ",\"digest_epoch\":" << digest_epoch
+      << ",\"dropped_messages\":" << dropped_messages << ",\"waited_ro\":" << waited_ro
+      << ",\"digest_epoch\":" << digest_epoch
       << ",\"digest\":" << JsonEscape(DigestHex(digest)) << ",\"epoch_digests\":[";
   for (size_t i = 0; i < epoch_digests.size(); ++i) {
     if (i) out << ",";
@@ -143,6 +145,7 @@ std::string RunSummary::FromJson(const std::string& json, RunSummary* out) {
   }
   s.invariant_failures = static_cast<uint64_t>(root.NumberOr("invariant_failures", 0));
   s.dropped_messages = static_cast<uint64_t>(root.NumberOr("dropped_messages", 0));
+  s.waited_ro = static_cast<uint64_t>(root.NumberOr("waited_ro", 0));
   s.digest_epoch = static_cast<Epoch>(root.NumberOr("digest_epoch", 0));
   s.digest = std::strtoull(root.StringOr("digest", "0").c_str(), nullptr, 16);
   *out = std::move(s);
@@ -168,6 +171,7 @@ RunSummary RunSummary::Combine(const std::vector<RunSummary>& nodes) {
     }
     total.visibility_us.Merge(node.visibility_us);
     total.invariant_failures += node.invariant_failures;
+    total.waited_ro += node.waited_ro;
     total.digest += node.digest;
     total.digest_epoch = std::max(total.digest_epoch, node.digest_epoch);
   }

@@ -31,6 +31,7 @@ struct RunSummary {
   Histogram visibility_us;
   uint64_t invariant_failures = 0;
   uint64_t dropped_messages = 0;
+  uint64_t waited_ro = 0;  // read-only txns that waited for their snapshot
   Epoch digest_epoch = 0;
   uint64_t digest = 0;
   std::vector<std::pair<Epoch, uint64_t>> epoch_digests;

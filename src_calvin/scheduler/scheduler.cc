@@ -578,7 +578,9 @@ void Scheduler::RunProcedure(TxnWork* work, const ReadValues& reads, WorkerConte
                  << app_->ProcedureName(txn.procedure()) << "): invariant violated: "
                  << outcome.detail;
     }
-    if (results_) results_->OnResult(txn, outcome, work->snapshot_read ? work->read_version : 0);
+    if (results_) {
+      results_->OnResult(txn, outcome, work->snapshot_read ? work->read_version : 0, reads);
+    }
   }
   FinishLocal(work, true);
 }

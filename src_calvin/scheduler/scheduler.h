@@ -58,7 +58,9 @@ class ResultSink {
  public:
   virtual ~ResultSink() = default;
   // `read_version`: the snapshot a PaxFlow read-only txn read, else 0.
-  virtual void OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version) = 0;
+  // `reads`: what the procedure read (read_set, then read_write_set).
+  virtual void OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
+                        const ReadValues& reads) = 0;
 };
 
 struct SchedulerStatus {

@@ -78,11 +78,12 @@ std::vector<std::unique_ptr<Batch>> Sequencer::CloseEpoch(Epoch epoch, int64_t n
 }
 
 SequencerRunner::SequencerRunner(Sequencer* sequencer, uint32_t epoch_ms, uint64_t run_epochs,
-                                 Deliver deliver)
+                                 Deliver deliver, std::chrono::steady_clock::time_point start)
     : sequencer_(sequencer),
       epoch_ms_(epoch_ms),
       run_epochs_(run_epochs),
-      deliver_(std::move(deliver)) {}
+      deliver_(std::move(deliver)),
+      start_(start) {}
 
 SequencerRunner::~SequencerRunner() {
   RequestStop();
@@ -104,18 +105,13 @@ void SequencerRunner::Join() {
 }
 
 void SequencerRunner::Run() {
-  auto deadline = std::chrono::steady_clock::now();
   const auto period = std::chrono::milliseconds(epoch_ms_);
   for (Epoch epoch = 1;; ++epoch) {
-    deadline += period;
+    const auto deadline = start_ + period * static_cast<int64_t>(epoch);
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_until(lock, deadline, [&] { return stop_.load(); });
     }
-    // Behind by more than an epoch (overloaded machine): start afresh rather
-    // than firing a burst of catch-up epochs.
-    const auto now = std::chrono::steady_clock::now();
-    if (now - deadline > period) deadline = now;
     const bool final = stop_.load() || (run_epochs_ > 0 && epoch >= run_epochs_);
     auto batches = sequencer_->CloseEpoch(epoch, NowMicros(), final);
     epoch_.store(epoch, std::memory_order_relaxed);

@@ -7,6 +7,7 @@
 // Threads: CloseEpoch runs on one thread (SequencerRunner's, or a test's).
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -49,7 +50,11 @@ class Sequencer {
 class SequencerRunner {
  public:
   using Deliver = std::function<void(PartitionId, std::unique_ptr<Batch>)>;
-  SequencerRunner(Sequencer* sequencer, uint32_t epoch_ms, uint64_t run_epochs, Deliver deliver);
+  // Epoch e closes at `start` + e * epoch_ms; a runner that falls behind
+  // closes epochs back to back until it is on schedule again, so sequencers
+  // started together stay in step.
+  SequencerRunner(Sequencer* sequencer, uint32_t epoch_ms, uint64_t run_epochs, Deliver deliver,
+                  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
   ~SequencerRunner();
   void Start();
   void RequestStop();  // the next epoch is the final one
@@ -64,6 +69,7 @@ class SequencerRunner {
   const uint32_t epoch_ms_;
   const uint64_t run_epochs_;
   Deliver deliver_;
+  const std::chrono::steady_clock::time_point start_;
   std::atomic<Epoch> epoch_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> done_{false};

@@ -1,0 +1,64 @@
+#include "applications/kv_procedures.h"
+
+#include "common/hash.h"
+
+namespace paxflow {
+
+void WithKvProcedures::Execute(const Txn& txn, const ReadValues& reads, WriteSet* writes,
+                               TxnOutcome* outcome) const {
+  const uint32_t procedure = txn.procedure();
+  if (procedure != kGet && procedure != kPut && procedure != kKv) {
+    inner_->Execute(txn, reads, writes, outcome);
+    return;
+  }
+  uint64_t checksum = 0;
+  for (size_t i = 0; i < reads.size(); ++i) {
+    checksum = Mix64(checksum ^ (reads.Found(i) ? HashBytes(reads.Get(i)) : 0));
+  }
+  outcome->checksum = checksum;
+  if (procedure == kGet) return;
+  KvArgs args;
+  if (!args.ParseFromString(txn.args()) || args.values_size() != txn.write_set_size()) {
+    outcome->committed = false;  // validated at the door; a log edited by hand could still say so
+    outcome->detail = "malformed put/kv arguments";
+    return;
+  }
+  for (int i = 0; i < txn.write_set_size(); ++i) writes->Put(txn.write_set(i), args.values(i));
+}
+
+const char* WithKvProcedures::ProcedureName(uint32_t procedure) const {
+  switch (procedure) {
+    case kGet: return "get";
+    case kPut: return "put";
+    case kKv: return "kv";
+    default: return inner_->ProcedureName(procedure);
+  }
+}
+
+std::vector<std::pair<std::string, uint32_t>> WithKvProcedures::Procedures() const {
+  std::vector<std::pair<std::string, uint32_t>> procedures = {
+      {"get", kGet}, {"put", kPut}, {"kv", kKv}};
+  for (const auto& procedure : inner_->Procedures()) procedures.push_back(procedure);
+  return procedures;
+}
+
+std::string WithKvProcedures::CheckClientTxn(const Txn& txn) const {
+  switch (txn.procedure()) {
+    case kGet:
+      if (txn.read_set_size() == 0) return "get needs keys to read (read_set)";
+      if (txn.write_set_size() + txn.read_write_set_size() > 0) return "get only reads";
+      return "";
+    case kPut:
+      if (txn.write_set_size() == 0) return "put needs keys to write (write_set)";
+      if (txn.read_set_size() + txn.read_write_set_size() > 0) return "put only writes";
+      return "";
+    case kKv:
+      if (txn.read_write_set_size() > 0) return "kv takes read_set and write_set only";
+      if (txn.read_set_size() + txn.write_set_size() == 0) return "no keys";
+      return "";
+    default:
+      return inner_->CheckClientTxn(txn);
+  }
+}
+
+}  // namespace paxflow

@@ -1,0 +1,37 @@
+// Wraps an application with the generic procedures every application
+// offers its clients: "get" (read keys), "put" (write values) and "kv"
+// (read some keys, write others). Everything else goes to the wrapped
+// application unchanged.
+#pragma once
+#include <memory>
+
+#include "applications/application.h"
+
+namespace paxflow {
+
+class WithKvProcedures : public Application {
+ public:
+  enum Procedure : uint32_t { kGet = 1001, kPut = 1002, kKv = 1003 };
+
+  explicit WithKvProcedures(std::unique_ptr<Application> inner) : inner_(std::move(inner)) {}
+  const char* name() const override { return inner_->name(); }
+  uint64_t DenseKeys() const override { return inner_->DenseKeys(); }
+  void Load(PartitionId partition, uint32_t partitions, Loader* loader) const override {
+    inner_->Load(partition, partitions, loader);
+  }
+  void Execute(const Txn& txn, const ReadValues& reads, WriteSet* writes,
+               TxnOutcome* outcome) const override;
+  std::unique_ptr<TxnGenerator> NewGenerator(PartitionId partition, uint32_t partitions,
+                                             uint64_t seed) const override {
+    return inner_->NewGenerator(partition, partitions, seed);
+  }
+  const char* ProcedureName(uint32_t procedure) const override;
+  std::vector<std::pair<std::string, uint32_t>> Procedures() const override;
+  std::string CheckClientTxn(const Txn& txn) const override;
+  const Application& inner() const { return *inner_; }
+
+ private:
+  std::unique_ptr<Application> inner_;
+};
+
+}  // namespace paxflow

@@ -1,0 +1,341 @@
+// paxflow-cli: talk to a running cluster.
+#include <gflags/gflags.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "client/client.h"
+#include "client/request.h"
+#include "common/config.h"
+#include "common/json.h"
+
+DEFINE_string(config, "", "Deployment config of the cluster (nodes and their client ports)");
+DEFINE_string(address, "", "Talk to this one node instead, e.g. tcp://127.0.0.1:51210");
+DEFINE_int32(node, -1, "With --config: the node to send txns to (default: the first in replica 0)");
+DEFINE_int32(timeout_ms, 10000, "How long to wait for each reply");
+DEFINE_string(format, "auto", "How to print values: auto, text, hex or int64");
+
+namespace paxflow {
+namespace {
+
+constexpr char kUsage[] =
+    "talks to a running PaxFlow cluster.\n"
+    "  paxflow-cli (--config=FILE [--node=ID] | --address=tcp://HOST:PORT) COMMAND [ARGS]\n"
+    "commands:\n"
+    "  get KEY                      read one key\n"
+    "  ro KEY [KEY...]              read-only txn over the keys (shows the snapshot it read)\n"
+    "  put KEY VALUE [KEY VALUE...] write the values in one txn\n"
+    "  txn FILE                     run the txn described in FILE (JSON or text; see README)\n"
+    "  status                       each node's epoch, publish_epoch, queues and throughput\n"
+    "  digest                       each node's state digest at one common epoch, and the\n"
+    "                               whole database's";
+
+int Fail(const std::string& message, int code = 2) {
+  std::fprintf(stderr, "paxflow-cli: %s\n", message.c_str());
+  return code;
+}
+
+struct Target {
+  NodeId id = 0;
+  PartitionId partition = 0;
+  uint32_t replica = 0;
+  std::string endpoint;
+};
+
+bool ParseKey(const std::string& text, uint64_t* key) {
+  if (text.empty() || text.size() > 20 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(c); })) {
+    return false;
+  }
+  *key = std::strtoull(text.c_str(), nullptr, 10);
+  return true;
+}
+
+std::string FormatValue(const std::string& value) {
+  std::string format = FLAGS_format;
+  if (format == "auto") {
+    const bool printable = std::all_of(value.begin(), value.end(), [](char c) {
+      return std::isprint(static_cast<unsigned char>(c));
+    });
+    format = printable ? "text" : value.size() == 8 ? "int64" : "hex";
+  }
+  if (format == "text") return "\"" + value + "\"";
+  if (format == "int64" && value.size() == 8) {
+    int64_t number;
+    std::memcpy(&number, value.data(), 8);
+    return std::to_string(number);
+  }
+  std::string hex = "0x";
+  char buffer[4];
+  for (unsigned char c : value) {
+    snprintf(buffer, sizeof(buffer), "%02x", c);
+    hex += buffer;
+  }
+  return hex;
+}
+
+void PrintTxnReply(const ClientReply& reply) {
+  if (reply.status() != OK) {
+    std::printf("error %s: %s\n", ReplyStatusName(reply.status()), reply.error().c_str());
+    return;
+  }
+  const TxnReply& txn = reply.txn();
+  std::printf("txn %llu (%s, epoch %llu", static_cast<unsigned long long>(txn.txn_id()),
+              txn.txn_class().c_str(), static_cast<unsigned long long>(txn.epoch()));
+  if (txn.read_version() > 0 || txn.txn_class() == "RO") {
+    std::printf(", snapshot %llu", static_cast<unsigned long long>(txn.read_version()));
+  }
+  std::printf("): %s in %.2f ms\n", txn.committed() ? "committed" : "declined by its procedure",
+              txn.server_latency_us() / 1000.0);
+  if (!txn.detail().empty()) std::printf("  %s\n", txn.detail().c_str());
+  for (const KeyValue& read : txn.reads()) {
+    std::printf("  %llu = %s\n", static_cast<unsigned long long>(read.key()),
+                read.found() ? FormatValue(read.value()).c_str() : "(not found)");
+  }
+}
+
+// A txn file: JSON {"procedure": ..., "read": [...], "write": {"key": "value"},
+// "read_write": [...], "amount": N} or lines "procedure NAME", "read K...",
+// "write K VALUE", "read_write K...", "amount N".
+std::string ParseTxnFile(const std::string& path, ClientRequest* request) {
+  std::ifstream in(path);
+  if (!in) return "cannot read " + path;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  TxnRequest* txn = request->mutable_txn();
+  auto amount_args = [&](double amount) {
+    int64_t value = static_cast<int64_t>(amount);
+    txn->set_args(std::string(reinterpret_cast<const char*>(&value), sizeof(value)));
+  };
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    JsonValue root;
+    std::string error = ParseJson(text, &root);
+    if (!error.empty()) return path + ": " + error;
+    for (const auto& [name, value] : root.object) {
+      if (name == "procedure" && value.type == JsonValue::kString) {
+        txn->set_procedure(value.text);
+      } else if ((name == "read" || name == "read_write") && value.type == JsonValue::kArray) {
+        for (const JsonValue& key : value.array) {
+          uint64_t k;
+          if (key.type != JsonValue::kNumber || !ParseKey(key.text, &k)) {
+            return path + ": \"" + name + "\" holds a non-key " + key.text;
+          }
+          name == "read" ? txn->add_read_set(k) : txn->add_read_write_set(k);
+        }
+      } else if (name == "write" && value.type == JsonValue::kObject) {
+        for (const auto& [key, written] : value.object) {
+          uint64_t k;
+          if (!ParseKey(key, &k) || written.type != JsonValue::kString) {
+            return path + ": \"write\" maps keys to strings";
+          }
+          txn->add_write_set(k);
+          txn->add_values(written.text);
+        }
+      } else if (name == "amount" && value.type == JsonValue::kNumber) {
+        amount_args(value.number);
+      } else {
+        return path + ": unexpected field \"" + name + "\"";
+      }
+    }
+  } else {
+    std::stringstream lines(text);
+    std::string line;
+    int number = 0;
+    while (std::getline(lines, line)) {
+      ++number;
+      std::stringstream words(line);
+      std::string word;
+      if (!(words >> word) || word[0] == '#') continue;
+      const std::string where = path + ":" + std::to_string(number) + ": ";
+      if (word == "procedure") {
+        std::string name;
+        words >> name;
+        txn->set_procedure(name);
+      } else if (word == "read" || word == "read_write") {
+        std::string key;
+        while (words >> key) {
+          uint64_t k;
+          if (!ParseKey(key, &k)) return where + "'" + key + "' is not a key";
+          word == "read" ? txn->add_read_set(k) : txn->add_read_write_set(k);
+        }
+      } else if (word == "write") {
+        std::string key, value;
+        words >> key;
+        uint64_t k;
+        if (!ParseKey(key, &k)) return where + "'" + key + "' is not a key";
+        std::getline(words >> std::ws, value);
+        txn->add_write_set(k);
+        txn->add_values(value);
+      } else if (word == "amount") {
+        double amount;
+        if (!(words >> amount)) return where + "amount needs a number";
+        amount_args(amount);
+      } else {
+        return where + "unknown line '" + word + "'";
+      }
+    }
+  }
+  if (txn->procedure().empty()) txn->set_procedure(txn->write_set_size() ? "kv" : "get");
+  return "";
+}
+
+int Status(const std::vector<Target>& targets) {
+  std::printf("%-5s %-4s %-4s %-8s %9s %9s %5s %8s %9s %8s %10s %10s\n", "node", "part", "rep",
+              "mode", "epoch", "published", "lag", "pending", "executing", "wait-RO", "RO/s",
+              "RW/s");
+  int failures = 0;
+  for (const Target& target : targets) {
+    Client client;
+    ClientReply reply;
+    std::string error = client.Connect(target.endpoint);
+    if (error.empty()) error = client.Call(Client::Status(), &reply, FLAGS_timeout_ms);
+    if (!error.empty()) {
+      std::printf("%-5u %s\n", target.id, error.c_str());
+      ++failures;
+      continue;
+    }
+    const StatusReply& s = reply.node_status();
+    std::printf("%-5u %-4u %-4u %-8s %9llu %9llu %5llu %8llu %9llu %8llu %10.0f %10.0f\n",
+                s.node_id(), s.partition(), s.replica(), s.mode().c_str(),
+                static_cast<unsigned long long>(s.admitted_epoch()),
+                static_cast<unsigned long long>(s.published_epoch()),
+                static_cast<unsigned long long>(s.admitted_epoch() - s.published_epoch()),
+                static_cast<unsigned long long>(s.pending()),
+                static_cast<unsigned long long>(s.executing()),
+                static_cast<unsigned long long>(s.waiting_ro()), s.ro_per_s(), s.rw_per_s());
+  }
+  return failures ? 1 : 0;
+}
+
+int Digest(const std::vector<Target>& targets) {
+  // A common epoch a little ahead of every node, so all answer for the same cut.
+  uint64_t ahead = 0;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (const Target& target : targets) {
+    clients.push_back(std::make_unique<Client>());
+    ClientReply reply;
+    std::string error = clients.back()->Connect(target.endpoint);
+    if (error.empty()) error = clients.back()->Call(Client::Status(), &reply, FLAGS_timeout_ms);
+    if (!error.empty()) return Fail("node " + std::to_string(target.id) + ": " + error, 1);
+    ahead = std::max<uint64_t>(ahead, reply.node_status().admitted_epoch() + 10);
+  }
+  std::map<uint32_t, uint64_t> by_replica;
+  std::map<uint32_t, std::set<uint64_t>> epochs;
+  std::map<uint32_t, uint32_t> counted;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    ClientReply reply;
+    std::string error = clients[i]->Call(Client::Digest(ahead), &reply, FLAGS_timeout_ms);
+    if (!error.empty()) return Fail("node " + std::to_string(targets[i].id) + ": " + error, 1);
+    const DigestReply& d = reply.digest();
+    std::printf("node %u (partition %u, replica %u): digest at epoch %llu: 0x%016llx\n",
+                targets[i].id, d.partition(), d.replica(),
+                static_cast<unsigned long long>(d.epoch()),
+                static_cast<unsigned long long>(d.digest()));
+    by_replica[d.replica()] += d.digest();
+    epochs[d.replica()].insert(d.epoch());
+    ++counted[d.replica()];
+  }
+  for (const auto& [replica, digest] : by_replica) {
+    if (epochs[replica].size() != 1) {
+      std::printf("replica %u: nodes answered at different epochs; no combined digest\n", replica);
+      continue;
+    }
+    std::printf("replica %u (%u node(s)): database digest at epoch %llu: 0x%016llx\n", replica,
+                counted[replica], static_cast<unsigned long long>(*epochs[replica].begin()),
+                static_cast<unsigned long long>(digest));
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  gflags::SetUsageMessage(kUsage);
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (argc < 2) return Fail(std::string("no command\n") + kUsage);
+  const std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+
+  std::vector<Target> targets;  // every node to ask for status/digest
+  Target txn_target;
+  if (!FLAGS_address.empty()) {
+    txn_target.endpoint = FLAGS_address;
+    targets.push_back(txn_target);
+  } else if (!FLAGS_config.empty()) {
+    ClusterConfig config;
+    std::string error = LoadClusterConfig(FLAGS_config, &config);
+    if (!error.empty()) return Fail(error);
+    ClusterLayout layout;
+    error = ValidateClusterConfig(config, &layout);
+    if (!error.empty()) return Fail(FLAGS_config + ": " + error);
+    bool chosen = false;
+    for (const NodeConfig& node : config.node()) {
+      if (node.client_port() == 0) continue;
+      Target target{node.id(), node.partition(), node.replica(),
+                    "tcp://" + node.host() + ":" + std::to_string(node.client_port())};
+      targets.push_back(target);
+      if ((FLAGS_node < 0 && !chosen && node.replica() == 0) ||
+          (FLAGS_node >= 0 && node.id() == static_cast<uint32_t>(FLAGS_node))) {
+        txn_target = target;
+        chosen = true;
+      }
+    }
+    if (targets.empty()) return Fail(FLAGS_config + ": no node has a client_port");
+    if (!chosen) return Fail("node " + std::to_string(FLAGS_node) + " has no client port in " + FLAGS_config);
+  } else {
+    return Fail("give --config=FILE or --address=tcp://HOST:PORT");
+  }
+  if (command == "status") return Status(FLAGS_address.empty() ? targets : targets);
+  if (command == "digest") return Digest(targets);
+
+  ClientRequest request;
+  if (command == "get" || command == "ro") {
+    if (args.empty() || (command == "get" && args.size() != 1)) {
+      return Fail(command == "get" ? "usage: get KEY" : "usage: ro KEY [KEY...]");
+    }
+    std::vector<uint64_t> keys;
+    for (const std::string& arg : args) {
+      uint64_t key;
+      if (!ParseKey(arg, &key)) return Fail("'" + arg + "' is not a key (a 64-bit unsigned integer)");
+      keys.push_back(key);
+    }
+    request = Client::Get(keys);
+  } else if (command == "put") {
+    if (args.empty() || args.size() % 2 != 0) return Fail("usage: put KEY VALUE [KEY VALUE...]");
+    std::vector<std::pair<uint64_t, std::string>> writes;
+    for (size_t i = 0; i < args.size(); i += 2) {
+      uint64_t key;
+      if (!ParseKey(args[i], &key)) return Fail("'" + args[i] + "' is not a key");
+      writes.emplace_back(key, args[i + 1]);
+    }
+    request = Client::Put(writes);
+  } else if (command == "txn") {
+    if (args.size() != 1) return Fail("usage: txn FILE");
+    std::string error = ParseTxnFile(args[0], &request);
+    if (!error.empty()) return Fail(error);
+  } else {
+    return Fail("unknown command '" + command + "'\n" + kUsage);
+  }
+  Client client;
+  std::string error = client.Connect(txn_target.endpoint);
+  ClientReply reply;
+  if (error.empty()) error = client.Call(request, &reply, FLAGS_timeout_ms);
+  if (!error.empty()) return Fail(error, 1);
+  if (command == "get" && reply.status() == OK && reply.txn().reads_size() == 1) {
+    const KeyValue& read = reply.txn().reads(0);
+    std::printf("%s\n", read.found() ? FormatValue(read.value()).c_str() : "(not found)");
+    return 0;
+  }
+  PrintTxnReply(reply);
+  return reply.status() == OK ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace paxflow
+
+int main(int argc, char** argv) { return paxflow::Main(argc, argv); }

@@ -1,0 +1,284 @@
+// paxflow-bench: runs workloads in calvin and paxflow modes back to back on
+// the same cluster config and prints the comparison (txn/s, latency,
+// visibility delay, paxflow/calvin ratio); writes CSV and JSON results.
+#include <gflags/gflags.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/config.h"
+#include "common/json.h"
+#include "deployment/flags.h"
+#include "deployment/launcher.h"
+#include "deployment/signals.h"
+
+DEFINE_string(runs, "ro,mixed,mixed50",
+              "Comma-separated workloads to run; each a preset with optional overrides, e.g. "
+              "ro:ro_workers=1 (see --workload for presets)");
+DEFINE_string(modes, "calvin,paxflow", "Modes to run each workload in, in this order");
+DEFINE_string(results, "", "Directory for results (default results/<date-time>)");
+DEFINE_string(node_binary, "", "paxflow-node to run (default: next to this binary)");
+DEFINE_bool(quiet, false, "Do not relay the nodes' progress lines");
+
+namespace paxflow {
+namespace {
+
+struct RunSpec {
+  std::string label;
+  std::string preset;
+  std::vector<std::string> flags;  // --name=value overrides
+};
+
+struct Row {
+  std::string label, mode;
+  RunSummary summary;
+  int code = 0;
+};
+
+int Fail(const std::string& message, int code = 2) {
+  std::fprintf(stderr, "paxflow-bench: %s\n", message.c_str());
+  return code;
+}
+
+std::vector<std::string> Split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, separator)) {
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+std::string ParseSpec(const std::string& text, RunSpec* spec) {
+  std::vector<std::string> parts = Split(text, ':');
+  if (parts.empty()) return "empty run spec";
+  spec->preset = parts[0];
+  spec->label = text;
+  if (!FindWorkloadPreset(spec->preset)) {
+    return "run '" + text + "': unknown workload '" + spec->preset + "' (expected one of: " +
+           WorkloadPresetNames() + ")";
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t equals = parts[i].find('=');
+    gflags::CommandLineFlagInfo info;
+    if (equals == std::string::npos ||
+        !gflags::GetCommandLineFlagInfo(parts[i].substr(0, equals).c_str(), &info)) {
+      return "run '" + text + "': '" + parts[i] + "' is not flag=value with a node flag";
+    }
+    spec->flags.push_back("--" + parts[i]);
+  }
+  return "";
+}
+
+std::string Absolute(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) ? resolved : path;
+}
+
+std::string SelfDirectory() {
+  char path[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return ".";
+  path[n] = '\0';
+  std::string self(path);
+  return self.substr(0, self.rfind('/'));
+}
+
+std::string Ms(uint64_t micros, bool present) {
+  if (!present) return "-";
+  char buffer[32];
+  snprintf(buffer, sizeof(buffer), "%.2f", micros / 1000.0);
+  return buffer;
+}
+
+std::string Thousands(double x) {
+  std::string digits = std::to_string(static_cast<long long>(x + 0.5));
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string Table(const std::vector<Row>& rows) {
+  std::map<std::string, double> calvin;
+  for (const Row& row : rows) {
+    if (row.mode == "calvin") calvin[row.label] = row.summary.Throughput();
+  }
+  std::ostringstream out;
+  char line[320];
+  snprintf(line, sizeof(line), "%-22s %-8s %10s %8s %8s %8s %8s %8s %8s %9s\n", "workload", "mode",
+           "txn/s", "RO p50", "RO p99", "RW p50", "RW p99", "vis p50", "vis p99", "vs calvin");
+  out << line;
+  for (const Row& row : rows) {
+    const RunSummary& s = row.summary;
+    const Histogram& ro = s.kinds[kKindReadOnly].latency_us;
+    const Histogram& rw = s.kinds[kKindReadWrite].latency_us;
+    std::string ratio = "-";
+    if (row.mode != "calvin" && calvin.count(row.label) && calvin[row.label] > 0) {
+      char buffer[32];
+      snprintf(buffer, sizeof(buffer), "%.2fx", s.Throughput() / calvin[row.label]);
+      ratio = buffer;
+    }
+    snprintf(line, sizeof(line), "%-22s %-8s %10s %8s %8s %8s %8s %8s %8s %9s%s\n",
+             row.label.c_str(), row.mode.c_str(), Thousands(s.Throughput()).c_str(),
+             Ms(ro.Quantile(0.5), ro.count()).c_str(), Ms(ro.Quantile(0.99), ro.count()).c_str(),
+             Ms(rw.Quantile(0.5), rw.count()).c_str(), Ms(rw.Quantile(0.99), rw.count()).c_str(),
+             Ms(s.visibility_us.Quantile(0.5), s.visibility_us.count()).c_str(),
+             Ms(s.visibility_us.Quantile(0.99), s.visibility_us.count()).c_str(), ratio.c_str(),
+             row.code != 0 ? "  (FAILED)" : "");
+    out << line;
+  }
+  out << "latencies in ms; vis = RO visibility delay (end of the snapshot's epoch -> result)\n";
+  return out.str();
+}
+
+std::string Csv(const std::vector<Row>& rows) {
+  std::ostringstream out;
+  out << "workload,mode,seconds,txn_per_s,ro_txn_per_s,rw_txn_per_s,ro_p50_ms,ro_p95_ms,ro_p99_ms,"
+         "rw_p50_ms,rw_p95_ms,rw_p99_ms,vis_p50_ms,vis_p99_ms,invariant_failures,status\n";
+  for (const Row& row : rows) {
+    const RunSummary& s = row.summary;
+    const Histogram& ro = s.kinds[kKindReadOnly].latency_us;
+    const Histogram& rw = s.kinds[kKindReadWrite].latency_us;
+    auto ms = [](uint64_t us) { return std::to_string(us / 1000.0); };
+    out << row.label << "," << row.mode << "," << s.seconds << "," << s.Throughput() << ","
+        << (s.seconds > 0 ? s.kinds[kKindReadOnly].committed / s.seconds : 0) << ","
+        << (s.seconds > 0 ? s.kinds[kKindReadWrite].committed / s.seconds : 0) << ","
+        << ms(ro.Quantile(0.5)) << "," << ms(ro.Quantile(0.95)) << "," << ms(ro.Quantile(0.99))
+        << "," << ms(rw.Quantile(0.5)) << "," << ms(rw.Quantile(0.95)) << ","
+        << ms(rw.Quantile(0.99)) << "," << ms(s.visibility_us.Quantile(0.5)) << ","
+        << ms(s.visibility_us.Quantile(0.99)) << "," << s.invariant_failures << ","
+        << (row.code == 0 ? "ok" : "failed") << "\n";
+  }
+  return out.str();
+}
+
+std::string Json(const std::vector<Row>& rows) {
+  std::string out = "[";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i) out += ",\n";
+    out += "{\"workload\":" + JsonEscape(rows[i].label) + ",\"mode\":" + JsonEscape(rows[i].mode) +
+           ",\"status\":" + JsonEscape(rows[i].code == 0 ? "ok" : "failed") +
+           ",\"summary\":" + rows[i].summary.ToJson() + "}";
+  }
+  return out + "]\n";
+}
+
+std::string DefaultResultsDir() {
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
+  return std::string("results/") + stamp;
+}
+
+int Main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "compares calvin and paxflow modes on the same cluster config and workloads.\n"
+      "  paxflow-bench --config=deployment/local-1.conf --runs=ro,mixed --duration=10\n"
+      "Node flags given here (paxflow-node --help) apply to every run.");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (argc > 1) return Fail(std::string("unexpected argument '") + argv[1] + "'");
+  if (FLAGS_config.empty()) return Fail("--config is required; see --help");
+  ClusterConfig config;
+  std::string error = LoadClusterConfig(FLAGS_config, &config);
+  if (!error.empty()) return Fail(error);
+  ClusterLayout layout;
+  error = ValidateClusterConfig(config, &layout);
+  if (!error.empty()) return Fail(FLAGS_config + ": " + error);
+  const std::set<std::string> explicit_flags = ExplicitFlags();
+  if (explicit_flags.count("workload") || explicit_flags.count("mode")) {
+    return Fail("use --runs and --modes (not --workload/--mode) to choose what to compare");
+  }
+  std::vector<RunSpec> specs;
+  for (const std::string& text : Split(FLAGS_runs, ',')) {
+    RunSpec spec;
+    error = ParseSpec(text, &spec);
+    if (!error.empty()) return Fail(error);
+    specs.push_back(spec);
+  }
+  std::vector<std::string> modes = Split(FLAGS_modes, ',');
+  for (const std::string& mode : modes) {
+    Mode parsed;
+    if (!ParseMode(mode, &parsed)) return Fail("mode '" + mode + "' is not calvin or paxflow");
+  }
+  if (specs.empty() || modes.empty()) return Fail("nothing to run (--runs / --modes are empty)");
+
+  std::vector<std::string> common_flags;
+  for (const std::string& name : NodeFlagNames()) {
+    if (!explicit_flags.count(name)) continue;
+    std::string value;
+    gflags::GetCommandLineOption(name.c_str(), &value);
+    common_flags.push_back("--" + name + "=" + value);
+  }
+  const std::string results = FLAGS_results.empty() ? DefaultResultsDir() : FLAGS_results;
+  if (std::system(("mkdir -p '" + results + "'").c_str()) != 0) {
+    return Fail("cannot create " + results);
+  }
+  std::vector<std::pair<std::string, std::string>> params;
+  for (const Param& param : config.param()) params.emplace_back(param.name(), param.value());
+
+  SignalWatcher signals;
+  std::vector<Row> rows;
+  int status = 0;
+  for (const RunSpec& spec : specs) {
+    for (const std::string& mode : modes) {
+      if (signals.interrupted()) break;
+      // Resolve exactly what the nodes will: bad combinations fail here.
+      std::vector<std::string> run_flags = common_flags;
+      run_flags.push_back("--workload=" + spec.preset);
+      run_flags.push_back("--mode=" + mode);
+      run_flags.insert(run_flags.end(), spec.flags.begin(), spec.flags.end());
+      error = CheckMachine(config);
+      if (!error.empty()) return Fail(FLAGS_config + ": " + error);
+      LaunchOptions options;
+      options.config_path = Absolute(FLAGS_config);
+      options.node_binary =
+          FLAGS_node_binary.empty() ? SelfDirectory() + "/paxflow-node" : FLAGS_node_binary;
+      std::string label = spec.label;
+      for (char& c : label) {
+        if (c == ':' || c == '=' || c == '/') c = '_';
+      }
+      options.log_dir = Absolute(results) + "/" + label + "-" + mode;
+      if (std::system(("mkdir -p '" + options.log_dir + "'").c_str()) != 0) {
+        return Fail("cannot create " + options.log_dir);
+      }
+      options.node_flags = run_flags;
+      options.duration_s = FLAGS_run_epochs > 0 ? 0 : FLAGS_duration;
+      options.echo = !FLAGS_quiet;
+      options.echo_progress_only = true;
+      std::printf("[bench] %s in %s mode (%s)\n", spec.label.c_str(), mode.c_str(),
+                  options.log_dir.c_str());
+      std::fflush(stdout);
+      Row row;
+      row.label = spec.label;
+      row.mode = mode;
+      row.code = RunCluster(config, options, [&] { return signals.interrupted() ? 1 : 0; },
+                            &row.summary, &error);
+      if (!error.empty()) std::fprintf(stderr, "paxflow-bench: %s\n", error.c_str());
+      if (row.code != 0) status = row.code;
+      std::printf("[bench] %s %s: %s txn/s\n", spec.label.c_str(), mode.c_str(),
+                  Thousands(row.summary.Throughput()).c_str());
+      rows.push_back(row);
+    }
+  }
+  const std::string table = Table(rows);
+  std::printf("\n%s", table.c_str());
+  std::ofstream(results + "/compare.txt") << table;
+  std::ofstream(results + "/compare.csv") << Csv(rows);
+  std::ofstream(results + "/compare.json") << Json(rows);
+  std::printf("results: %s/compare.{txt,csv,json}\n", results.c_str());
+  return status;
+}
+
+}  // namespace
+}  // namespace paxflow
+
+int main(int argc, char** argv) { return paxflow::Main(argc, argv); }
