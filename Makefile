@@ -38,7 +38,13 @@ BINS := $(BUILD)/bin/paxflow-node $(BUILD)/bin/paxflow-cluster $(BUILD)/bin/paxf
 TEST_BINS := $(BUILD)/bin/unit_tests $(BUILD)/bin/cluster_tests
 BENCH_BINS := $(BUILD)/bin/micro_bench
 
-.PHONY: all deps test tsan bench demo clean
+# libFuzzer target for the client request path (clang, from Debian).
+FUZZ_SRCS := tests/fuzz/request_fuzzer.cc src_calvin/client/request.cc \
+             $(wildcard src_calvin/applications/*.cc) src_calvin/common/hash.cc \
+             src_calvin/common/types.cc $(BUILD)/gen/txn.pb.cc $(BUILD)/gen/client.pb.cc
+FUZZ_FLAGS := -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+
+.PHONY: all deps test tsan fuzz bench demo clean
 all: $(BINS) $(TEST_BINS) $(BENCH_BINS)
 
 deps:
@@ -109,9 +115,17 @@ $(BUILD)/bin/tsan_tests: $(TSAN_OBJS)
 tsan: $(BUILD)/bin/tsan_tests
 	$(BUILD)/bin/tsan_tests
 
+$(BUILD)/bin/request_fuzzer: $(FUZZ_SRCS) $(wildcard src_calvin/*/*.h) | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	clang++ $(CPPFLAGS) $(FUZZ_FLAGS) $(FUZZ_SRCS) -o $@ -lprotobuf -pthread
+
+# A short fuzzing run (FUZZ_SECONDS, default 20); `make fuzz FUZZ_SECONDS=3600` for a long one.
+fuzz: $(BUILD)/bin/request_fuzzer
+	@tools/run-fuzz.sh $(BUILD) $(or $(FUZZ_SECONDS),20)
+
 # The whole test suite (ThreadSanitizer suites included); its last line is
 # "N passed, N failed".
-test: all $(BUILD)/bin/tsan_tests
+test: all $(BUILD)/bin/tsan_tests $(BUILD)/bin/request_fuzzer
 	@tools/run-tests.sh $(BUILD)
 
 bench: all

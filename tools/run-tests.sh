@@ -3,8 +3,8 @@
 # Exits non-zero if anything failed or nothing ran.
 set -uo pipefail
 build=${1:-build}
-suites=("$build/bin/unit_tests" "$build/bin/cluster_tests")
-[ -x "$build/bin/tsan_tests" ] && suites+=("$build/bin/tsan_tests")
+suites=("$build/bin/unit_tests" "$build/bin/cluster_tests" "$build/bin/tsan_tests"
+        "$build/bin/request_fuzzer")
 passed=0
 failed=0
 tmp=$(mktemp -d /tmp/paxflow-tests.XXXXXX)
@@ -18,7 +18,12 @@ for suite in "${suites[@]}"; do
   fi
   echo "== $name"
   start=$(date +%s)
-  "$suite" --gtest_color=no --gtest_output="json:$tmp/$name.json" 2>&1 | tee "$tmp/$name.out" |
+  if [ "$name" = request_fuzzer ]; then
+    command=(tools/run-fuzz.sh "$build" "${FUZZ_SECONDS:-20}")
+  else
+    command=("$suite" --gtest_color=no)
+  fi
+  "${command[@]}" 2>&1 | tee "$tmp/$name.out" |
     grep -E '^\[ +(RUN|OK|FAILED|PASSED|SKIPPED) +\]|^\[==========\]|Failure|error:' || true
   rc=${PIPESTATUS[0]}
   suite_passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$tmp/$name.out" | tail -1)

@@ -11,7 +11,7 @@ namespace {
 
 uint64_t FirstWord(std::string_view value) {
   uint64_t word = 0;
-  std::memcpy(&word, value.data(), value.size() < 8 ? value.size() : 8);
+  if (!value.empty()) std::memcpy(&word, value.data(), value.size() < 8 ? value.size() : 8);
   return word;
 }
 

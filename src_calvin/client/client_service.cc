@@ -25,7 +25,10 @@ std::string ClientService::Start() {
     socket_->set(zmq::sockopt::linger, 0);
     socket_->set(zmq::sockopt::rcvhwm, 100000);
     socket_->set(zmq::sockopt::sndhwm, 100000);
-    socket_->set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options_.limits.max_request_bytes));
+    // Requests over the limit get a TOO_LARGE reply; only absurd ones (a
+    // memory attack) are cut off by zmq, which disconnects that client.
+    socket_->set(zmq::sockopt::maxmsgsize,
+                 static_cast<int64_t>(16 * options_.limits.max_request_bytes));
     socket_->bind(options_.endpoint);
   } catch (const zmq::error_t& e) {
     socket_.reset();

@@ -26,7 +26,7 @@ inline uint64_t HashBytes(std::string_view bytes, uint64_t seed = 0x5bd1e9955bd1
     h = Mix64(h ^ word) * 0x9e3779b97f4a7c15ULL;
   }
   uint64_t tail = 0;
-  std::memcpy(&tail, bytes.data() + i, bytes.size() - i);
+  if (i < bytes.size()) std::memcpy(&tail, bytes.data() + i, bytes.size() - i);
   return Mix64(h ^ tail ^ 0x2545f4914f6cdd1dULL);
 }
 

@@ -1,0 +1,41 @@
+// The plots of paxflow-bench's comparison report, and reading a finished
+// report (compare.json) back so its plots can be re-rendered without running
+// anything.
+//
+// In: the runs' summaries. Out: plot data (*.dat), a gnuplot script
+// (plots.gp) and the PNGs it renders (throughput, latency CDFs, RO
+// visibility delay), all in one results directory so a user can restyle
+// the plots with `cd DIR && gnuplot plots.gp`. Owns nothing; runs on the
+// caller's thread (it forks gnuplot and waits for it).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "deployment/summary.h"
+
+namespace paxflow {
+
+// One run of a comparison: a workload (preset plus overrides) in one mode.
+struct BenchRow {
+  std::string label;  // the run spec as given, e.g. "ro:ro_workers=1"
+  std::string mode;   // "calvin" or "paxflow"
+  RunSummary summary;
+  int code = 0;  // the run's exit status; non-zero: it failed
+};
+
+// Reads the rows of a compare.json written by paxflow-bench. Empty on
+// success, else what is wrong with which file.
+std::string LoadCompareJson(const std::string& path, std::vector<BenchRow>* rows);
+
+struct PlotOutcome {
+  std::vector<std::string> data_files;  // *.dat and plots.gp, written in any case
+  std::vector<std::string> pngs;        // rendered by gnuplot
+  std::string error;                    // empty: every plot was rendered
+};
+
+// Writes throughput.dat, latency_cdf.dat, visibility_cdf.dat and plots.gp
+// into `dir`, then runs gnuplot there. A missing gnuplot is an error in the
+// outcome, not a failure: the data files are still there.
+PlotOutcome WritePlots(const std::vector<BenchRow>& rows, const std::string& dir);
+
+}  // namespace paxflow
