@@ -4,26 +4,12 @@
 #include "deployment/node.h"
 
 namespace paxflow::testing {
-namespace {
-
-class StoreLoader : public Loader {
- public:
-  explicit StoreLoader(Store* store) : store_(store) {}
-  void Put(Key key, std::string_view value) override { store_->Load(key, value); }
-
- private:
-  Store* store_;
-};
-
-}  // namespace
-
 EngineHarness::EngineHarness(const NodeParams& params, uint32_t partitions, ResultSink* results,
                              const std::string& log_dir)
     : params_(params), partitions_(partitions), app_(MakeApplication(params.workload)) {
   for (PartitionId p = 0; p < partitions; ++p) {
     stores_.push_back(MakeStore(params.engine, p, partitions, *app_, params.workload.value_size));
-    StoreLoader loader(stores_.back().get());
-    app_->Load(p, partitions, &loader);
+    LoadPartition(*app_, p, partitions, stores_.back().get());
     stats_.push_back(std::make_unique<NodeStats>(params.engine.workers));
     SchedulerOptions options;
     options.mode = params.engine.mode;

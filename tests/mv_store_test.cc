@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/multi_version_store.h"
+#include "backend/key_index.h"
 #include "backend/single_version_store.h"
 #include "common/hash.h"
 
@@ -125,6 +126,29 @@ TEST(SingleVersionStoreTest, UpdatesInPlaceAndGrowsValues) {
   EXPECT_EQ(value, "sparse");
   EXPECT_FALSE(store.ReadLatest(0, 5, &value)) << "key 5 belongs to partition 2";
   EXPECT_EQ(store.Metrics().keys, 11u);
+}
+
+}  // namespace
+}  // namespace paxflow
+
+namespace paxflow {
+namespace {
+
+// Keys outside the loaded range spill into generations of ever larger
+// bucket arrays; every key stays findable and is visited exactly once.
+TEST(KeyIndexTest, SparseKeysSurviveGrowth) {
+  KeyIndex<int> index(0, 1, 100, /*sparse_buckets=*/16);
+  for (Key key = 1000; key < 200000; key += 3) *index.FindOrCreate(key) = static_cast<int>(key % 1000);
+  EXPECT_EQ(index.sparse_count(), (200000 - 1000 + 2) / 3);
+  for (Key key = 1000; key < 200000; key += 3) {
+    const int* record = index.Find(key);
+    ASSERT_NE(record, nullptr) << key;
+    ASSERT_EQ(*record, static_cast<int>(key % 1000));
+    ASSERT_EQ(index.Find(key + 1), nullptr);
+  }
+  uint64_t visited = 0;
+  index.ForEach([&](Key key, int&) { visited += key >= 1000 ? 1 : 0; });
+  EXPECT_EQ(visited, index.sparse_count());
 }
 
 }  // namespace

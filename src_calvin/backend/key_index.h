@@ -1,6 +1,9 @@
 // Finds a key's record on one partition. Keys [0, dense_keys) that belong
 // to the partition live in a flat array (YCSB and bank keys are dense);
 // other keys go to an insert-only hash table with lock-free lookups.
+// The table grows by generations: when the newest bucket array averages two
+// keys a bucket, a four times larger one takes new keys; lookups try the
+// newest generation first. Nothing ever moves, so readers need no lock.
 //
 // Threads: Find from any thread, lock-free. FindOrCreate from a thread that
 // holds the key's exclusive lock (so one key is never created twice).
@@ -9,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <vector>
 
@@ -29,21 +33,25 @@ class KeyIndex {
                          ? (dense_keys - partition + partitions - 1) / partitions
                          : 0),
         dense_storage_(dense_count_ * sizeof(Record)),
-        dense_(reinterpret_cast<Record*>(dense_storage_.data())),
-        buckets_(sparse_buckets),
-        bucket_mask_(sparse_buckets - 1) {
+        dense_(reinterpret_cast<Record*>(dense_storage_.data())) {
     for (uint64_t i = 0; i < dense_count_; ++i) new (&dense_[i]) Record();
+    generations_[0] = new Generation(sparse_buckets);
+    newest_.store(0, std::memory_order_release);
   }
 
   ~KeyIndex() {
     for (uint64_t i = 0; i < dense_count_; ++i) dense_[i].~Record();
-    for (auto& bucket : buckets_) {
-      SparseNode* node = bucket.load(std::memory_order_relaxed);
-      while (node) {
-        SparseNode* next = node->next;
-        delete node;
-        node = next;
+    for (Generation* generation : generations_) {
+      if (!generation) continue;
+      for (auto& bucket : generation->buckets) {
+        SparseNode* node = bucket.load(std::memory_order_relaxed);
+        while (node) {
+          SparseNode* next = node->next;
+          delete node;
+          node = next;
+        }
       }
+      delete generation;
     }
   }
   KeyIndex(const KeyIndex&) = delete;
@@ -52,21 +60,30 @@ class KeyIndex {
   Record* Find(Key key) {
     const int64_t slot = DenseSlot(key);
     if (slot >= 0) return &dense_[slot];
-    for (SparseNode* node = buckets_[Bucket(key)].load(std::memory_order_acquire); node;
-         node = node->next) {
-      if (node->key == key) return &node->record;
+    for (int g = newest_.load(std::memory_order_acquire); g >= 0; --g) {
+      const Generation& generation = *generations_[g];
+      for (SparseNode* node = generation.buckets[generation.Bucket(key)].load(
+               std::memory_order_acquire);
+           node; node = node->next) {
+        if (node->key == key) return &node->record;
+      }
     }
     return nullptr;
   }
 
   Record* FindOrCreate(Key key) {
     if (Record* record = Find(key)) return record;
+    Generation* generation = generations_[newest_.load(std::memory_order_acquire)];
+    if (generation->count.load(std::memory_order_relaxed) > 2 * generation->buckets.size()) {
+      generation = Grow(generation);
+    }
     auto* node = new SparseNode(key);
-    std::atomic<SparseNode*>& head = buckets_[Bucket(key)];
+    std::atomic<SparseNode*>& head = generation->buckets[generation->Bucket(key)];
     SparseNode* expected = head.load(std::memory_order_acquire);
     do {
       node->next = expected;
     } while (!head.compare_exchange_weak(expected, node, std::memory_order_acq_rel));
+    generation->count.fetch_add(1, std::memory_order_relaxed);
     sparse_count_.fetch_add(1, std::memory_order_relaxed);
     return &node->record;
   }
@@ -83,9 +100,12 @@ class KeyIndex {
   template <typename Visitor>
   void ForEach(Visitor&& visit) {
     for (uint64_t i = 0; i < dense_count_; ++i) visit(i * partitions_ + partition_, dense_[i]);
-    for (auto& bucket : buckets_) {
-      for (SparseNode* node = bucket.load(std::memory_order_acquire); node; node = node->next) {
-        visit(node->key, node->record);
+    for (int g = newest_.load(std::memory_order_acquire); g >= 0; --g) {
+      for (auto& bucket : generations_[g]->buckets) {
+        for (SparseNode* node = bucket.load(std::memory_order_acquire); node;
+             node = node->next) {
+          visit(node->key, node->record);
+        }
       }
     }
   }
@@ -100,8 +120,27 @@ class KeyIndex {
     Record record;
     SparseNode* next = nullptr;
   };
-  size_t Bucket(Key key) const {
-    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ULL) >> 32) & bucket_mask_;
+  struct Generation {
+    explicit Generation(size_t size) : buckets(size), mask(size - 1) {}
+    size_t Bucket(Key key) const {
+      return static_cast<size_t>((key * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+    }
+    std::vector<std::atomic<SparseNode*>> buckets;
+    const size_t mask;
+    std::atomic<size_t> count{0};
+  };
+  static constexpr int kMaxGenerations = 16;  // x4 each: 2^16 .. 2^46 buckets
+
+  // Installs a larger generation unless another writer just did.
+  Generation* Grow(Generation* full) {
+    std::lock_guard<std::mutex> lock(grow_mu_);
+    const int newest = newest_.load(std::memory_order_acquire);
+    if (generations_[newest] != full || newest + 1 == kMaxGenerations) {
+      return generations_[newest];
+    }
+    generations_[newest + 1] = new Generation(full->buckets.size() * 4);
+    newest_.store(newest + 1, std::memory_order_release);
+    return generations_[newest + 1];
   }
 
   const PartitionId partition_;
@@ -110,8 +149,9 @@ class KeyIndex {
   const uint64_t dense_count_;
   HugeBuffer dense_storage_;
   Record* dense_;
-  std::vector<std::atomic<SparseNode*>> buckets_;
-  const size_t bucket_mask_;
+  Generation* generations_[kMaxGenerations] = {};  // slots fill once, never change
+  std::atomic<int> newest_{0};
+  std::mutex grow_mu_;  // writers only, once per generation
   std::atomic<uint64_t> sparse_count_{0};
 };
 

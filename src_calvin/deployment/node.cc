@@ -12,15 +12,6 @@
 namespace paxflow {
 namespace {
 
-class StoreLoader : public Loader {
- public:
-  explicit StoreLoader(Store* store) : store_(store) {}
-  void Put(Key key, std::string_view value) override { store_->Load(key, value); }
-
- private:
-  Store* store_;
-};
-
 std::string MakeDirs(const std::string& path) {
   std::string partial;
   for (size_t i = 0; i <= path.size(); ++i) {
@@ -44,6 +35,19 @@ std::string Rate(uint64_t count, double seconds) {
 }
 
 }  // namespace
+
+void LoadPartition(const Application& app, PartitionId partition, uint32_t partitions,
+                   Store* store) {
+  class StoreLoader : public Loader {
+   public:
+    explicit StoreLoader(Store* store) : store_(store) {}
+    void Put(Key key, std::string_view value) override { store_->Load(key, value); }
+
+   private:
+    Store* store_;
+  } loader(store);
+  app.Load(partition, partitions, &loader);
+}
 
 std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partition,
                                  uint32_t partitions, const Application& app, uint32_t value_size) {
@@ -88,8 +92,7 @@ std::string Node::Start() {
   app_ = MakeApplication(params.workload);
   store_ = MakeStore(params.engine, partition, partitions, *app_, params.workload.value_size);
   store_slot_ = store_->RegisterThread();
-  StoreLoader loader(store_.get());
-  app_->Load(partition, partitions, &loader);
+  LoadPartition(*app_, partition, partitions, store_.get());
   stats_ = std::make_unique<NodeStats>(params.engine.workers);
 
   SchedulerOptions scheduler_options;

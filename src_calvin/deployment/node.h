@@ -124,6 +124,10 @@ class Node : public PeerSender, public ResultSink {
 };
 
 // Creates the store a mode runs on.
+// Loads the application's initial data of `partition` into `store`.
+void LoadPartition(const Application& app, PartitionId partition, uint32_t partitions,
+                   Store* store);
+
 // Creates the store a mode runs on (and starts its collector).
 std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partition,
                                  uint32_t partitions, const Application& app, uint32_t value_size);

@@ -15,15 +15,6 @@
 namespace paxflow {
 namespace {
 
-class StoreLoader : public Loader {
- public:
-  explicit StoreLoader(Store* store) : store_(store) {}
-  void Put(Key key, std::string_view value) override { store_->Load(key, value); }
-
- private:
-  Store* store_;
-};
-
 // Hands a partition's reads straight to the other partition's scheduler.
 class InMemoryPeers : public PeerSender {
  public:
@@ -124,8 +115,7 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
   peers.schedulers_ = &schedulers;
   for (PartitionId p = 0; p < partitions; ++p) {
     stores.push_back(MakeStore(params.engine, p, partitions, *app, params.workload.value_size));
-    StoreLoader loader(stores.back().get());
-    app->Load(p, partitions, &loader);
+    LoadPartition(*app, p, partitions, stores.back().get());
     stats.push_back(std::make_unique<NodeStats>(params.engine.workers));
     SchedulerOptions options;
     options.mode = params.engine.mode;

@@ -128,11 +128,7 @@ void Scheduler::SchedulerLoop() {
     {
       std::unique_lock<std::mutex> lock(inbox_mu_);
       inbox_cv_.wait_for(lock, kIdleWake, [&] { return wake_; });
-      wake_ = false;
-      batches.swap(inbox_batches_);
-      done.swap(inbox_done_);
-      for (auto& request : inbox_digests_) digests_.push_back(std::move(request));
-      inbox_digests_.clear();
+      TakeInbox(&batches, &done);
     }
     ProcessInbox(&batches, &done);
     batches.clear();
@@ -145,13 +141,18 @@ void Scheduler::Step() {
   std::vector<DoneMessage> done;
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
-    wake_ = false;
-    batches.swap(inbox_batches_);
-    done.swap(inbox_done_);
-    for (auto& request : inbox_digests_) digests_.push_back(std::move(request));
-    inbox_digests_.clear();
+    TakeInbox(&batches, &done);
   }
   ProcessInbox(&batches, &done);
+}
+
+void Scheduler::TakeInbox(std::vector<std::unique_ptr<Batch>>* batches,
+                          std::vector<DoneMessage>* done) {
+  wake_ = false;
+  batches->swap(inbox_batches_);
+  done->swap(inbox_done_);
+  for (auto& request : inbox_digests_) digests_.push_back(std::move(request));
+  inbox_digests_.clear();
 }
 
 void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,

@@ -133,6 +133,8 @@ class Scheduler {
 
   // Scheduler thread.
   void SchedulerLoop();
+  // Moves the inbox's contents out; caller holds inbox_mu_.
+  void TakeInbox(std::vector<std::unique_ptr<Batch>>* batches, std::vector<DoneMessage>* done);
   void ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches, std::vector<DoneMessage>* done);
   void Admit(std::unique_ptr<MergedEpoch> merged);
   void Prepare(TxnWork* work);
