@@ -1,20 +1,25 @@
 // paxflow-bench: runs workloads in calvin and paxflow modes back to back on
 // the same cluster config and prints the comparison (txn/s, latency,
-// visibility delay, paxflow/calvin ratio); writes CSV and JSON results.
+// visibility delay, paxflow/calvin ratio); writes CSV and JSON results and
+// PNG plots (report_plots.h). --replot=DIR re-renders a finished comparison.
 #include <gflags/gflags.h>
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/config.h"
 #include "common/json.h"
 #include "deployment/flags.h"
 #include "deployment/launcher.h"
+#include "deployment/report_plots.h"
 #include "deployment/signals.h"
 
 DEFINE_string(runs, "ro,mixed,mixed50",
@@ -24,6 +29,9 @@ DEFINE_string(modes, "calvin,paxflow", "Modes to run each workload in, in this o
 DEFINE_string(results, "", "Directory for results (default results/<date-time>)");
 DEFINE_string(node_binary, "", "paxflow-node to run (default: next to this binary)");
 DEFINE_bool(quiet, false, "Do not relay the nodes' progress lines");
+DEFINE_string(replot, "",
+              "Run nothing: reprint the table of DIR/compare.json and re-render its plots "
+              "(into --results if given, else DIR)");
 
 namespace paxflow {
 namespace {
@@ -32,12 +40,6 @@ struct RunSpec {
   std::string label;
   std::string preset;
   std::vector<std::string> flags;  // --name=value overrides
-};
-
-struct Row {
-  std::string label, mode;
-  RunSummary summary;
-  int code = 0;
 };
 
 int Fail(const std::string& message, int code = 2) {
@@ -107,17 +109,22 @@ std::string Thousands(double x) {
   return out;
 }
 
-std::string Table(const std::vector<Row>& rows) {
+std::string Table(const std::vector<BenchRow>& rows) {
   std::map<std::string, double> calvin;
-  for (const Row& row : rows) {
+  // The workload column fits the longest label, so runs with several
+  // overrides ("ro:max_batch=5000:max_inflight=10000") keep the columns aligned.
+  int width = 22;
+  for (const BenchRow& row : rows) {
     if (row.mode == "calvin") calvin[row.label] = row.summary.Throughput();
+    width = std::max(width, static_cast<int>(row.label.size()));
   }
   std::ostringstream out;
   char line[320];
-  snprintf(line, sizeof(line), "%-22s %-8s %10s %8s %8s %8s %8s %8s %8s %9s\n", "workload", "mode",
-           "txn/s", "RO p50", "RO p99", "RW p50", "RW p99", "vis p50", "vis p99", "vs calvin");
+  snprintf(line, sizeof(line), "%-*s %-8s %10s %8s %8s %8s %8s %8s %8s %9s\n", width, "workload",
+           "mode", "txn/s", "RO p50", "RO p99", "RW p50", "RW p99", "vis p50", "vis p99",
+           "vs calvin");
   out << line;
-  for (const Row& row : rows) {
+  for (const BenchRow& row : rows) {
     const RunSummary& s = row.summary;
     const Histogram& ro = s.kinds[kKindReadOnly].latency_us;
     const Histogram& rw = s.kinds[kKindReadWrite].latency_us;
@@ -127,8 +134,9 @@ std::string Table(const std::vector<Row>& rows) {
       snprintf(buffer, sizeof(buffer), "%.2fx", s.Throughput() / calvin[row.label]);
       ratio = buffer;
     }
-    snprintf(line, sizeof(line), "%-22s %-8s %10s %8s %8s %8s %8s %8s %8s %9s%s\n",
-             row.label.c_str(), row.mode.c_str(), Thousands(s.Throughput()).c_str(),
+    out << row.label << std::string(width - row.label.size(), ' ');
+    snprintf(line, sizeof(line), " %-8s %10s %8s %8s %8s %8s %8s %8s %9s%s\n",
+             row.mode.c_str(), Thousands(s.Throughput()).c_str(),
              Ms(ro.Quantile(0.5), ro.count()).c_str(), Ms(ro.Quantile(0.99), ro.count()).c_str(),
              Ms(rw.Quantile(0.5), rw.count()).c_str(), Ms(rw.Quantile(0.99), rw.count()).c_str(),
              Ms(s.visibility_us.Quantile(0.5), s.visibility_us.count()).c_str(),
@@ -140,11 +148,11 @@ std::string Table(const std::vector<Row>& rows) {
   return out.str();
 }
 
-std::string Csv(const std::vector<Row>& rows) {
+std::string Csv(const std::vector<BenchRow>& rows) {
   std::ostringstream out;
   out << "workload,mode,seconds,txn_per_s,ro_txn_per_s,rw_txn_per_s,ro_p50_ms,ro_p95_ms,ro_p99_ms,"
          "rw_p50_ms,rw_p95_ms,rw_p99_ms,vis_p50_ms,vis_p99_ms,invariant_failures,status\n";
-  for (const Row& row : rows) {
+  for (const BenchRow& row : rows) {
     const RunSummary& s = row.summary;
     const Histogram& ro = s.kinds[kKindReadOnly].latency_us;
     const Histogram& rw = s.kinds[kKindReadWrite].latency_us;
@@ -161,7 +169,7 @@ std::string Csv(const std::vector<Row>& rows) {
   return out.str();
 }
 
-std::string Json(const std::vector<Row>& rows) {
+std::string Json(const std::vector<BenchRow>& rows) {
   std::string out = "[";
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i) out += ",\n";
@@ -179,13 +187,60 @@ std::string DefaultResultsDir() {
   return std::string("results/") + stamp;
 }
 
+// Renders the plots into `dir` and says where they are. False if gnuplot
+// failed or is missing; the table, CSV and JSON do not depend on it.
+bool Plot(const std::vector<BenchRow>& rows, const std::string& dir) {
+  const PlotOutcome plots = WritePlots(rows, dir);
+  for (const std::string& note : plots.skipped) std::printf("plots: skipped %s\n", note.c_str());
+  if (!plots.pngs.empty()) {
+    std::string names;
+    for (const std::string& png : plots.pngs) {
+      const std::string base = png.substr(png.rfind('/') + 1);
+      names += (names.empty() ? "" : ",") + base.substr(0, base.size() - 4);
+    }
+    if (plots.pngs.size() > 1) names = "{" + names + "}";
+    std::printf("plots:   %s/%s.png (data: *.dat; restyle: cd %s && gnuplot plots.gp)\n",
+                dir.c_str(), names.c_str(), dir.c_str());
+  }
+  if (plots.pngs.empty() && !plots.data_files.empty()) {
+    std::printf("plot data: %s/*.dat, %s/plots.gp (with gnuplot: cd %s && gnuplot plots.gp)\n",
+                dir.c_str(), dir.c_str(), dir.c_str());
+  }
+  if (!plots.error.empty()) std::fprintf(stderr, "paxflow-bench: plots: %s\n", plots.error.c_str());
+  return plots.error.empty();
+}
+
+// --replot: the table and plots of a finished comparison, from its
+// compare.json alone, so plots can be restyled or regenerated without
+// running a cluster again.
+int Replot(const std::set<std::string>& explicit_flags) {
+  std::vector<std::string> run_flags = {"config", "runs", "modes", "node_binary"};
+  const std::vector<std::string>& node_flags = NodeFlagNames();
+  run_flags.insert(run_flags.end(), node_flags.begin(), node_flags.end());
+  for (const std::string& name : run_flags) {
+    if (explicit_flags.count(name)) {
+      return Fail("--replot runs nothing, so --" + name + " would have no effect; drop it");
+    }
+  }
+  std::vector<BenchRow> rows;
+  std::string error = LoadCompareJson(FLAGS_replot + "/compare.json", &rows);
+  if (!error.empty()) return Fail(error);
+  const std::string dir = FLAGS_results.empty() ? FLAGS_replot : FLAGS_results;
+  if (std::system(("mkdir -p '" + dir + "'").c_str()) != 0) return Fail("cannot create " + dir);
+  std::printf("%s", Table(rows).c_str());
+  return Plot(rows, dir) ? 0 : 1;
+}
+
 int Main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "compares calvin and paxflow modes on the same cluster config and workloads.\n"
       "  paxflow-bench --config=deployment/local-1.conf --runs=ro,mixed --duration=10\n"
+      "  paxflow-bench --replot=results/<date-time>    # table and plots again, no runs\n"
       "Node flags given here (paxflow-node --help) apply to every run.");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (argc > 1) return Fail(std::string("unexpected argument '") + argv[1] + "'");
+  const std::set<std::string> explicit_flags = ExplicitFlags();
+  if (!FLAGS_replot.empty()) return Replot(explicit_flags);
   if (FLAGS_config.empty()) return Fail("--config is required; see --help");
   ClusterConfig config;
   std::string error = LoadClusterConfig(FLAGS_config, &config);
@@ -193,7 +248,6 @@ int Main(int argc, char** argv) {
   ClusterLayout layout;
   error = ValidateClusterConfig(config, &layout);
   if (!error.empty()) return Fail(FLAGS_config + ": " + error);
-  const std::set<std::string> explicit_flags = ExplicitFlags();
   if (explicit_flags.count("workload") || explicit_flags.count("mode")) {
     return Fail("use --runs and --modes (not --workload/--mode) to choose what to compare");
   }
@@ -226,7 +280,7 @@ int Main(int argc, char** argv) {
   for (const Param& param : config.param()) params.emplace_back(param.name(), param.value());
 
   SignalWatcher signals;
-  std::vector<Row> rows;
+  std::vector<BenchRow> rows;
   int status = 0;
   for (const RunSpec& spec : specs) {
     for (const std::string& mode : modes) {
@@ -257,7 +311,7 @@ int Main(int argc, char** argv) {
       std::printf("[bench] %s in %s mode (%s)\n", spec.label.c_str(), mode.c_str(),
                   options.log_dir.c_str());
       std::fflush(stdout);
-      Row row;
+      BenchRow row;
       row.label = spec.label;
       row.mode = mode;
       row.code = RunCluster(config, options, [&] { return signals.interrupted() ? 1 : 0; },
@@ -275,6 +329,9 @@ int Main(int argc, char** argv) {
   std::ofstream(results + "/compare.csv") << Csv(rows);
   std::ofstream(results + "/compare.json") << Json(rows);
   std::printf("results: %s/compare.{txt,csv,json}\n", results.c_str());
+  // Plots are a view of the results above: a gnuplot problem is reported
+  // but does not turn a good comparison into a failed one.
+  if (!rows.empty()) Plot(rows, results);
   return status;
 }
 

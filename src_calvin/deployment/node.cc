@@ -136,10 +136,16 @@ std::string Node::Start() {
     });
   }
 
+  if (options_.shared_context) {
+    context_ = options_.shared_context;
+  } else {
+    own_context_ = std::make_unique<zmq::context_t>(1);
+    context_ = own_context_.get();
+  }
   TransportOptions transport_options;
   transport_options.self = options_.id;
   transport_options.bind_endpoint = NodeEndpoint(options_.config, *self_);
-  transport_options.context = options_.shared_context;
+  transport_options.context = context_;
   for (const NodeConfig& node : options_.config.node()) {
     transport_options.peers.push_back({node.id(), NodeEndpoint(options_.config, node)});
   }
@@ -176,13 +182,12 @@ std::string Node::Start() {
     const NodeConfig* leader = layout_.Node(layout_.NodeOf(0, partition));
     client_options.leader = "node " + std::to_string(leader->id()) + " (" + leader->host() + ":" +
                             std::to_string(leader->client_port()) + ")";
-    client_context_ = std::make_unique<zmq::context_t>(1);
     clients_ = std::make_unique<ClientService>(
         client_options, app_.get(), [this] { return NodeStatus(); },
         [this](Epoch epoch, std::function<void(DigestReply)> done) {
           ServeDigest(epoch, std::move(done));
         },
-        client_context_.get());
+        context_);
     error = clients_->Start();
     if (!error.empty()) return error;
   }

@@ -83,6 +83,11 @@ class Node : public PeerSender, public ResultSink {
   void Print(const std::string& line) const;
 
   NodeOptions options_;
+  // Declared before every socket's owner, so it is destroyed after them.
+  // The node's zmq context (one I/O thread for peers and clients) unless the
+  // owner shares one (inproc clusters in one process).
+  std::unique_ptr<zmq::context_t> own_context_;
+  zmq::context_t* context_ = nullptr;
   ClusterLayout layout_;
   const NodeConfig* self_ = nullptr;
   std::unique_ptr<Application> app_;
@@ -92,7 +97,6 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<InputLogWriter> log_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<GeneratorSource> generator_;
-  std::unique_ptr<zmq::context_t> client_context_;
   std::unique_ptr<ClientService> clients_;
   // Last progress period's rates, for status requests.
   std::atomic<double> ro_rate_{0}, rw_rate_{0};

@@ -30,7 +30,8 @@ std::string LoadCompareJson(const std::string& path, std::vector<BenchRow>* rows
 struct PlotOutcome {
   std::vector<std::string> data_files;  // *.dat and plots.gp, written in any case
   std::vector<std::string> pngs;        // rendered by gnuplot
-  std::string error;                    // empty: every plot was rendered
+  std::vector<std::string> skipped;     // plots left out, and why (e.g. no RO txns)
+  std::string error;                    // empty: every plot with data was rendered
 };
 
 // Writes throughput.dat, latency_cdf.dat, visibility_cdf.dat and plots.gp
