@@ -1,5 +1,6 @@
 #include "common/config.h"
 
+#include <arpa/inet.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
@@ -27,6 +28,29 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
   std::string source_;
   std::string first_;
 };
+
+// Why `node`'s netns setting cannot work, or empty. A namespace has its own
+// loopback, so its node needs an address of its own that peers (in other
+// namespaces) and clients (in the root namespace) can reach.
+std::string NetnsProblem(const NodeConfig& node) {
+  const std::string& name = node.netns();
+  if (name.size() > 64 || name == "." || name == ".." ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+          std::string::npos) {
+    return "netns '" + name + "' is not a namespace name (letters, digits, '_', '.', '-'; at "
+           "most 64)";
+  }
+  in_addr address{};
+  if (inet_pton(AF_INET, node.host().c_str(), &address) != 1) {
+    return "host '" + node.host() + "' is not an IPv4 address; a node in netns '" + name +
+           "' needs its own address there as host, e.g. 10.77.0.1 (tools/netns.sh)";
+  }
+  if ((ntohl(address.s_addr) >> 24) == 127) {
+    return "host " + node.host() + " is a loopback address, which inside netns '" + name +
+           "' no other node can reach; use the namespace's own address, e.g. 10.77.0.1";
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -105,6 +129,10 @@ std::string ValidateClusterConfig(const ClusterConfig& config, ClusterLayout* la
                std::to_string(node.id()) + " both use " + address;
       }
     }
+    if (!node.netns().empty()) {
+      const std::string problem = NetnsProblem(node);
+      if (!problem.empty()) return who + ": " + problem;
+    }
     if (node.partition() >= kMaxSequencers) {
       return who + " has partition " + std::to_string(node.partition()) + " (at most " +
              std::to_string(kMaxSequencers - 1) + ")";
@@ -115,6 +143,33 @@ std::string ValidateClusterConfig(const ClusterConfig& config, ClusterLayout* la
     }
     partitions = std::max(partitions, node.partition() + 1);
     replicas = std::max(replicas, node.replica() + 1);
+  }
+  // Nodes in namespaces reach others only through their addresses: not
+  // this machine's loopback, and not one address served by two namespaces.
+  const NodeConfig* in_netns = nullptr;
+  std::map<std::string, const NodeConfig*> netns_of_host;
+  for (const NodeConfig& node : config.node()) {
+    if (!node.netns().empty() && !in_netns) in_netns = &node;
+    auto [it, inserted] = netns_of_host.emplace(node.host(), &node);
+    if (!inserted && it->second->netns() != node.netns()) {
+      auto where = [](const NodeConfig& n) {
+        return n.netns().empty() ? std::string("outside any namespace")
+                                 : "in netns '" + n.netns() + "'";
+      };
+      return "node " + std::to_string(it->second->id()) + " (" + where(*it->second) +
+             ") and node " + std::to_string(node.id()) + " (" + where(node) +
+             ") share host " + node.host() + "; each namespace needs an address of its own";
+    }
+  }
+  if (in_netns) {
+    for (const NodeConfig& node : config.node()) {
+      if (node.netns().empty() && IsLocalHost(node.host())) {
+        return "node " + std::to_string(node.id()) + " is on " + node.host() + " but node " +
+               std::to_string(in_netns->id()) + " runs in netns '" + in_netns->netns() +
+               "', where that is its own loopback; give node " + std::to_string(node.id()) +
+               " a namespace too (tools/netns.sh)";
+      }
+    }
   }
   std::vector<int64_t> node_of(static_cast<size_t>(partitions) * replicas, -1);
   for (const NodeConfig& node : config.node()) {

@@ -35,7 +35,8 @@ class ClusterLayout {
 std::string LoadClusterConfig(const std::string& path, ClusterConfig* config);
 std::string ParseClusterConfig(const std::string& text, const std::string& source,
                                ClusterConfig* config);
-// Checks the node list: ids, partitions and replicas, hosts and ports.
+// Checks the node list: ids, partitions and replicas, hosts and ports, and
+// that nodes in network namespaces have addresses of their own.
 std::string ValidateClusterConfig(const ClusterConfig& config, ClusterLayout* layout);
 
 // The zmq endpoint node `node` binds (and peers connect to).

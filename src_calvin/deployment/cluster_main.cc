@@ -1,6 +1,8 @@
-// paxflow-cluster: launches every node of a deployment config, relays
-// their progress, stops them cleanly (also on Ctrl-C) and prints the
-// cluster's summary. Node flags given here are forwarded to every node.
+// paxflow-cluster: launches every node of a deployment config. `run` (the
+// default) relays their progress, stops them cleanly (also on Ctrl-C) and
+// prints the cluster's summary; `start`, `stop`, `status` and `logs` manage
+// a detached cluster that outlives the launcher. Node flags given to run
+// or start are forwarded to every node.
 #include <gflags/gflags.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -14,14 +16,51 @@
 #include "deployment/launcher.h"
 #include "deployment/signals.h"
 
-DEFINE_string(logs, "", "Directory for the nodes' logs and summaries (default logs/<config name>)");
+DEFINE_string(logs, "",
+              "Directory for the nodes' logs and summaries, and start's state file (default "
+              "logs/<config name>)");
 DEFINE_string(node_binary, "", "paxflow-node to run (default: next to this binary)");
-DEFINE_double(grace, 60, "Seconds past --duration before lingering nodes are stopped");
-DEFINE_string(cluster_json, "", "Write the cluster summary as JSON to this file");
-DEFINE_bool(check_only, false, "Validate the config and the machine, start nothing");
+DEFINE_double(grace, 60, "run: seconds past --duration before lingering nodes are stopped");
+DEFINE_string(cluster_json, "", "run, stop: also write the cluster summary as JSON to this file");
+DEFINE_bool(check_only, false, "run, start: validate the config and the machine, start nothing");
+DEFINE_string(ssh, "ssh",
+              "ssh client for remote hosts (takes -o options like OpenSSH's); start records it "
+              "for the later verbs");
+DEFINE_double(start_timeout, 90,
+              "start: seconds for every node to be up; then the nodes are stopped and start "
+              "fails");
+DEFINE_double(stop_timeout, 40,
+              "stop: seconds the nodes get to drain and exit after SIGTERM before SIGKILL");
+DEFINE_int32(status_timeout_ms, 2000, "status: how long each node's client port may take");
+DEFINE_int32(lines, 20, "logs: how many of the last lines of each node's log to print");
 
 namespace paxflow {
 namespace {
+
+constexpr char kUsage[] =
+    "launches a PaxFlow cluster from a deployment config, attached or detached.\n"
+    "  paxflow-cluster [VERB] --config=FILE [launcher flags] [node flags...]\n"
+    "verbs:\n"
+    "  run     (default) start every node, relay their progress, wait for the run's end\n"
+    "          (--duration, --run_epochs) and print the cluster summary (also\n"
+    "          <logs>/cluster.json). Ctrl-C stops the nodes cleanly.\n"
+    "  start   start every node detached (own session, output in <logs>/node-<id>.out),\n"
+    "          record them in <logs>/cluster.state and return once all are up (client port\n"
+    "          answers with epochs running, or a progress line), within --start_timeout;\n"
+    "          else stop them and fail with the failing node's last lines. Refused while\n"
+    "          the state file names running nodes. Nodes run until `stop` unless\n"
+    "          --duration, --run_epochs or the config say otherwise.\n"
+    "  stop    SIGTERM every node of the state file (they drain and write summaries), wait\n"
+    "          for them (--stop_timeout, then SIGKILL), print the cluster summary like run\n"
+    "          and remove the state file.\n"
+    "  status  for each node: is its process alive, and what its client port reports.\n"
+    "          Exits 1 if any node is down.\n"
+    "  logs    the last --lines lines of each node's log, prefixed by the node.\n"
+    "Where nodes run: loopback hosts on this machine; nodes with a `netns` in their network\n"
+    "namespace here (ip netns exec, as root; make them with tools/netns.sh up); any other\n"
+    "host over --ssh (same paths on every host). stop, status and logs need the --config and\n"
+    "--logs that start was given. Node flags (see paxflow-node --help) go to run and start.\n"
+    "Exit status: 0 ok, 1 a node failed or is down, 2 bad input, 3 an invariant failed.";
 
 int Fail(const std::string& message, int code = 2) {
   std::fprintf(stderr, "paxflow-cluster: %s\n", message.c_str());
@@ -42,16 +81,44 @@ std::string SelfDirectory() {
   return self.substr(0, self.rfind('/'));
 }
 
+bool ConfigSets(const ClusterConfig& config, const std::string& name) {
+  for (const Param& param : config.param()) {
+    if (param.name() == name) return true;
+  }
+  return false;
+}
+
+void WriteSummary(const RunSummary& combined, const std::string& log_dir) {
+  std::fputs(combined.ToText().c_str(), stdout);
+  std::fflush(stdout);
+  const std::string json = combined.ToJson();
+  if (!FLAGS_cluster_json.empty()) std::ofstream(FLAGS_cluster_json) << json << "\n";
+  std::ofstream(log_dir + "/cluster.json") << json << "\n";
+}
+
 int Main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "launches a PaxFlow cluster from a deployment config and runs a workload.\n"
-      "  paxflow-cluster --config=deployment/local-3.conf [--workload=mixed] [--mode=calvin]\n"
-      "                  [--duration=10] [node flags...]\n"
-      "Every node flag given here (see paxflow-node --help) is forwarded to all nodes.\n"
-      "Logs: one node-<id>.out per node under --logs. Ctrl-C stops the nodes cleanly.");
+  gflags::SetUsageMessage(kUsage);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (argc > 1) return Fail(std::string("unexpected argument '") + argv[1] + "'");
+  const std::string verb = argc > 1 ? argv[1] : "run";
+  if (verb != "run" && verb != "start" && verb != "stop" && verb != "status" && verb != "logs") {
+    return Fail("unknown verb '" + verb + "' (expected run, start, stop, status or logs; see "
+                "--help)");
+  }
+  if (argc > 2) return Fail(std::string("unexpected argument '") + argv[2] + "'");
   if (FLAGS_config.empty()) return Fail("--config is required; see --help");
+  const bool launches = verb == "run" || verb == "start";
+  std::set<std::string> explicit_flags = ExplicitFlags();
+  if (!launches) {
+    // Node flags only mean something to nodes being started.
+    std::vector<std::string> node_flags = NodeFlagNames();
+    node_flags.push_back("log_dir");
+    for (const std::string& name : node_flags) {
+      if (explicit_flags.count(name)) {
+        return Fail("--" + name + " is a node flag: it applies to run and start, not " + verb);
+      }
+    }
+  }
+  if (FLAGS_lines < 0) return Fail("--lines must be >= 0");
 
   ClusterConfig config;
   std::string error = LoadClusterConfig(FLAGS_config, &config);
@@ -59,48 +126,100 @@ int Main(int argc, char** argv) {
   ClusterLayout layout;
   error = ValidateClusterConfig(config, &layout);
   if (!error.empty()) return Fail(FLAGS_config + ": " + error);
-  // Resolve the parameters here too, so a bad one fails before any node starts.
-  const std::set<std::string> explicit_flags = ExplicitFlags();
-  std::vector<std::pair<std::string, std::string>> params;
-  for (const Param& param : config.param()) params.emplace_back(param.name(), param.value());
+
+  if (verb == "start" && !explicit_flags.count("duration") &&
+      !explicit_flags.count("run_epochs") && !ConfigSets(config, "duration") &&
+      !ConfigSets(config, "run_epochs")) {
+    // A detached cluster runs until `stop`, not for run's default 10 s.
+    gflags::SetCommandLineOption("duration", "0");
+    explicit_flags.insert("duration");
+  }
   NodeParams resolved;
-  error = ResolveFlags(params, explicit_flags, layout.partitions(), &resolved);
-  if (!error.empty()) return Fail(FLAGS_config + ": " + error);
-  error = CheckMachine(config);
-  if (!error.empty()) return Fail(FLAGS_config + ": " + error);
-  if (FLAGS_check_only) {
-    std::printf("%s: %d node(s), %u partition(s), %u replica(s): ok\n", FLAGS_config.c_str(),
-                config.node_size(), layout.partitions(), layout.replicas());
-    return 0;
+  if (launches) {
+    // Resolve the parameters here too, so a bad one fails before any node starts.
+    std::vector<std::pair<std::string, std::string>> params;
+    for (const Param& param : config.param()) params.emplace_back(param.name(), param.value());
+    error = ResolveFlags(params, explicit_flags, layout.partitions(), &resolved);
+    if (!error.empty()) return Fail(FLAGS_config + ": " + error);
   }
 
   LaunchOptions options;
   options.config_path = Absolute(FLAGS_config);
-  options.node_binary = FLAGS_node_binary.empty() ? SelfDirectory() + "/paxflow-node"
-                                                  : FLAGS_node_binary;
+  options.node_binary = Absolute(FLAGS_node_binary.empty() ? SelfDirectory() + "/paxflow-node"
+                                                           : FLAGS_node_binary);
   options.log_dir = FLAGS_logs.empty()
                         ? "logs/" + (config.name().empty() ? std::string("cluster") : config.name())
                         : FLAGS_logs;
   options.duration_s = resolved.engine.run_epochs > 0 ? 0 : resolved.engine.duration_s;
   options.grace_s = FLAGS_grace;
+  options.ssh = FLAGS_ssh;
+  options.start_timeout_s = FLAGS_start_timeout;
+  options.stop_timeout_s = FLAGS_stop_timeout;
+  options.status_timeout_ms = FLAGS_status_timeout_ms;
+  options.log_lines = FLAGS_lines;
+  options.progress_lines = resolved.engine.progress_ms > 0;
   for (const std::string& name : NodeFlagNames()) {
     if (!explicit_flags.count(name)) continue;
     std::string value;
     gflags::GetCommandLineOption(name.c_str(), &value);
     options.node_flags.push_back("--" + name + "=" + value);
   }
-  if (explicit_flags.count("log_dir")) options.node_flags.push_back("--log_dir=" + Absolute(FLAGS_log_dir));
+  if (explicit_flags.count("log_dir")) {
+    options.node_flags.push_back("--log_dir=" + Absolute(FLAGS_log_dir));
+  }
+  // How to reach this cluster again, for the hints printed after start.
+  const std::string again =
+      "--config=" + FLAGS_config + (FLAGS_logs.empty() ? "" : " --logs=" + FLAGS_logs);
+
+  if (!launches) {
+    options.log_dir = Absolute(options.log_dir);
+    int code = 0;
+    if (verb == "stop") {
+      RunSummary combined;
+      bool have_summary = false;
+      code = StopDetached(config, options, &combined, &have_summary, &error);
+      if (have_summary) {
+        WriteSummary(combined, options.log_dir);
+        if (code == 0 && combined.invariant_failures > 0) {
+          return Fail(std::to_string(combined.invariant_failures) + " invariant failure(s)", 3);
+        }
+      }
+    } else if (verb == "status") {
+      code = ShowStatus(config, options, &error);
+    } else {
+      code = ShowLogs(config, options, &error);
+    }
+    if (!error.empty()) return Fail(error, code != 0 ? code : 1);
+    return code;
+  }
+
+  error = verb == "start" ? CheckStartable(config, options) : CheckMachine(config, options.ssh);
+  if (!error.empty()) return Fail(FLAGS_config + ": " + error);
+  if (FLAGS_check_only) {
+    std::printf("%s: %d node(s), %u partition(s), %u replica(s): ok\n", FLAGS_config.c_str(),
+                config.node_size(), layout.partitions(), layout.replicas());
+    return 0;
+  }
   std::string mkdir_command = "mkdir -p '" + options.log_dir + "'";
   if (std::system(mkdir_command.c_str()) != 0) return Fail("cannot create " + options.log_dir);
   options.log_dir = Absolute(options.log_dir);
 
   SignalWatcher signals;
-  std::printf("[cluster] %s: starting %d node(s) (%u partition(s), %u replica(s)), mode %s, "
+  std::printf("[cluster] %s: starting %d node(s)%s (%u partition(s), %u replica(s)), mode %s, "
               "workload %s, logs in %s\n",
-              FLAGS_config.c_str(), config.node_size(), layout.partitions(), layout.replicas(),
-              ModeName(resolved.engine.mode), resolved.workload.workload.c_str(),
-              options.log_dir.c_str());
+              FLAGS_config.c_str(), config.node_size(), verb == "start" ? " detached" : "",
+              layout.partitions(), layout.replicas(), ModeName(resolved.engine.mode),
+              resolved.workload.workload.c_str(), options.log_dir.c_str());
   std::fflush(stdout);
+  if (verb == "start") {
+    const int code =
+        StartDetached(config, options, [&] { return signals.interrupted() ? 1 : 0; }, &error);
+    if (code != 0) return Fail(error, code);
+    std::printf("[cluster] see them: paxflow-cluster status %s (or logs); stop them: "
+                "paxflow-cluster stop %s\n",
+                again.c_str(), again.c_str());
+    return 0;
+  }
   RunSummary combined;
   const int code = RunCluster(config, options, [&] { return signals.interrupted() ? 1 : 0; },
                               &combined, &error);
@@ -108,10 +227,7 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "paxflow-cluster: %s\n", error.c_str());
     return code != 0 ? code : 1;
   }
-  std::fputs(combined.ToText().c_str(), stdout);
-  const std::string json = combined.ToJson();
-  if (!FLAGS_cluster_json.empty()) std::ofstream(FLAGS_cluster_json) << json << "\n";
-  std::ofstream(options.log_dir + "/cluster.json") << json << "\n";
+  WriteSummary(combined, options.log_dir);
   return code;
 }
 
