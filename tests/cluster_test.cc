@@ -174,6 +174,22 @@ TEST(ClusterLifecycleTest, InterruptStopsEveryNodeCleanly) {
   }
 }
 
+// A node whose peers never come can still be stopped: it gives up its
+// start-up wait on SIGTERM and says what it was waiting for.
+TEST(ClusterLifecycleTest, NodeWaitingForPeersStopsOnSigterm) {
+  TempDir dir;
+  ClusterConfig config = MakeConfig("lonely", 3, 1, "tcp");
+  ChildProcess node({BinaryDir() + "/paxflow-node", "--config=" + WriteConfig(dir, config),
+                     "--node_id=0", "--records=3000", "--peer_wait_s=600"});
+  ASSERT_TRUE(node.WaitForOutput("waiting for node 1", 30000)) << node.output();
+  const auto signalled = std::chrono::steady_clock::now();
+  node.Signal(SIGTERM);
+  EXPECT_EQ(node.Wait(30000), 1) << node.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, std::chrono::seconds(5));
+  EXPECT_NE(node.output().find("interrupted while waiting for node 1"), std::string::npos)
+      << node.output();
+}
+
 // Garbage sent to a running node is counted and dropped; the node carries
 // on, and its state is still exactly the serial execution of its input.
 TEST(ClusterRobustnessTest, GarbledMessagesAreDroppedAndTheRunStaysCorrect) {

@@ -13,7 +13,7 @@ Transport::Transport(TransportOptions options) : options_(std::move(options)) {
   }
 }
 
-Transport::~Transport() { Stop(); }
+Transport::~Transport() { Stop(false); }
 
 void Transport::Subscribe(Channel channel, Handler handler) {
   handlers_[static_cast<int>(channel)] = std::move(handler);
@@ -47,12 +47,13 @@ std::string Transport::Start() {
   return "";
 }
 
-void Transport::Stop() {
+void Transport::Stop(bool flush) {
   stop_.store(true);
   if (receiver_.joinable()) receiver_.join();
   for (auto& [id, peer] : peers_) {
     std::lock_guard<std::mutex> lock(peer->mu);
-    peer->socket.reset();  // lingers up to linger_ms to flush
+    if (peer->socket && !flush) peer->socket->set(zmq::sockopt::linger, 0);
+    peer->socket.reset();  // with flush, lingers up to linger_ms
   }
   peers_.clear();
   inbound_.reset();

@@ -52,7 +52,9 @@ class Transport {
   void Subscribe(Channel channel, Handler handler);  // before Start
   // Binds and connects. Empty on success, else what failed (e.g. port in use).
   std::string Start();
-  void Stop();
+  // `flush`: wait up to linger_ms for queued messages to leave (the end of a
+  // run); otherwise drop them (peers that never came, a failed start).
+  void Stop(bool flush = true);
 
   // Thread-safe. A message to self goes straight to the handler.
   void Send(NodeId to, Channel channel, const std::string& payload);

@@ -273,6 +273,7 @@ std::string Node::WaitForPeers() {
   for (int i = 0; i < n; ++i) {
     if (options_.config.node(i).id() == options_.id) heard_from_[i] = true;
   }
+  bool said_waiting = false;
   while (true) {
     lock.unlock();
     for (const NodeConfig& node : options_.config.node()) {
@@ -292,6 +293,13 @@ std::string Node::WaitForPeers() {
                  " (" + NodeEndpoint(options_.config, node) + ")";
     }
     if (missing.empty()) return "";
+    if (!said_waiting) {
+      LOG(INFO) << "node " << options_.id << ": waiting for " << missing;
+      said_waiting = true;
+    }
+    if (options_.interrupted && options_.interrupted()) {
+      return "interrupted while waiting for " + missing;
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       return "no answer within " + std::to_string(options_.params.engine.peer_wait_s) +
              " s from " + missing + "; is it running, and is the address reachable?";
@@ -421,7 +429,9 @@ void Node::Shutdown() {
     reporter_.join();
   }
   if (scheduler_) scheduler_->Stop();
-  if (transport_) transport_->Stop();
+  // Flush what a finished run still has queued for its peers (remote reads
+  // they wait for); after a failed start there is nothing worth waiting for.
+  if (transport_) transport_->Stop(/*flush=*/started_ && !drain_failed_);
   if (end_us_ == 0) end_us_ = NowMicros();
 }
 

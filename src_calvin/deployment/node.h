@@ -40,6 +40,9 @@ struct NodeOptions {
   // Where progress lines and the summary go (default: stdout).
   std::function<void(const std::string&)> print;
   ResultSink* result_tap = nullptr;  // sees every result at this node (tests)
+  // Polled while the node waits for its peers at start-up: true abandons
+  // the start (a signal arrived).
+  std::function<bool()> interrupted;
 };
 
 class Node : public PeerSender, public ResultSink {

@@ -84,6 +84,7 @@ int Main(int argc, char** argv) {
   }
 
   SignalWatcher signals;
+  options.interrupted = [&] { return signals.interrupted(); };
   Node node(options);
   error = node.Start();
   if (!error.empty()) return Fail("node " + std::to_string(options.id) + " cannot start: " + error, 1);
