@@ -156,6 +156,9 @@ TEST_F(ClientClusterTest, EveryBadRequestGetsAnErrorAndTheNodeCarriesOn) {
   client.Send(missing_values);
   expect_error("put without values", BAD_REQUEST, "one value per write_set key");
 
+  client.Send(Client::Digest(uint64_t{1} << 40));
+  expect_error("digest far ahead", BAD_REQUEST, "too far ahead");
+
   // Still serving: a valid audit reads every account and sees the total.
   ClientRequest audit;
   audit.mutable_txn()->set_procedure("bank-audit");

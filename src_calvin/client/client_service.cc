@@ -7,6 +7,9 @@
 #include "common/clock.h"
 
 namespace paxflow {
+namespace {
+constexpr uint64_t kMaxDigestLead = 100000;  // epochs: over 15 minutes at 10 ms
+}  // namespace
 
 ClientService::ClientService(ClientServiceOptions options, const Application* app,
                              StatusProvider status, DigestProvider digest,
@@ -134,6 +137,16 @@ void ClientService::Handle(const std::string& identity, const zmq::message_t& me
       Reply(identity, reply);
       return;
     case ClientRequest::kDigest: {
+      // A digest far in the future would sit in the scheduler for good.
+      const uint64_t now = status_().admitted_epoch();
+      if (request.digest().epoch() > now + kMaxDigestLead) {
+        reply.set_status(BAD_REQUEST);
+        reply.set_error("epoch " + std::to_string(request.digest().epoch()) +
+                        " is too far ahead (the node is at epoch " + std::to_string(now) + ")");
+        rejected_.fetch_add(1, std::memory_order_relaxed);
+        Reply(identity, reply);
+        return;
+      }
       const uint64_t request_id = request.request_id();
       digest_(request.digest().epoch(), [this, identity, request_id](DigestReply digest) {
         ClientReply answer;

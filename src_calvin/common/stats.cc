@@ -26,6 +26,12 @@ uint64_t NodeStats::CommittedAll() const {
   return total;
 }
 
+uint64_t NodeStats::GeneratedDone() const {
+  uint64_t total = 0;
+  for (const auto& slot : slots_) total += slot->generated_done.load(std::memory_order_relaxed);
+  return total;
+}
+
 uint64_t NodeStats::Declined(int kind) const {
   uint64_t total = 0;
   for (const auto& slot : slots_) total += slot->declined[kind].load(std::memory_order_relaxed);

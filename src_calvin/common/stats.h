@@ -23,6 +23,8 @@ struct alignas(64) WorkerStats {
   std::atomic<uint64_t> committed[kTxnKinds] = {};
   std::atomic<uint64_t> declined[kTxnKinds] = {};  // procedure chose not to write
   std::atomic<uint64_t> invariant_failures{0};
+  // Generated (not client) txns finished here: the generator's window.
+  std::atomic<uint64_t> generated_done{0};
   Histogram latency_us[kTxnKinds];
   Histogram visibility_us;  // RO: end of the snapshot's epoch -> run
 
@@ -39,6 +41,7 @@ class NodeStats {
 
   uint64_t Committed(int kind) const;
   uint64_t CommittedAll() const;
+  uint64_t GeneratedDone() const;
   uint64_t Declined(int kind) const;
   uint64_t InvariantFailures() const;
   // Merged histograms: call only once the workers have stopped.

@@ -202,7 +202,7 @@ std::string Node::Start() {
     if (params.engine.generate) {
       generator_ = std::make_unique<GeneratorSource>(
           app_->NewGenerator(partition, partitions, params.engine.seed + options_.id),
-          params.engine.max_inflight, [this] { return stats_->CommittedAll(); });
+          params.engine.max_inflight, [this] { return stats_->GeneratedDone(); });
       sources.push_back(generator_.get());
     }
     SequencerOptions sequencer_options;

@@ -568,6 +568,7 @@ void Scheduler::RunProcedure(TxnWork* work, const ReadValues& reads, WorkerConte
     const int64_t latency = now - txn.submit_time_us();
     stats.latency_us[work->kind].Record(latency > 0 ? static_cast<uint64_t>(latency) : 0);
     WorkerStats::Add(stats.committed[work->kind]);
+    if (txn.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
     if (!outcome.committed) WorkerStats::Add(stats.declined[work->kind]);
     if (work->kind == kKindReadOnly && work->epoch->previous_close_time_us > 0) {
       const int64_t delay = now - work->epoch->previous_close_time_us;
