@@ -117,7 +117,7 @@ class KeyIndex {
   struct SparseNode {
     explicit SparseNode(Key k) : key(k) {}
     Key key;
-    Record record;
+    Record record{};  // value-initialised: records start zeroed, as dense ones do
     SparseNode* next = nullptr;
   };
   struct Generation {

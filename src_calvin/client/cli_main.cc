@@ -268,16 +268,13 @@ int Main(int argc, char** argv) {
     targets.push_back(txn_target);
   } else if (!FLAGS_config.empty()) {
     ClusterConfig config;
-    std::string error = LoadClusterConfig(FLAGS_config, &config);
-    if (!error.empty()) return Fail(error);
     ClusterLayout layout;
-    error = ValidateClusterConfig(config, &layout);
-    if (!error.empty()) return Fail(FLAGS_config + ": " + error);
+    std::string error = LoadValidClusterConfig(FLAGS_config, &config, &layout);
+    if (!error.empty()) return Fail(error);
     bool chosen = false;
     for (const NodeConfig& node : config.node()) {
       if (node.client_port() == 0) continue;
-      Target target{node.id(), node.partition(), node.replica(),
-                    "tcp://" + node.host() + ":" + std::to_string(node.client_port())};
+      Target target{node.id(), node.partition(), node.replica(), ClientEndpoint(node)};
       targets.push_back(target);
       if ((FLAGS_node < 0 && !chosen && node.replica() == 0) ||
           (FLAGS_node >= 0 && node.id() == static_cast<uint32_t>(FLAGS_node))) {
@@ -290,7 +287,7 @@ int Main(int argc, char** argv) {
   } else {
     return Fail("give --config=FILE or --address=tcp://HOST:PORT");
   }
-  if (command == "status") return Status(FLAGS_address.empty() ? targets : targets);
+  if (command == "status") return Status(targets);
   if (command == "digest") return Digest(targets);
 
   ClientRequest request;

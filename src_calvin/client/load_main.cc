@@ -183,15 +183,11 @@ int Main(int argc, char** argv) {
   if (FLAGS_rate < 0) return Fail("--rate must be >= 0");
   if (!(FLAGS_duration > 0)) return Fail("--duration must be positive");
   ClusterConfig config;
-  std::string error = LoadClusterConfig(FLAGS_config, &config);
-  if (!error.empty()) return Fail(error);
   ClusterLayout layout;
-  error = ValidateClusterConfig(config, &layout);
-  if (!error.empty()) return Fail(FLAGS_config + ": " + error);
-  std::vector<std::pair<std::string, std::string>> params;
-  for (const Param& param : config.param()) params.emplace_back(param.name(), param.value());
+  std::string error = LoadValidClusterConfig(FLAGS_config, &config, &layout);
+  if (!error.empty()) return Fail(error);
   NodeParams resolved;
-  error = ResolveFlags(params, ExplicitFlags(), layout.partitions(), &resolved);
+  error = ResolveFlags(ConfigParams(config), ExplicitFlags(), layout.partitions(), &resolved);
   if (!error.empty()) return Fail(error);
   std::unique_ptr<Application> app = MakeApplication(resolved.workload);
 
@@ -213,8 +209,7 @@ int Main(int argc, char** argv) {
     stats.push_back(std::make_unique<ClientStats>());
     clients.push_back(std::make_unique<LoadClient>(
         app.get(), resolved.workload, node->partition(), layout.partitions(),
-        resolved.engine.seed * 7919 + i, "tcp://" + node->host() + ":" + std::to_string(node->client_port()),
-        stats.back().get()));
+        resolved.engine.seed * 7919 + i, ClientEndpoint(*node), stats.back().get()));
     error = clients.back()->Connect();
     if (!error.empty()) return Fail(error, 1);
   }

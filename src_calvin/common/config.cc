@@ -80,6 +80,21 @@ std::string LoadClusterConfig(const std::string& path, ClusterConfig* config) {
   return ParseClusterConfig(text.str(), path, config);
 }
 
+std::string LoadValidClusterConfig(const std::string& path, ClusterConfig* config,
+                                   ClusterLayout* layout) {
+  std::string error = LoadClusterConfig(path, config);
+  if (!error.empty()) return error;
+  error = ValidateClusterConfig(*config, layout);
+  if (!error.empty()) return path + ": " + error;
+  return "";
+}
+
+std::vector<std::pair<std::string, std::string>> ConfigParams(const ClusterConfig& config) {
+  std::vector<std::pair<std::string, std::string>> params;
+  for (const Param& param : config.param()) params.emplace_back(param.name(), param.value());
+  return params;
+}
+
 bool IsLocalHost(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1";
 }
@@ -95,6 +110,10 @@ std::string NodeEndpoint(const ClusterConfig& config, const NodeConfig& node) {
     return "inproc://paxflow-" + config.name() + "-" + std::to_string(node.id());
   }
   return "tcp://" + node.host() + ":" + std::to_string(node.port());
+}
+
+std::string ClientEndpoint(const NodeConfig& node) {
+  return "tcp://" + node.host() + ":" + std::to_string(node.client_port());
 }
 
 std::string ValidateClusterConfig(const ClusterConfig& config, ClusterLayout* layout) {

@@ -1,7 +1,10 @@
 // Deployment configs: loading (protobuf text format) and validation.
 // Every error names the file, the node or the field at fault.
+// Owns: no state (a ClusterLayout is a plain value). Threads: any; every
+// function here is stateless.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/types.h"
@@ -38,9 +41,18 @@ std::string ParseClusterConfig(const std::string& text, const std::string& sourc
 // Checks the node list: ids, partitions and replicas, hosts and ports, and
 // that nodes in network namespaces have addresses of their own.
 std::string ValidateClusterConfig(const ClusterConfig& config, ClusterLayout* layout);
+// What every binary does with its --config: LoadClusterConfig, then
+// ValidateClusterConfig. Empty on success; else the error, which names
+// `path` (ValidateClusterConfig's is prefixed "path: ").
+std::string LoadValidClusterConfig(const std::string& path, ClusterConfig* config,
+                                   ClusterLayout* layout);
+// The config's params as name/value pairs, in their order (for ResolveFlags).
+std::vector<std::pair<std::string, std::string>> ConfigParams(const ClusterConfig& config);
 
 // The zmq endpoint node `node` binds (and peers connect to).
 std::string NodeEndpoint(const ClusterConfig& config, const NodeConfig& node);
+// The zmq endpoint of node `node`'s client port: tcp://host:client_port.
+std::string ClientEndpoint(const NodeConfig& node);
 bool IsLocalHost(const std::string& host);
 
 }  // namespace paxflow

@@ -3,8 +3,6 @@
 // visibility delay, paxflow/calvin ratio); writes CSV and JSON results and
 // PNG plots (report_plots.h). --replot=DIR re-renders a finished comparison.
 #include <gflags/gflags.h>
-#include <limits.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +15,7 @@
 
 #include "common/config.h"
 #include "common/json.h"
+#include "common/paths.h"
 #include "deployment/flags.h"
 #include "deployment/launcher.h"
 #include "deployment/report_plots.h"
@@ -76,20 +75,6 @@ std::string ParseSpec(const std::string& text, RunSpec* spec) {
     spec->flags.push_back("--" + parts[i]);
   }
   return "";
-}
-
-std::string Absolute(const std::string& path) {
-  char resolved[PATH_MAX];
-  return realpath(path.c_str(), resolved) ? resolved : path;
-}
-
-std::string SelfDirectory() {
-  char path[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) return ".";
-  path[n] = '\0';
-  std::string self(path);
-  return self.substr(0, self.rfind('/'));
 }
 
 std::string Ms(uint64_t micros, bool present) {
@@ -226,7 +211,7 @@ int Replot(const std::set<std::string>& explicit_flags) {
   std::string error = LoadCompareJson(FLAGS_replot + "/compare.json", &rows);
   if (!error.empty()) return Fail(error);
   const std::string dir = FLAGS_results.empty() ? FLAGS_replot : FLAGS_results;
-  if (std::system(("mkdir -p '" + dir + "'").c_str()) != 0) return Fail("cannot create " + dir);
+  if (!MakeDirectories(dir)) return Fail("cannot create " + dir);
   std::printf("%s", Table(rows).c_str());
   return Plot(rows, dir) ? 0 : 1;
 }
@@ -243,11 +228,9 @@ int Main(int argc, char** argv) {
   if (!FLAGS_replot.empty()) return Replot(explicit_flags);
   if (FLAGS_config.empty()) return Fail("--config is required; see --help");
   ClusterConfig config;
-  std::string error = LoadClusterConfig(FLAGS_config, &config);
-  if (!error.empty()) return Fail(error);
   ClusterLayout layout;
-  error = ValidateClusterConfig(config, &layout);
-  if (!error.empty()) return Fail(FLAGS_config + ": " + error);
+  std::string error = LoadValidClusterConfig(FLAGS_config, &config, &layout);
+  if (!error.empty()) return Fail(error);
   if (explicit_flags.count("workload") || explicit_flags.count("mode")) {
     return Fail("use --runs and --modes (not --workload/--mode) to choose what to compare");
   }
@@ -265,19 +248,9 @@ int Main(int argc, char** argv) {
   }
   if (specs.empty() || modes.empty()) return Fail("nothing to run (--runs / --modes are empty)");
 
-  std::vector<std::string> common_flags;
-  for (const std::string& name : NodeFlagNames()) {
-    if (!explicit_flags.count(name)) continue;
-    std::string value;
-    gflags::GetCommandLineOption(name.c_str(), &value);
-    common_flags.push_back("--" + name + "=" + value);
-  }
+  const std::vector<std::string> common_flags = ForwardedNodeFlags(explicit_flags);
   const std::string results = FLAGS_results.empty() ? DefaultResultsDir() : FLAGS_results;
-  if (std::system(("mkdir -p '" + results + "'").c_str()) != 0) {
-    return Fail("cannot create " + results);
-  }
-  std::vector<std::pair<std::string, std::string>> params;
-  for (const Param& param : config.param()) params.emplace_back(param.name(), param.value());
+  if (!MakeDirectories(results)) return Fail("cannot create " + results);
 
   SignalWatcher signals;
   std::vector<BenchRow> rows;
@@ -301,9 +274,7 @@ int Main(int argc, char** argv) {
         if (c == ':' || c == '=' || c == '/') c = '_';
       }
       options.log_dir = Absolute(results) + "/" + label + "-" + mode;
-      if (std::system(("mkdir -p '" + options.log_dir + "'").c_str()) != 0) {
-        return Fail("cannot create " + options.log_dir);
-      }
+      if (!MakeDirectories(options.log_dir)) return Fail("cannot create " + options.log_dir);
       options.node_flags = run_flags;
       options.duration_s = FLAGS_run_epochs > 0 ? 0 : FLAGS_duration;
       options.echo = !FLAGS_quiet;

@@ -4,14 +4,13 @@
 // a detached cluster that outlives the launcher. Node flags given to run
 // or start are forwarded to every node.
 #include <gflags/gflags.h>
-#include <limits.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 
 #include "common/config.h"
+#include "common/paths.h"
+#include "deployment/detached_cluster.h"
 #include "deployment/flags.h"
 #include "deployment/launcher.h"
 #include "deployment/signals.h"
@@ -67,20 +66,6 @@ int Fail(const std::string& message, int code = 2) {
   return code;
 }
 
-std::string Absolute(const std::string& path) {
-  char resolved[PATH_MAX];
-  return realpath(path.c_str(), resolved) ? resolved : path;
-}
-
-std::string SelfDirectory() {
-  char path[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) return ".";
-  path[n] = '\0';
-  std::string self(path);
-  return self.substr(0, self.rfind('/'));
-}
-
 bool ConfigSets(const ClusterConfig& config, const std::string& name) {
   for (const Param& param : config.param()) {
     if (param.name() == name) return true;
@@ -121,11 +106,9 @@ int Main(int argc, char** argv) {
   if (FLAGS_lines < 0) return Fail("--lines must be >= 0");
 
   ClusterConfig config;
-  std::string error = LoadClusterConfig(FLAGS_config, &config);
-  if (!error.empty()) return Fail(error);
   ClusterLayout layout;
-  error = ValidateClusterConfig(config, &layout);
-  if (!error.empty()) return Fail(FLAGS_config + ": " + error);
+  std::string error = LoadValidClusterConfig(FLAGS_config, &config, &layout);
+  if (!error.empty()) return Fail(error);
 
   if (verb == "start" && !explicit_flags.count("duration") &&
       !explicit_flags.count("run_epochs") && !ConfigSets(config, "duration") &&
@@ -137,9 +120,7 @@ int Main(int argc, char** argv) {
   NodeParams resolved;
   if (launches) {
     // Resolve the parameters here too, so a bad one fails before any node starts.
-    std::vector<std::pair<std::string, std::string>> params;
-    for (const Param& param : config.param()) params.emplace_back(param.name(), param.value());
-    error = ResolveFlags(params, explicit_flags, layout.partitions(), &resolved);
+    error = ResolveFlags(ConfigParams(config), explicit_flags, layout.partitions(), &resolved);
     if (!error.empty()) return Fail(FLAGS_config + ": " + error);
   }
 
@@ -158,12 +139,7 @@ int Main(int argc, char** argv) {
   options.status_timeout_ms = FLAGS_status_timeout_ms;
   options.log_lines = FLAGS_lines;
   options.progress_lines = resolved.engine.progress_ms > 0;
-  for (const std::string& name : NodeFlagNames()) {
-    if (!explicit_flags.count(name)) continue;
-    std::string value;
-    gflags::GetCommandLineOption(name.c_str(), &value);
-    options.node_flags.push_back("--" + name + "=" + value);
-  }
+  options.node_flags = ForwardedNodeFlags(explicit_flags);
   if (explicit_flags.count("log_dir")) {
     options.node_flags.push_back("--log_dir=" + Absolute(FLAGS_log_dir));
   }
@@ -200,8 +176,7 @@ int Main(int argc, char** argv) {
                 config.node_size(), layout.partitions(), layout.replicas());
     return 0;
   }
-  std::string mkdir_command = "mkdir -p '" + options.log_dir + "'";
-  if (std::system(mkdir_command.c_str()) != 0) return Fail("cannot create " + options.log_dir);
+  if (!MakeDirectories(options.log_dir)) return Fail("cannot create " + options.log_dir);
   options.log_dir = Absolute(options.log_dir);
 
   SignalWatcher signals;

@@ -1,19 +1,19 @@
-// paxflow-cluster's logic: checks a config against the machine (ports
-// free, hosts reachable, namespaces present) and starts one paxflow-node
-// per node: a local process for loopback hosts, `ip netns exec` for nodes
-// with a netns, over ssh otherwise. Two ways to run them:
-//  - attached (RunCluster, Launcher): relays their output, stops them on
-//    request and combines their summaries;
-//  - detached (StartDetached, StopDetached, ShowStatus, ShowLogs): nodes
-//    run in their own sessions, independent of the launcher; a state file
-//    in the log directory tells the later verbs which processes they are.
+// paxflow-cluster's attached mode (`run`, and every paxflow-bench run), and
+// what the detached verbs share with it: checks a config against the
+// machine (ports free, hosts reachable, namespaces present) and starts one
+// paxflow-node per node: a local process for loopback hosts, `ip netns
+// exec` for nodes with a netns, over ssh otherwise. RunCluster and Launcher
+// relay their output, stop them on request and combine their summaries.
+// The detached verbs (start, stop, status, logs) are in detached_cluster.h.
 //
-// Owns: the node processes it started (attached mode). Threads: the caller's only.
+// Owns: the node processes it started, their output pipes and log files
+// (Launcher). Threads: the caller's only.
 #pragma once
 #include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +39,10 @@ struct LaunchOptions {
   int log_lines = 20;            // logs: lines per node
   bool progress_lines = true;    // nodes print progress lines (--progress_ms > 0)
 };
+
+// The node flags (NodeFlagNames) among `explicit_flags`, as "--name=value"
+// with their current values: what a launcher forwards to every node.
+std::vector<std::string> ForwardedNodeFlags(const std::set<std::string>& explicit_flags);
 
 // How a node is started: where its process runs decides how it is
 // signalled, probed and how its log is read.
@@ -90,64 +94,5 @@ class Launcher {
   LaunchOptions options_;
   std::vector<Child> children_;
 };
-
-// --- Detached mode ---------------------------------------------------------
-
-// One node `start` launched: enough to find, signal and read it later
-// without the launcher that started it.
-struct NodeRecord {
-  NodeId id = 0;
-  pid_t pid = -1;  // on `host` for ssh nodes, else on this machine
-  LaunchKind kind = LaunchKind::kLocal;
-  std::string host, netns;
-  std::string log;  // its stdout+stderr (on `host` for ssh nodes)
-};
-
-struct ClusterState {
-  std::string config_path, log_dir, ssh, node_binary;
-  int64_t started_unix = 0;
-  std::vector<NodeRecord> nodes;
-};
-
-// <log_dir>/cluster.state: written by start, read by stop and status,
-// removed by stop.
-std::string StatePath(const std::string& log_dir);
-std::string WriteClusterState(const std::string& path, const ClusterState& state);
-// Empty on success; else names the file and what is wrong with it.
-std::string ReadClusterState(const std::string& path, ClusterState* state);
-
-// What became of a recorded node's process.
-enum class Liveness {
-  kRunning,  // the pid runs paxflow-node with this node's id and config
-  kGone,     // no such process (or only a zombie)
-  kOther,    // the pid now belongs to another program: a stale record
-  kUnknown,  // could not ask (ssh failed)
-};
-struct Probe {
-  Liveness liveness = Liveness::kUnknown;
-  std::string detail;  // for people: "pid 123 is not running", ...
-};
-Probe ProbeNode(const ClusterState& state, const NodeRecord& node);
-
-// Empty if a start may proceed: no state file naming a running node, and
-// CheckMachine passes.
-std::string CheckStartable(const ClusterConfig& config, const LaunchOptions& options);
-
-// The verbs. Each prints its progress on stdout and returns the exit status
-// for paxflow-cluster (0 ok, 1 a node failed or is down, 2 bad input, 3 an
-// invariant failed); `error` says what went wrong.
-// start: launches every node detached, records them, and returns once all
-// are up, or stops them again and fails with the failing node's last lines.
-int StartDetached(const ClusterConfig& config, const LaunchOptions& options,
-                  const std::function<int()>& interrupts, std::string* error);
-// stop: SIGTERM to every recorded node, SIGKILL after stop_timeout_s;
-// combines their summaries and removes the state file.
-// `have_summary` says whether `combined` holds every node's summary.
-int StopDetached(const ClusterConfig& config, const LaunchOptions& options,
-                 RunSummary* combined, bool* have_summary, std::string* error);
-// status: each node's process and client-port status.
-int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::string* error);
-// logs: the last log_lines lines of each node's log.
-int ShowLogs(const ClusterConfig& config, const LaunchOptions& options, std::string* error);
 
 }  // namespace paxflow

@@ -8,22 +8,10 @@
 
 #include "backend/single_version_store.h"
 #include "common/clock.h"
+#include "common/paths.h"
 
 namespace paxflow {
 namespace {
-
-std::string MakeDirs(const std::string& path) {
-  std::string partial;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      if (!partial.empty() && mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-        return "cannot create directory " + partial + ": " + std::strerror(errno);
-      }
-    }
-    if (i < path.size()) partial.push_back(path[i]);
-  }
-  return "";
-}
 
 // How long after the last node was ready the epoch clocks start.
 constexpr int64_t kStartMarginMs = 50;
@@ -106,8 +94,10 @@ std::string Node::Start() {
                                            stats_.get(), this);
 
   if (!params.engine.log_dir.empty()) {
-    error = MakeDirs(params.engine.log_dir);
-    if (!error.empty()) return error;
+    if (!MakeDirectories(params.engine.log_dir)) {
+      return "cannot create the input log directory " + params.engine.log_dir + ": " +
+             std::strerror(errno);
+    }
     LogHeader header;
     header.set_node_id(options_.id);
     header.set_partition(partition);
@@ -175,8 +165,7 @@ std::string Node::Start() {
   if (!error.empty()) return error;
   if (self_->client_port() != 0) {
     ClientServiceOptions client_options;
-    client_options.endpoint =
-        "tcp://" + self_->host() + ":" + std::to_string(self_->client_port());
+    client_options.endpoint = ClientEndpoint(*self_);
     client_options.node = options_.id;
     client_options.sequences = self_->replica() == 0;
     const NodeConfig* leader = layout_.Node(layout_.NodeOf(0, partition));

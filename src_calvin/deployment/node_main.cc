@@ -69,14 +69,11 @@ int Main(int argc, char** argv) {
   if (FLAGS_config.empty()) return Fail("--config is required (or --replay=DIR); see --help");
 
   NodeOptions options;
-  std::string error = LoadClusterConfig(FLAGS_config, &options.config);
-  if (!error.empty()) return Fail(error);
   ClusterLayout layout;
-  error = ValidateClusterConfig(options.config, &layout);
-  if (!error.empty()) return Fail(FLAGS_config + ": " + error);
-  std::vector<std::pair<std::string, std::string>> params;
-  for (const Param& param : options.config.param()) params.emplace_back(param.name(), param.value());
-  error = ResolveFlags(params, explicit_flags, layout.partitions(), &options.params);
+  std::string error = LoadValidClusterConfig(FLAGS_config, &options.config, &layout);
+  if (!error.empty()) return Fail(error);
+  error = ResolveFlags(ConfigParams(options.config), explicit_flags, layout.partitions(),
+                       &options.params);
   if (!error.empty()) return Fail(FLAGS_config + ": " + error);
   options.id = FLAGS_node_id;
   if (!layout.Node(options.id)) {

@@ -1,0 +1,744 @@
+#include "deployment/detached_cluster.h"
+
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "client/client.h"
+#include "client/request.h"
+#include "common/json.h"
+#include "deployment/launch_helpers.h"
+
+namespace paxflow {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The last `lines` lines of node `record`'s log, wherever it runs; on
+// failure, what went wrong.
+bool NodeLogTail(const ClusterState& state, const NodeRecord& record, int lines,
+                 std::string* text) {
+  if (record.kind != LaunchKind::kSsh) {
+    if (TailFile(record.log, lines, text)) return true;
+    *text = "cannot read " + record.log + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string err;
+  const int rc = RunCommand(SshArgs(state.ssh, record.host,
+                                    "tail -n " + std::to_string(lines) + " " +
+                                        ShellQuote(record.log)),
+                            text, &err);
+  if (rc == 0) return true;
+  *text = "cannot read " + record.log + " on " + record.host + " (exit " + std::to_string(rc) +
+          "): " + Trim(err);
+  return false;
+}
+
+// Lines of a node's log for a message, indented under it.
+std::string Indented(const std::string& text) {
+  std::string out;
+  std::stringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) out += "    " + line + "\n";
+  return out.empty() ? "    (nothing)\n" : out;
+}
+
+// Local process `pid`: is it node `id` of `config_path`, run by `binary`
+// (or a paxflow-node)? Reads /proc, so a pid that the system gave to
+// another program since is not mistaken for the node.
+Probe ProbeLocal(pid_t pid, NodeId id, const std::string& config_path,
+                 const std::string& binary) {
+  const std::string who = "pid " + std::to_string(pid);
+  if (pid <= 0) return {Liveness::kGone, who + " is not a process id"};
+  if (kill(pid, 0) != 0 && errno == ESRCH) return {Liveness::kGone, who + " is not running"};
+  const std::string proc = "/proc/" + std::to_string(pid);
+  const std::string stat = ReadWholeFile(proc + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (stat.empty() || paren == std::string::npos || paren + 2 >= stat.size()) {
+    return {Liveness::kGone, who + " is not running"};
+  }
+  const char state = stat[paren + 2];
+  if (state == 'Z' || state == 'X') return {Liveness::kGone, who + " has exited"};
+  const std::string cmdline = ReadWholeFile(proc + "/cmdline");
+  std::vector<std::string> args;
+  std::stringstream parts(cmdline);
+  std::string arg;
+  while (std::getline(parts, arg, '\0')) args.push_back(arg);
+  if (args.empty()) return {Liveness::kGone, who + " has exited"};
+  const bool same_binary = args[0] == binary || args[0].find("paxflow-node") != std::string::npos;
+  const bool same_id =
+      std::find(args.begin(), args.end(), "--node_id=" + std::to_string(id)) != args.end();
+  const bool same_config =
+      std::find(args.begin(), args.end(), "--config=" + config_path) != args.end();
+  if (same_binary && same_id && same_config) return {Liveness::kRunning, who + " runs the node"};
+  std::string shown;
+  for (const std::string& part : args) shown += (shown.empty() ? "" : " ") + part;
+  if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+  return {Liveness::kOther, who + " now runs another program (" + shown +
+                                "): the node exited and its pid was reused (stale record)"};
+}
+
+// The same question asked on a remote host, in one ssh round trip.
+Probe ProbeRemote(const std::string& ssh, const std::string& host, pid_t pid, NodeId id,
+                  const std::string& config_path) {
+  const std::string p = std::to_string(pid);
+  const std::string script =
+      "if ! kill -0 " + p + " 2>/dev/null; then echo gone; else "
+      "c=$(tr '\\0' '\\n' < /proc/" + p + "/cmdline 2>/dev/null); "
+      "if [ -z \"$c\" ]; then echo gone; "
+      "elif printf '%s\\n' \"$c\" | grep -qxF -e " +
+      ShellQuote("--node_id=" + std::to_string(id)) +
+      " && printf '%s\\n' \"$c\" | grep -qxF -e " + ShellQuote("--config=" + config_path) +
+      "; then echo running; else echo other; fi; fi";
+  std::string out, err;
+  const int rc = RunCommand(SshArgs(ssh, host, script), &out, &err);
+  // The script's word is the last line: a login banner may come first.
+  const std::string trimmed = Trim(out);
+  const size_t newline = trimmed.rfind('\n');
+  const std::string answer = newline == std::string::npos ? trimmed : trimmed.substr(newline + 1);
+  const std::string who = "pid " + p + " on " + host;
+  if (rc == 0 && answer == "running") return {Liveness::kRunning, who + " runs the node"};
+  if (rc == 0 && answer == "gone") return {Liveness::kGone, who + " is not running"};
+  if (rc == 0 && answer == "other") {
+    return {Liveness::kOther,
+            who + " now runs another program: the node exited and its pid was reused (stale "
+                  "record)"};
+  }
+  return {Liveness::kUnknown, "cannot ask " + host + " over ssh (exit " + std::to_string(rc) +
+                                  "): " + Trim(err + out)};
+}
+
+// Sends `signal` to a recorded node if, and only if, it still is that node.
+// Empty on success, else why not. Locally a pidfd pins the process between
+// the check and the signal, so a pid reused in between is never signalled.
+std::string SignalNode(const ClusterState& state, const NodeRecord& record, int signal) {
+  if (record.kind == LaunchKind::kSsh) {
+    std::string out;
+    const int rc = RemotePkill(state.ssh, record.host, state.node_binary, state.config_path,
+                               record.id, signal, &out);
+    if (rc == 0) return "";
+    if (rc == 1) return "no process on " + record.host + " matches node " +
+                        std::to_string(record.id) + " (exited already?)";
+    return "pkill on " + record.host + " failed (exit " + std::to_string(rc) + "): " + Trim(out);
+  }
+  int pidfd = -1;
+#ifdef SYS_pidfd_open
+  pidfd = static_cast<int>(syscall(SYS_pidfd_open, record.pid, 0));
+#endif
+  const Probe probe = ProbeLocal(record.pid, record.id, state.config_path, state.node_binary);
+  int rc = 0;
+  if (probe.liveness == Liveness::kRunning) {
+#ifdef SYS_pidfd_send_signal
+    if (pidfd >= 0) {
+      rc = static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0));
+    } else {
+      rc = kill(record.pid, signal);
+    }
+#else
+    rc = kill(record.pid, signal);
+#endif
+  }
+  const int saved = errno;
+  if (pidfd >= 0) close(pidfd);
+  if (probe.liveness != Liveness::kRunning) return "not signalled: " + probe.detail;
+  if (rc != 0) return "cannot signal pid " + std::to_string(record.pid) + ": " +
+                      std::strerror(saved);
+  return "";
+}
+
+std::string Seconds(Clock::duration elapsed) {
+  char buffer[32];
+  snprintf(buffer, sizeof(buffer), "%.1f s", std::chrono::duration<double>(elapsed).count());
+  return buffer;
+}
+
+// Stops the recorded nodes that still run: SIGTERM (they drain and write
+// their summaries), up to `timeout_s` for them to exit, then SIGKILL. Says
+// what happens on stdout. Returns the nodes that had to be killed, and
+// those whose fate is unknown (ssh failed) in `unknown`. `own_children`:
+// the local nodes are this launcher's unreaped children (a failed start),
+// whose pids cannot have been reused, so whatever runs there is signalled
+// and waited for as such.
+std::vector<NodeId> TerminateNodes(const ClusterState& state, double timeout_s,
+                                   bool own_children, std::vector<NodeId>* unknown) {
+  const auto start = Clock::now();
+  auto probe_node = [&](const NodeRecord& record) {
+    if (!own_children || record.kind == LaunchKind::kSsh) return ProbeNode(state, record);
+    const std::string who = "pid " + std::to_string(record.pid);
+    return waitpid(record.pid, nullptr, WNOHANG) == 0
+               ? Probe{Liveness::kRunning, who + " runs"}
+               : Probe{Liveness::kGone, who + " has exited"};
+  };
+  auto signal_node = [&](const NodeRecord& record, int signal) -> std::string {
+    if (!own_children || record.kind == LaunchKind::kSsh) {
+      return SignalNode(state, record, signal);
+    }
+    return kill(record.pid, signal) == 0 ? "" : std::string("kill: ") + std::strerror(errno);
+  };
+  std::vector<const NodeRecord*> waiting;
+  for (const NodeRecord& record : state.nodes) {
+    const Probe probe = probe_node(record);
+    if (probe.liveness == Liveness::kRunning) {
+      const std::string problem = signal_node(record, SIGTERM);
+      if (!problem.empty()) printf("[cluster] node %u: %s\n", record.id, problem.c_str());
+      waiting.push_back(&record);
+    } else if (probe.liveness == Liveness::kGone) {
+      printf("[cluster] node %u had exited already (%s)\n", record.id, probe.detail.c_str());
+    } else if (probe.liveness == Liveness::kOther) {
+      printf("[cluster] node %u: %s; left alone\n", record.id, probe.detail.c_str());
+    } else {
+      printf("[cluster] node %u: %s\n", record.id, probe.detail.c_str());
+      unknown->push_back(record.id);
+    }
+  }
+  fflush(stdout);
+  std::vector<NodeId> killed;
+  auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(timeout_s));
+  bool kill_sent = false;
+  auto last_remote = Clock::time_point();
+  while (!waiting.empty()) {
+    // Polled: these are not (all) our children, so nothing can be waited on.
+    const bool remote_round = Clock::now() - last_remote >= std::chrono::milliseconds(500);
+    if (remote_round) last_remote = Clock::now();
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      const NodeRecord& record = **it;
+      if (record.kind == LaunchKind::kSsh && !remote_round) {
+        ++it;
+        continue;
+      }
+      const Probe probe = probe_node(record);
+      if (probe.liveness == Liveness::kGone || probe.liveness == Liveness::kOther) {
+        printf("[cluster] node %u exited (after %s)\n", record.id,
+               Seconds(Clock::now() - start).c_str());
+        fflush(stdout);
+        it = waiting.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (waiting.empty()) break;
+    if (Clock::now() > deadline) {
+      if (kill_sent) {
+        for (const NodeRecord* record : waiting) {
+          printf("[cluster] node %u still runs after SIGKILL\n", record->id);
+          unknown->push_back(record->id);
+        }
+        break;
+      }
+      for (const NodeRecord* record : waiting) {
+        printf("[cluster] node %u still runs %.0f s after SIGTERM; killing it\n", record->id,
+               timeout_s);
+        const std::string problem = signal_node(*record, SIGKILL);
+        if (!problem.empty()) printf("[cluster] node %u: %s\n", record->id, problem.c_str());
+        killed.push_back(record->id);
+      }
+      fflush(stdout);
+      kill_sent = true;
+      deadline = Clock::now() + std::chrono::seconds(10);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return killed;
+}
+
+// Starts node `node` on `host` over ssh, detached there too, and returns
+// its pid on that host. The remote shell prints the pid of the `sh` that
+// then execs the node (so it is the node's), and redirects everything else
+// to the log so that ssh returns at once.
+pid_t SpawnRemote(const NodeConfig& node, const LaunchOptions& options, const std::string& log,
+                  std::string* error) {
+  std::string command = "mkdir -p " + ShellQuote(options.log_dir) + " && rm -f " +
+                        ShellQuote(NodeSummaryPath(options.log_dir, node.id())) +
+                        " && setsid sh -c 'echo $$ >&3; exec \"$0\" \"$@\" 3>&-'";
+  for (const std::string& arg : NodeArgs(node, options)) command += " " + ShellQuote(arg);
+  command += " 3>&1 >" + ShellQuote(log) + " 2>&1 </dev/null &";
+  std::string out, err;
+  const int rc = RunCommand(SshArgs(options.ssh, node.host(), command), &out, &err);
+  const std::string pid_text = Trim(out);
+  if (rc != 0 || pid_text.empty() ||
+      pid_text.find_first_not_of("0123456789") != std::string::npos) {
+    *error = "cannot start it on " + node.host() + " over ssh (exit " + std::to_string(rc) +
+             "): " + Trim(err + out);
+    return -1;
+  }
+  return static_cast<pid_t>(std::stol(pid_text));
+}
+
+// True if the node's log shows a progress line: it has started its run.
+bool LogShowsProgress(const std::string& log, NodeId id) {
+  const std::string prefix = "[node " + std::to_string(id) + "] ";
+  return log.rfind(prefix, 0) == 0 || log.find("\n" + prefix) != std::string::npos;
+}
+
+const NodeConfig* FindNode(const ClusterConfig& config, NodeId id) {
+  for (const NodeConfig& node : config.node()) {
+    if (node.id() == id) return &node;
+  }
+  return nullptr;
+}
+
+// What start records about `node`, but for its pid; also where the logs
+// command looks for a node's log without a state file.
+NodeRecord RecordOf(const NodeConfig& node, const LaunchOptions& options) {
+  NodeRecord record;
+  record.id = node.id();
+  record.kind = KindOf(node);
+  record.host = node.host();
+  record.netns = node.netns();
+  record.log = NodeLogPath(options.log_dir, node.id());
+  return record;
+}
+
+// Reads the state file that `options` point at; an error names the file
+// and what to do.
+std::string LoadState(const LaunchOptions& options, ClusterState* state) {
+  const std::string path = StatePath(options.log_dir);
+  if (access(path.c_str(), F_OK) != 0) {
+    return "no cluster state " + path + ": no cluster started with `paxflow-cluster start` "
+           "for this config and --logs is running (stopped already?)";
+  }
+  std::string error = ReadClusterState(path, state);
+  if (!error.empty()) return error;
+  if (state->config_path != options.config_path) {
+    return path + " belongs to a cluster started with --config=" + state->config_path +
+           ", not " + options.config_path;
+  }
+  return "";
+}
+
+std::string NodeList(const std::vector<NodeId>& ids) {
+  std::string list;
+  for (NodeId id : ids) list += (list.empty() ? "" : ", ") + std::to_string(id);
+  return list;
+}
+
+// Waits until every recorded node is up: its client port reports admitted
+// epochs (it found its peers and runs), or, without a client port, its log
+// shows a progress line. Returns 0, or 1 with `error` naming the node that
+// died or is late, with its last log lines.
+int WaitUntilUp(const ClusterConfig& config, const ClusterState& state,
+                const LaunchOptions& options, const std::function<int()>& interrupts,
+                std::string* error) {
+  struct Watch {
+    const NodeRecord* record;
+    std::unique_ptr<Client> client;
+    bool up = false;
+  };
+  zmq::context_t context(1);
+  std::vector<Watch> watches;
+  for (const NodeRecord& record : state.nodes) {
+    Watch watch{&record, nullptr};
+    const NodeConfig* node = FindNode(config, record.id);
+    if (node && node->client_port() != 0) {
+      watch.client = std::make_unique<Client>(&context);
+      watch.client->Connect(ClientEndpoint(*node));
+    }
+    watches.push_back(std::move(watch));
+  }
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(options.start_timeout_s));
+  auto last_remote = Clock::time_point();
+  while (true) {
+    // ssh round trips are slow: remote processes are looked at once a second.
+    const bool remote_round = Clock::now() - last_remote >= std::chrono::seconds(1);
+    if (remote_round) last_remote = Clock::now();
+    const auto round_start = Clock::now();
+    bool all_up = true;
+    for (Watch& watch : watches) {
+      if (watch.up) continue;
+      const NodeRecord& record = *watch.record;
+      const bool remote = record.kind == LaunchKind::kSsh;
+      std::string died;
+      if (!remote) {
+        int status = 0;
+        if (waitpid(record.pid, &status, WNOHANG) == record.pid) {
+          died = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                   : "died of signal " + std::to_string(WTERMSIG(status));
+        }
+      } else if (remote_round) {
+        const Probe probe = ProbeNode(state, record);
+        if (probe.liveness == Liveness::kGone || probe.liveness == Liveness::kOther) {
+          died = "is not running any more (" + probe.detail + ")";
+        }
+      }
+      if (!died.empty()) {
+        std::string tail;
+        NodeLogTail(state, record, 20, &tail);
+        *error = "node " + std::to_string(record.id) + " " + died + " before it was up; the " +
+                 "end of " + record.log + ":\n" + Indented(tail);
+        return 1;
+      }
+      if (watch.client) {
+        ClientReply reply;
+        watch.up = watch.client->Call(Client::Status(), &reply, 200).empty() &&
+                   reply.status() == OK && reply.node_status().admitted_epoch() > 0;
+      }
+      if (!watch.up && (!remote || remote_round)) {
+        std::string tail;
+        if (!remote) {
+          watch.up = LogShowsProgress(ReadWholeFile(record.log), record.id);
+        } else if (NodeLogTail(state, record, 50, &tail)) {
+          watch.up = LogShowsProgress(tail, record.id);
+        }
+      }
+      if (watch.up) {
+        printf("[cluster] node %u up after %s\n", record.id, Seconds(Clock::now() - start).c_str());
+        fflush(stdout);
+      } else {
+        all_up = false;
+      }
+    }
+    if (all_up) return 0;
+    if (interrupts && interrupts() > 0) {
+      *error = "interrupted while waiting for the nodes to come up";
+      return 1;
+    }
+    if (Clock::now() > deadline) {
+      std::string late;
+      for (const Watch& watch : watches) {
+        if (watch.up) continue;
+        std::string tail;
+        NodeLogTail(state, *watch.record, 10, &tail);
+        late += "node " + std::to_string(watch.record->id) + " (" + watch.record->log +
+                "):\n" + Indented(tail);
+      }
+      char limit[32];
+      snprintf(limit, sizeof(limit), "%.0f", options.start_timeout_s);
+      *error = std::string("not every node was up within ") + limit +
+               " s (--start_timeout); the end of the late ones' logs:\n" + late;
+      return 1;
+    }
+    // One look every 100 ms at most: a node waiting for its peers answers
+    // status at once, and asking again right away would only spin.
+    std::this_thread::sleep_until(round_start + std::chrono::milliseconds(100));
+  }
+}
+
+
+}  // namespace
+
+std::string StatePath(const std::string& log_dir) { return log_dir + "/cluster.state"; }
+
+std::string WriteClusterState(const std::string& path, const ClusterState& state) {
+  std::ostringstream out;
+  out << "{\n  \"comment\": "
+      << JsonEscape("written by paxflow-cluster start; read by stop, status and logs; "
+                    "removed by stop")
+      << ",\n  \"config\": " << JsonEscape(state.config_path)
+      << ",\n  \"log_dir\": " << JsonEscape(state.log_dir)
+      << ",\n  \"ssh\": " << JsonEscape(state.ssh)
+      << ",\n  \"node_binary\": " << JsonEscape(state.node_binary)
+      << ",\n  \"started_unix\": " << state.started_unix << ",\n  \"nodes\": [";
+  for (size_t i = 0; i < state.nodes.size(); ++i) {
+    const NodeRecord& node = state.nodes[i];
+    out << (i ? ",\n" : "\n") << "    {\"id\": " << node.id << ", \"pid\": " << node.pid
+        << ", \"launch\": " << JsonEscape(LaunchKindName(node.kind))
+        << ", \"host\": " << JsonEscape(node.host) << ", \"netns\": " << JsonEscape(node.netns)
+        << ", \"log\": " << JsonEscape(node.log) << "}";
+  }
+  out << "\n  ]\n}\n";
+  // Written aside and renamed: a reader never sees half a file.
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream file(temporary);
+    file << out.str();
+    if (!file.flush()) return "cannot write " + temporary;
+  }
+  if (rename(temporary.c_str(), path.c_str()) != 0) {
+    return "cannot write " + path + ": " + std::strerror(errno);
+  }
+  return "";
+}
+
+std::string ReadClusterState(const std::string& path, ClusterState* state) {
+  std::ifstream in(path);
+  if (!in) return "cannot read " + path + ": " + std::strerror(errno);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string bad = path + " is not a paxflow-cluster state file (";
+  JsonValue root;
+  std::string error = ParseJson(text.str(), &root);
+  if (!error.empty()) return bad + error + ")";
+  const JsonValue* nodes = root.Find("nodes");
+  if (root.type != JsonValue::kObject || !nodes || nodes->type != JsonValue::kArray) {
+    return bad + "no \"nodes\" list)";
+  }
+  ClusterState result;
+  result.config_path = root.StringOr("config", "");
+  result.log_dir = root.StringOr("log_dir", "");
+  result.ssh = root.StringOr("ssh", "ssh");
+  result.node_binary = root.StringOr("node_binary", "");
+  result.started_unix = static_cast<int64_t>(root.NumberOr("started_unix", 0));
+  if (result.config_path.empty()) return bad + "no \"config\")";
+  for (const JsonValue& node : nodes->array) {
+    NodeRecord record;
+    const double id = node.NumberOr("id", -1), pid = node.NumberOr("pid", -1);
+    if (id < 0 || pid <= 0) return bad + "a node without id or pid)";
+    record.id = static_cast<NodeId>(id);
+    record.pid = static_cast<pid_t>(pid);
+    const std::string kind = node.StringOr("launch", "");
+    if (kind == "local") {
+      record.kind = LaunchKind::kLocal;
+    } else if (kind == "netns") {
+      record.kind = LaunchKind::kNetns;
+    } else if (kind == "ssh") {
+      record.kind = LaunchKind::kSsh;
+    } else {
+      return bad + "node " + std::to_string(record.id) + " has launch '" + kind + "')";
+    }
+    record.host = node.StringOr("host", "");
+    record.netns = node.StringOr("netns", "");
+    record.log = node.StringOr("log", "");
+    result.nodes.push_back(record);
+  }
+  *state = std::move(result);
+  return "";
+}
+
+Probe ProbeNode(const ClusterState& state, const NodeRecord& node) {
+  if (node.kind == LaunchKind::kSsh) {
+    return ProbeRemote(state.ssh, node.host, node.pid, node.id, state.config_path);
+  }
+  return ProbeLocal(node.pid, node.id, state.config_path, state.node_binary);
+}
+
+std::string CheckStartable(const ClusterConfig& config, const LaunchOptions& options) {
+  const std::string path = StatePath(options.log_dir);
+  if (access(path.c_str(), F_OK) == 0) {
+    ClusterState state;
+    const std::string error = ReadClusterState(path, &state);
+    if (!error.empty()) return error + "; remove it if none of its nodes runs";
+    std::string running;
+    for (const NodeRecord& record : state.nodes) {
+      const Probe probe = ProbeNode(state, record);
+      if (probe.liveness == Liveness::kRunning || probe.liveness == Liveness::kUnknown) {
+        running += (running.empty() ? "" : ", ") + std::string("node ") +
+                   std::to_string(record.id) + " (" + probe.detail + ")";
+      }
+    }
+    if (!running.empty()) {
+      return path + " names nodes still running: " + running +
+             "; stop them first: paxflow-cluster stop --config=" + state.config_path +
+             " --logs=" + state.log_dir;
+    }
+    printf("[cluster] %s is stale (none of its nodes runs any more); start replaces it\n",
+           path.c_str());
+    fflush(stdout);
+  }
+  return CheckMachine(config, options.ssh);
+}
+
+int StartDetached(const ClusterConfig& config, const LaunchOptions& options,
+                  const std::function<int()>& interrupts, std::string* error) {
+  for (const NodeConfig& node : config.node()) {
+    if (node.client_port() == 0 && !options.progress_lines) {
+      *error = "node " + std::to_string(node.id()) + " has no client_port and --progress_ms=0: "
+               "start could not tell when it is up; give it a client_port or a progress period";
+      return 2;
+    }
+  }
+  ClusterState state;
+  state.config_path = options.config_path;
+  state.log_dir = options.log_dir;
+  state.ssh = options.ssh;
+  state.node_binary = options.node_binary;
+  state.started_unix = static_cast<int64_t>(std::time(nullptr));
+  const std::string state_path = StatePath(options.log_dir);
+  auto give_up = [&](int code) {
+    if (!state.nodes.empty()) {
+      printf("[cluster] stopping the nodes started\n");
+      fflush(stdout);
+      std::vector<NodeId> unknown;
+      // Nodes that never came up have nothing to drain, and one still
+      // waiting for its peers does not look at SIGTERM until it gives up.
+      TerminateNodes(state, std::min(options.stop_timeout_s, 5.0), /*own_children=*/true,
+                     &unknown);
+      // Keep the state file only if it still names something running.
+      if (unknown.empty()) unlink(state_path.c_str());
+    }
+    return code;
+  };
+  RemoveNodeSummaries(config, options.log_dir);
+  for (const NodeConfig& node : config.node()) {
+    NodeRecord record = RecordOf(node, options);
+    std::string problem;
+    record.pid = record.kind == LaunchKind::kSsh
+                     ? SpawnRemote(node, options, record.log, &problem)
+                     : SpawnDetached(LocalArgs(node, options), record.log, &problem);
+    if (record.pid < 0) {
+      *error = "node " + std::to_string(node.id()) + ": " + problem;
+      return give_up(1);
+    }
+    state.nodes.push_back(record);
+    // Recorded at once: if this launcher dies now, stop still finds them.
+    problem = WriteClusterState(state_path, state);
+    if (!problem.empty()) {
+      *error = problem;
+      return give_up(1);
+    }
+    printf("[cluster] node %u: pid %d (%s%s%s)\n", record.id, record.pid,
+           LaunchKindName(record.kind), record.kind == LaunchKind::kLocal ? "" : " ",
+           record.kind == LaunchKind::kNetns  ? record.netns.c_str()
+           : record.kind == LaunchKind::kSsh ? record.host.c_str()
+                                              : "");
+    fflush(stdout);
+  }
+  const int code = WaitUntilUp(config, state, options, interrupts, error);
+  *error = Trim(*error);  // the log lines quoted end with a newline
+  if (code != 0) return give_up(code);
+  printf("[cluster] %zu node(s) up; state in %s\n", state.nodes.size(), state_path.c_str());
+  fflush(stdout);
+  return 0;
+}
+
+int StopDetached(const ClusterConfig& config, const LaunchOptions& options,
+                 RunSummary* combined, bool* have_summary, std::string* error) {
+  *have_summary = false;
+  ClusterState state;
+  *error = LoadState(options, &state);
+  if (!error->empty()) return 2;
+  printf("[cluster] stopping %zu node(s) (SIGTERM: they drain and write their summaries; "
+         "SIGKILL after %.0f s)\n",
+         state.nodes.size(), options.stop_timeout_s);
+  fflush(stdout);
+  std::vector<NodeId> unknown;
+  const std::vector<NodeId> killed =
+      TerminateNodes(state, options.stop_timeout_s, /*own_children=*/false, &unknown);
+  if (!unknown.empty()) {
+    *error = "cannot tell whether node(s) " + NodeList(unknown) + " stopped; kept " +
+             StatePath(options.log_dir) + " for another try";
+    return 1;
+  }
+  // A remote node wrote its summary on its host; bring it here.
+  for (const NodeRecord& record : state.nodes) {
+    if (record.kind != LaunchKind::kSsh) continue;
+    const std::string path = NodeSummaryPath(state.log_dir, record.id);
+    std::string json, err;
+    if (RunCommand(SshArgs(state.ssh, record.host, "cat " + ShellQuote(path)), &json, &err) ==
+        0) {
+      std::ofstream(path) << json;
+    }
+  }
+  unlink(StatePath(options.log_dir).c_str());
+  Launcher launcher(config, options);
+  std::string problem;
+  *have_summary = launcher.CombinedSummary(combined, &problem);
+  if (!killed.empty()) {
+    *error = "node(s) " + NodeList(killed) + " did not exit within " +
+             std::to_string(static_cast<int>(options.stop_timeout_s)) +
+             " s (--stop_timeout) and were killed";
+    if (!*have_summary) *error += "; " + problem;
+    return 1;
+  }
+  if (!*have_summary) {
+    *error = problem + " (did the node fail? see paxflow-cluster logs)";
+    return 1;
+  }
+  return 0;
+}
+
+int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::string* error) {
+  ClusterState state;
+  *error = LoadState(options, &state);
+  if (!error->empty()) return 2;
+  zmq::context_t context(1);
+  std::vector<NodeId> down;
+  for (const NodeRecord& record : state.nodes) {
+    std::string where = LaunchKindName(record.kind);
+    if (record.kind == LaunchKind::kNetns) where += " " + record.netns;
+    const NodeConfig* node = FindNode(config, record.id);
+    std::string line = "node " + std::to_string(record.id) + "  " + where + "  " + record.host +
+                       "  pid " + std::to_string(record.pid) + ": ";
+    const Probe probe = ProbeNode(state, record);
+    if (probe.liveness != Liveness::kRunning) {
+      line += "DOWN (" + probe.detail + ")";
+      down.push_back(record.id);
+    } else if (!node) {
+      line += "running, but it is not in " + options.config_path + " (edited since start?)";
+    } else if (node->client_port() == 0) {
+      line += "up (no client port to ask)";
+    } else {
+      Client client(&context);
+      ClientReply reply;
+      std::string problem = client.Connect(ClientEndpoint(*node));
+      if (problem.empty()) {
+        problem = client.Call(Client::Status(), &reply, options.status_timeout_ms);
+      }
+      if (!problem.empty()) {
+        line += "DOWN (its process runs but its client port does not answer: " + problem + ")";
+        down.push_back(record.id);
+      } else if (reply.status() != OK) {
+        line += std::string("up, ") + ReplyStatusName(reply.status()) + ": " + reply.error();
+      } else {
+        const StatusReply& status = reply.node_status();
+        char text[256];
+        snprintf(text, sizeof(text),
+                 "up  epoch %llu (published %llu)  ro %.0f/s  rw %.0f/s  committed %llu  "
+                 "pending %llu  uptime %.1f s",
+                 static_cast<unsigned long long>(status.admitted_epoch()),
+                 static_cast<unsigned long long>(status.published_epoch()), status.ro_per_s(),
+                 status.rw_per_s(), static_cast<unsigned long long>(status.committed()),
+                 static_cast<unsigned long long>(status.pending()), status.uptime_s());
+        line += text;
+      }
+    }
+    printf("%s\n", line.c_str());
+  }
+  printf("[cluster] %zu of %zu node(s) up\n", state.nodes.size() - down.size(),
+         state.nodes.size());
+  fflush(stdout);
+  if (!down.empty()) {
+    *error = "node(s) " + NodeList(down) + " down";
+    return 1;
+  }
+  return 0;
+}
+
+int ShowLogs(const ClusterConfig& config, const LaunchOptions& options, std::string* error) {
+  // The state file, when there is one, says where each log is; after a
+  // stop (or a `run`) the logs are where the config puts them.
+  ClusterState state;
+  if (!LoadState(options, &state).empty()) {
+    state = ClusterState();
+    state.config_path = options.config_path;
+    state.log_dir = options.log_dir;
+    state.ssh = options.ssh;
+    for (const NodeConfig& node : config.node()) state.nodes.push_back(RecordOf(node, options));
+  }
+  std::vector<std::string> problems;
+  for (const NodeRecord& record : state.nodes) {
+    std::string text;
+    if (!NodeLogTail(state, record, options.log_lines, &text)) {
+      problems.push_back("node " + std::to_string(record.id) + ": " + text);
+      continue;
+    }
+    const std::string prefix = "[node " + std::to_string(record.id) + "] ";
+    std::stringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      // Progress lines name their node already, as `run` relays them.
+      printf("%s%s\n", line.rfind(prefix, 0) == 0 ? "" : prefix.c_str(), line.c_str());
+    }
+  }
+  fflush(stdout);
+  if (!problems.empty()) {
+    for (const std::string& problem : problems) *error += (error->empty() ? "" : "; ") + problem;
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace paxflow
