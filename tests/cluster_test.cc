@@ -208,17 +208,33 @@ TEST(ClusterRobustnessTest, GarbledMessagesAreDroppedAndTheRunStaysCorrect) {
     socket.send(zmq::str_buffer("not a paxflow message"), zmq::send_flags::none);
     socket.send(zmq::str_buffer("\x08\x01"), zmq::send_flags::sndmore);  // wrong magic
     socket.send(zmq::str_buffer("payload"), zmq::send_flags::none);
-    for (Channel channel : {BATCH, REMOTE_READS, HELLO, static_cast<Channel>(77)}) {
+    auto send = [&](Channel channel, const std::string& payload) {
       Header header;
       header.set_magic(kHeaderMagic);
       header.set_channel(channel);
       header.set_from_node(1);
       socket.send(zmq::buffer(header.SerializeAsString()), zmq::send_flags::sndmore);
-      socket.send(zmq::str_buffer("\xff\xff\xff garbage \x01"), zmq::send_flags::none);
+      socket.send(zmq::buffer(payload), zmq::send_flags::none);
+    };
+    for (Channel channel : {BATCH, REMOTE_READS, HELLO, static_cast<Channel>(77)}) {
+      send(channel, "\xff\xff\xff garbage \x01");
     }
+    // Well-formed protobufs that do not fit: reads with mismatched fields,
+    // a batch for the other partition.
+    RemoteReads reads;
+    reads.set_txn_id(MakeTxnId(1000000, 0, 0));
+    reads.set_from_partition(1);
+    reads.add_position(0);
+    send(REMOTE_READS, reads.SerializeAsString());
+    Batch batch;
+    batch.set_epoch(1000000);
+    batch.set_partition(1);
+    send(BATCH, batch.SerializeAsString());
   }
   ASSERT_TRUE(cluster.WaitFinished(120000));
-  EXPECT_GE(cluster.node(0).Summary().dropped_messages, 3u);
+  // Three dropped by the transport (one frame, wrong magic, unknown
+  // channel), three unparsable payloads, and the two that do not fit.
+  EXPECT_EQ(cluster.node(0).Summary().dropped_messages, 8u);
   testing::SerialResult serial = testing::SerialExecute(logs.path(), params.workload);
   ASSERT_EQ(serial.error, "");
   EXPECT_EQ(cluster.DatabaseDigest(), serial.digest);

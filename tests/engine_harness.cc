@@ -10,6 +10,7 @@ EngineHarness::EngineHarness(const NodeParams& params, uint32_t partitions, Resu
   for (PartitionId p = 0; p < partitions; ++p) {
     stores_.push_back(MakeStore(params.engine, p, partitions, *app_, params.workload.value_size));
     LoadPartition(*app_, p, partitions, stores_.back().get());
+    digest_slots_.push_back(stores_.back()->RegisterThread());
     stats_.push_back(std::make_unique<NodeStats>(params.engine.workers));
     SchedulerOptions options;
     options.mode = params.engine.mode;
@@ -78,7 +79,7 @@ bool EngineHarness::Run(Epoch epochs, int64_t timeout_ms) {
 uint64_t EngineHarness::DatabaseDigest() {
   uint64_t digest = 0;
   for (PartitionId p = 0; p < partitions_; ++p) {
-    digest += stores_[p]->Digest(stores_[p]->RegisterThread(), schedulers_[p]->last_epoch());
+    digest += stores_[p]->Digest(digest_slots_[p], schedulers_[p]->last_epoch());
   }
   return digest;
 }

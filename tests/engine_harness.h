@@ -43,6 +43,7 @@ class EngineHarness : public PeerSender {
   uint32_t partitions_;
   std::unique_ptr<Application> app_;
   std::vector<std::unique_ptr<Store>> stores_;
+  std::vector<size_t> digest_slots_;  // the test thread's slot in each store
   std::vector<std::unique_ptr<NodeStats>> stats_;
   std::vector<std::unique_ptr<InputLogWriter>> logs_;
   std::vector<std::unique_ptr<Scheduler>> schedulers_;

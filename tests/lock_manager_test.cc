@@ -492,3 +492,73 @@ TEST(LockManagerTest, TableGrowsPastInitialSizeAndShrinksBackToEmpty) {
 
 }  // namespace
 }  // namespace paxflow
+
+namespace paxflow {
+namespace {
+
+// A txn that names a key twice (a garbled batch, a hand-edited log) is
+// locked once in the stronger mode instead of waiting on itself.
+LockRequest Req(Key key, bool exclusive) {
+  LockRequest request;
+  request.key = key;
+  request.exclusive = exclusive;
+  return request;
+}
+
+TEST(LockManagerDuplicateKeys, TwiceSharedIsOneSharedLock) {
+  LockManager locks;
+  LockedTxn a;
+  a.lock_requests = {Req(5, false), Req(5, false)};
+  EXPECT_TRUE(locks.Acquire(&a));
+  LockedTxn b;
+  b.lock_requests = {Req(5, false)};
+  EXPECT_TRUE(locks.Acquire(&b)) << "a reader behind a duplicate-shared reader";
+  std::vector<LockedTxn*> ready;
+  locks.Release(&a, &ready);
+  locks.Release(&b, &ready);
+  EXPECT_EQ(locks.locked_keys(), 0u);
+}
+
+TEST(LockManagerDuplicateKeys, SharedThenExclusiveActsExclusive) {
+  LockManager locks;
+  LockedTxn a;
+  a.lock_requests = {Req(5, false), Req(6, true), Req(5, true)};
+  EXPECT_TRUE(locks.Acquire(&a));
+  LockedTxn b;
+  b.lock_requests = {Req(5, false)};
+  EXPECT_FALSE(locks.Acquire(&b)) << "the upgraded lock must exclude readers";
+  std::vector<LockedTxn*> ready;
+  locks.Release(&a, &ready);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0], &b);
+  ready.clear();
+  locks.Release(&b, &ready);
+  EXPECT_EQ(locks.locked_keys(), 0u);
+}
+
+TEST(LockManagerDuplicateKeys, UpgradeBehindOtherReadersWaitsForThem) {
+  LockManager locks;
+  LockedTxn reader;
+  reader.lock_requests = {Req(5, false)};
+  ASSERT_TRUE(locks.Acquire(&reader));
+  LockedTxn a;
+  a.lock_requests = {Req(5, false), Req(5, true)};
+  EXPECT_FALSE(locks.Acquire(&a));
+  LockedTxn later;
+  later.lock_requests = {Req(5, false)};
+  EXPECT_FALSE(locks.Acquire(&later)) << "a reader may not pass the upgraded request";
+  std::vector<LockedTxn*> ready;
+  locks.Release(&reader, &ready);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0], &a);
+  ready.clear();
+  locks.Release(&a, &ready);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0], &later);
+  ready.clear();
+  locks.Release(&later, &ready);
+  EXPECT_EQ(locks.locked_keys(), 0u);
+}
+
+}  // namespace
+}  // namespace paxflow

@@ -18,10 +18,11 @@ EpochReclaimer::~EpochReclaimer() {
 }
 
 void EpochReclaimer::Enter(size_t slot) {
-  // seq_cst: the announcement must be visible before this reader loads any
-  // pointer, and to every reclaimer that then scans the slots.
-  slots_[slot]->active_epoch.store(global_epoch_.load(std::memory_order_seq_cst),
-                                   std::memory_order_seq_cst);
+  // The announcement must be visible to every reclaimer before this reader
+  // loads any pointer. A read-modify-write is the full barrier for that on
+  // every CPU (a seq_cst store alone may let later acquire loads pass it).
+  slots_[slot]->active_epoch.exchange(global_epoch_.load(std::memory_order_seq_cst),
+                                      std::memory_order_seq_cst);
 }
 
 void EpochReclaimer::Exit(size_t slot) {

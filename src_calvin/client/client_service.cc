@@ -20,7 +20,10 @@ ClientService::ClientService(ClientServiceOptions options, const Application* ap
       digest_(std::move(digest)),
       context_(context) {}
 
-ClientService::~ClientService() { Stop(); }
+ClientService::~ClientService() {
+  Stop();
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
 
 std::string ClientService::Start() {
   try {
@@ -51,6 +54,7 @@ void ClientService::Stop() {
   std::vector<Waiter> left;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
     for (auto& [id, waiter] : waiting_) left.push_back(waiter);
     waiting_.clear();
     incoming_.clear();
@@ -60,12 +64,15 @@ void ClientService::Stop() {
     ClientReply reply;
     reply.set_request_id(waiter.request_id);
     reply.set_status(SHUTTING_DOWN);
-    reply.set_error("node " + std::to_string(options_.node) + " stopped before running the txn");
+    reply.set_error(waiter.sequenced
+                        ? "node " + std::to_string(options_.node) +
+                              " stopped before the txn finished here; its outcome is unknown "
+                              "(read the keys again)"
+                        : "node " + std::to_string(options_.node) +
+                              " stopped before the txn was sequenced; it never ran");
     Reply(waiter.identity, reply);
   }
   socket_.reset();
-  if (wake_fd_ >= 0) close(wake_fd_);
-  wake_fd_ = -1;
 }
 
 void ClientService::Loop() {
@@ -147,8 +154,18 @@ void ClientService::Handle(const std::string& identity, const zmq::message_t& me
         Reply(identity, reply);
         return;
       }
+      if (digests_pending_.load() >= options_.max_pending_digests) {
+        reply.set_status(OVERLOADED);
+        reply.set_error(std::to_string(digests_pending_.load()) +
+                        " digests are pending on this node; ask again later");
+        rejected_.fetch_add(1, std::memory_order_relaxed);
+        Reply(identity, reply);
+        return;
+      }
+      digests_pending_.fetch_add(1);
       const uint64_t request_id = request.request_id();
       digest_(request.digest().epoch(), [this, identity, request_id](DigestReply digest) {
+        digests_pending_.fetch_sub(1);
         ClientReply answer;
         answer.set_request_id(request_id);
         *answer.mutable_digest() = digest;
@@ -194,6 +211,8 @@ size_t ClientService::Fill(size_t max, int64_t, Batch* batch) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t count = 0;
   while (count < max && !incoming_.empty()) {
+    auto waiter = waiting_.find(incoming_.front().client_request_id());
+    if (waiter != waiting_.end()) waiter->second.sequenced = true;
     batch->add_txns()->Swap(&incoming_.front());
     incoming_.pop_front();
     ++count;
@@ -244,10 +263,12 @@ void ClientService::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch re
 void ClientService::Post(std::string identity, const ClientReply& reply) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;  // nobody sends it any more
     outgoing_.push_back(Outgoing{std::move(identity), reply.SerializeAsString()});
   }
+  // wake_fd_ is fixed from Start to the destructor.
   const uint64_t one = 1;
-  if (wake_fd_ >= 0 && write(wake_fd_, &one, sizeof(one)) < 0) {}  // counter full: a wake is pending
+  if (write(wake_fd_, &one, sizeof(one)) < 0) {}  // counter full: a wake is pending anyway
 }
 
 void ClientService::FlushOutgoing() {

@@ -35,6 +35,7 @@ struct ClientServiceOptions {
   std::string leader;            // who to send txns to when !sequences
   RequestLimits limits;
   size_t max_waiting_txns = 100000;  // not yet sequenced, before OVERLOADED
+  uint32_t max_pending_digests = 64;   // each is a full scan on the scheduler thread
 };
 
 class ClientService : public TxnSource, public ResultSink {
@@ -50,7 +51,8 @@ class ClientService : public TxnSource, public ResultSink {
   std::string Start();  // binds; empty on success
   // New txns are refused with SHUTTING_DOWN from now on.
   void BeginShutdown() { shutting_down_.store(true); }
-  // Answers what is still waiting with SHUTTING_DOWN, then stops.
+  // Answers what is still waiting with SHUTTING_DOWN, then stops. Later
+  // results and digests (late callers) are dropped.
   void Stop();
 
   // TxnSource, on the sequencer thread: waiting client txns first come.
@@ -68,6 +70,7 @@ class ClientService : public TxnSource, public ResultSink {
     std::string identity;
     uint64_t request_id = 0;
     int64_t arrival_us = 0;
+    bool sequenced = false;  // taken into a batch: its outcome is the cluster's
   };
   struct Outgoing {
     std::string identity;
@@ -97,6 +100,8 @@ class ClientService : public TxnSource, public ResultSink {
   std::vector<Outgoing> outgoing_;
 
   std::atomic<uint64_t> served_{0}, rejected_{0};
+  std::atomic<uint32_t> digests_pending_{0};
+  bool stopped_ = false;  // under mu_: Post drops replies from now on
 };
 
 }  // namespace paxflow

@@ -34,7 +34,7 @@ DEFINE_string(digest_epochs, "",
               "Comma-separated epochs at which to print the state digest (besides the end)");
 DEFINE_uint32(peer_wait_s, 60, "Seconds to wait for every peer at start-up");
 DEFINE_double(drain_timeout_s, 30,
-              "Seconds a stopping node waits for the last epochs before giving up (a peer died?)");
+              "Seconds a stopping node waits without progress before giving up (a peer died?)");
 DEFINE_string(gc, "epo",
               "Version garbage collection in paxflow mode: background (sweeps below the oldest "
               "snapshot), epo (prunes between snapshots on writes), epo-r (on reads)");

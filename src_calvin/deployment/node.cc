@@ -146,8 +146,9 @@ std::string Node::Start() {
   transport_->Subscribe(BATCH, [this, partition](NodeId from, std::string&& payload) {
     auto batch = std::make_unique<Batch>();
     if (!batch->ParseFromString(payload) || batch->partition() != partition) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
       LOG_EVERY_N(ERROR, 100) << "node " << options_.id << ": dropped a garbled batch from node "
-                              << from;
+                              << from << " (or one for another partition)";
       return;
     }
     scheduler_->DeliverBatch(std::move(batch));
@@ -155,6 +156,7 @@ std::string Node::Start() {
   transport_->Subscribe(REMOTE_READS, [this](NodeId from, std::string&& payload) {
     RemoteReads reads;
     if (!reads.ParseFromString(payload)) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
       LOG_EVERY_N(ERROR, 100) << "node " << options_.id
                               << ": dropped garbled remote reads from node " << from;
       return;
@@ -206,7 +208,8 @@ std::string Node::Start() {
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count();
     const auto start = std::chrono::steady_clock::now() +
-                       std::chrono::milliseconds(start_unix_ms_ + kStartMarginMs - now_unix_ms);
+                       std::chrono::milliseconds(agreed_start_unix_ms_ + kStartMarginMs -
+                                                 now_unix_ms);
     runner_ = std::make_unique<SequencerRunner>(
         sequencer_.get(), params.engine.epoch_ms, params.engine.run_epochs,
         [this](PartitionId p, std::unique_ptr<Batch> batch) {
@@ -225,6 +228,7 @@ void Node::OnHello(NodeId from, std::string&& payload) {
   Hello hello;
   std::lock_guard<std::mutex> lock(hello_mu_);
   if (!hello.ParseFromString(payload)) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
     LOG(WARNING) << "node " << options_.id << ": garbled hello from node " << from;
     return;
   }
@@ -281,7 +285,12 @@ std::string Node::WaitForPeers() {
       missing += (missing.empty() ? "" : ", ") + std::string("node ") + std::to_string(node.id()) +
                  " (" + NodeEndpoint(options_.config, node) + ")";
     }
-    if (missing.empty()) return "";
+    if (missing.empty()) {
+      // Every node's ready time is fixed, so having heard all of them the
+      // maximum is final (later hellos only repeat it).
+      agreed_start_unix_ms_ = start_unix_ms_;
+      return "";
+    }
     if (!said_waiting) {
       LOG(INFO) << "node " << options_.id << ": waiting for " << missing;
       said_waiting = true;
@@ -376,23 +385,29 @@ void Node::Run(const std::function<bool()>& interrupted) {
   const double duration = options_.params.engine.duration_s;
   const bool timed = duration > 0 && options_.params.engine.run_epochs == 0;
   const int64_t stop_at = start_us_ + static_cast<int64_t>(duration * 1e6);
-  int64_t stop_requested_at = 0;
+  bool stopping = false;
+  int64_t last_progress_us = NowMicros();
+  std::pair<Epoch, Epoch> last_epochs{0, 0};
   while (!WaitFinished(100)) {
     const int64_t now = NowMicros();
-    if (stop_requested_at == 0 &&
-        ((interrupted && interrupted()) || (timed && now >= stop_at))) {
+    if (!stopping && ((interrupted && interrupted()) || (timed && now >= stop_at))) {
       RequestStop();
-      stop_requested_at = now;
+      stopping = true;
     }
-    // Without a stop, a non-leader replica or a node whose run_epochs is
-    // reached still waits for the others; once stopping, give up after the
-    // drain timeout (a peer died and its epochs will never come).
-    if (stop_requested_at == 0 && runner_ && runner_->done()) stop_requested_at = now;
-    if (stop_requested_at != 0 &&
-        now - stop_requested_at > options_.params.engine.drain_timeout_s * 1e6) {
+    // A node whose own load has ended (stopped, or run_epochs reached) still
+    // executes what the others send. It gives up only when nothing moves for
+    // the drain timeout: a peer died and its epochs will never come.
+    if (runner_ && runner_->done()) stopping = true;
+    const SchedulerStatus progress = scheduler_->Status();
+    const std::pair<Epoch, Epoch> epochs{progress.admitted_epoch, progress.published_epoch};
+    if (epochs != last_epochs) {
+      last_epochs = epochs;
+      last_progress_us = now;
+    }
+    if (stopping && now - last_progress_us > options_.params.engine.drain_timeout_s * 1e6) {
       const SchedulerStatus status = scheduler_->Status();
       LOG(ERROR) << "node " << options_.id << ": gave up draining after "
-                 << options_.params.engine.drain_timeout_s << " s at epoch "
+                 << options_.params.engine.drain_timeout_s << " s without progress at epoch "
                  << status.admitted_epoch << " (" << status.waiting_for << ")";
       drain_failed_ = true;
       break;
@@ -408,7 +423,6 @@ void Node::Shutdown() {
     runner_->RequestStop();
     runner_->Join();
   }
-  if (clients_) clients_->Stop();
   if (reporter_.joinable()) {
     {
       std::lock_guard<std::mutex> lock(report_mu_);
@@ -417,7 +431,9 @@ void Node::Shutdown() {
     report_cv_.notify_all();
     reporter_.join();
   }
+  // The scheduler first: its workers and digests still report to clients.
   if (scheduler_) scheduler_->Stop();
+  if (clients_) clients_->Stop();
   // Flush what a finished run still has queued for its peers (remote reads
   // they wait for); after a failed start there is nothing worth waiting for.
   if (transport_) transport_->Stop(/*flush=*/started_ && !drain_failed_);
@@ -481,8 +497,8 @@ RunSummary Node::Summary() const {
   }
   summary.visibility_us = stats_->Visibility();
   summary.invariant_failures = stats_->InvariantFailures();
-  summary.dropped_messages =
-      scheduler_->dropped_messages() + (transport_ ? transport_->garbled() : 0);
+  summary.dropped_messages = scheduler_->dropped_messages() +
+                             (transport_ ? transport_->garbled() : 0) + dropped_.load();
   summary.waited_ro = scheduler_->Status().waited_ro;
   summary.digest_epoch = final_epoch_;
   summary.digest = final_digest_;

@@ -103,6 +103,7 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<ClientService> clients_;
   // Last progress period's rates, for status requests.
   std::atomic<double> ro_rate_{0}, rw_rate_{0};
+  std::atomic<uint64_t> dropped_{0};  // messages that did not parse, or not for us
   std::unique_ptr<Sequencer> sequencer_;
   std::unique_ptr<SequencerRunner> runner_;
 
@@ -110,7 +111,8 @@ class Node : public PeerSender, public ResultSink {
   std::mutex hello_mu_;
   std::condition_variable hello_cv_;
   std::vector<bool> heard_from_;  // by node index in the config
-  int64_t start_unix_ms_ = 0;     // latest "ready" time heard, ours included
+  int64_t start_unix_ms_ = 0;     // latest "ready" time heard, ours included (hello_mu_)
+  int64_t agreed_start_unix_ms_ = 0;  // its final value, copied once every node was heard
   std::string hello_error_;
 
   std::thread reporter_;
@@ -118,7 +120,7 @@ class Node : public PeerSender, public ResultSink {
   std::condition_variable report_cv_;
   bool report_stop_ = false;
 
-  int64_t start_us_ = 0;
+  std::atomic<int64_t> start_us_{0};  // read by the client thread (status uptime)
   int64_t end_us_ = 0;
   uint64_t final_digest_ = 0;
   Epoch final_epoch_ = 0;

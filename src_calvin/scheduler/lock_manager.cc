@@ -102,6 +102,12 @@ bool LockManager::Acquire(LockedTxn* txn) {
   txn->locks_held = true;
   for (LockRequest& request : txn->lock_requests) {
     LockEntry* entry = FindOrInsert(request.key);
+    if (entry->tail && entry->tail->owner == txn) {
+      // The same txn named this key before (its requests are queued back to
+      // back, so that one is the tail): fold this request into it.
+      MergeDuplicate(entry, &request);
+      continue;
+    }
     request.owner = txn;
     request.entry = entry;
     request.granted = false;
@@ -119,11 +125,31 @@ bool LockManager::Acquire(LockedTxn* txn) {
   return txn->locks_waiting == 0;
 }
 
+void LockManager::MergeDuplicate(LockEntry* entry, LockRequest* request) {
+  LockRequest* first = entry->tail;
+  LockedTxn* txn = first->owner;
+  request->owner = txn;
+  request->entry = nullptr;
+  request->granted = false;
+  --txn->locks_waiting;  // this request is never queued
+  if (!request->exclusive || first->exclusive) return;
+  // Upgrade the first request. It is the tail, so nothing waits behind it;
+  // if it shares the lock with other readers it waits for them instead.
+  first->exclusive = true;
+  ++entry->exclusive_queued;
+  if (first->granted && entry->granted > 1) {
+    first->granted = false;
+    --entry->granted;
+    ++txn->locks_waiting;
+  }
+}
+
 void LockManager::Release(LockedTxn* txn, std::vector<LockedTxn*>* ready) {
   if (!txn->locks_held) return;
   txn->locks_held = false;
   for (LockRequest& request : txn->lock_requests) {
     LockEntry* entry = request.entry;
+    if (!entry) continue;  // folded into an earlier request of the same key
     if (request.prev) request.prev->next = request.next;
     else entry->head = request.next;
     if (request.next) request.next->prev = request.prev;

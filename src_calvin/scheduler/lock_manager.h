@@ -34,7 +34,9 @@ struct LockRequest {
 // The lock manager's view of a txn; the scheduler's per-txn state derives from it.
 class LockedTxn {
  public:
-  // Filled before Acquire; keys must be distinct. Must not be resized while queued.
+  // Filled before Acquire. Must not be resized while queued. A key named
+  // twice is locked once, in the stronger mode (the second request is
+  // left out of the queue: its entry stays null).
   std::vector<LockRequest> lock_requests;
   uint32_t locks_waiting = 0;
   bool locks_held = false;  // between Acquire and Release
@@ -67,6 +69,8 @@ class LockManager {
   LockEntry* NewEntry(Key key);
   void FreeEntry(LockEntry* entry);
   void Grant(LockRequest* request, std::vector<LockedTxn*>* ready);
+  // `request` names the key of the txn's request at the tail of `entry`.
+  void MergeDuplicate(LockEntry* entry, LockRequest* request);
 
   std::vector<Slot> slots_;  // open addressing, linear probing, backward-shift deletion
   size_t mask_ = 0;

@@ -4,54 +4,78 @@
 
 namespace paxflow {
 
-bool RemoteReadTable::Merge(const RemoteReads& reads, ReadValues* values, std::string* error) {
+bool RemoteReadTable::WellFormed(const RemoteReads& reads, std::string* error) {
   const int n = reads.position_size();
   if (reads.value_size() != n || reads.found_size() != n) {
-    *error = "remote reads for txn " + TxnIdString(reads.txn_id()) + " have mismatched fields";
+    *error = "remote reads for txn " + TxnIdString(reads.txn_id()) + " from partition " +
+             std::to_string(reads.from_partition()) + " have mismatched fields";
     return false;
   }
-  for (int i = 0; i < n; ++i) {
-    const uint32_t position = reads.position(i);
+  return true;
+}
+
+bool RemoteReadTable::Accept(const RemoteReads& reads, const TxnWork& work, const Entry& entry,
+                             ReadValues* values, std::string* error) {
+  const std::string who = "remote reads for txn " + TxnIdString(reads.txn_id()) +
+                          " from partition " + std::to_string(reads.from_partition());
+  const PartitionId from = reads.from_partition();
+  if (std::find(work.expected_readers.begin(), work.expected_readers.end(), from) ==
+      work.expected_readers.end()) {
+    *error = who + ": that partition reads nothing for it";
+    return false;
+  }
+  if (std::find(entry.senders.begin(), entry.senders.end(), from) != entry.senders.end()) {
+    *error = who + ": duplicate";
+    return false;
+  }
+  for (uint32_t position : reads.position()) {
     if (position >= values->size()) {
-      *error = "remote reads for txn " + TxnIdString(reads.txn_id()) + " name position " +
-               std::to_string(position) + " of " + std::to_string(values->size());
+      *error = who + " name position " + std::to_string(position) + " of " +
+               std::to_string(values->size());
       return false;
     }
-    if (reads.found(i)) values->Set(position, reads.value(i));
-    else values->SetMissing(position);
+  }
+  for (int i = 0; i < reads.position_size(); ++i) {
+    if (reads.found(i)) values->Set(reads.position(i), reads.value(i));
+    else values->SetMissing(reads.position(i));
   }
   return true;
 }
 
 TxnWork* RemoteReadTable::AddRemote(RemoteReads&& reads, std::string* error) {
+  if (!WellFormed(reads, error)) return nullptr;
   std::lock_guard<std::mutex> lock(mu_);
   Entry& entry = entries_[reads.txn_id()];
-  const PartitionId from = reads.from_partition();
-  if (std::find(entry.senders.begin(), entry.senders.end(), from) != entry.senders.end()) {
-    *error = "duplicate remote reads for txn " + TxnIdString(reads.txn_id()) + " from partition " +
-             std::to_string(from);
+  if (entry.complete) {
+    *error = "remote reads for txn " + TxnIdString(reads.txn_id()) + " from partition " +
+             std::to_string(reads.from_partition()) + ": the txn has all its reads already";
     return nullptr;
   }
   if (!entry.work) {
-    entry.senders.push_back(from);
+    // Checked against the txn once its local part arrives (AddLocal).
     entry.early.push_back(std::move(reads));
     return nullptr;
   }
-  if (!Merge(reads, entry.values.get(), error)) return nullptr;
-  entry.senders.push_back(from);
+  if (!Accept(reads, *entry.work, entry, entry.values.get(), error)) return nullptr;
+  entry.senders.push_back(reads.from_partition());
   if (entry.senders.size() < entry.work->remote_reads_expected) return nullptr;
+  entry.complete = true;
   return entry.work;
 }
 
-bool RemoteReadTable::AddLocal(TxnWork* work, ReadValues* reads) {
+bool RemoteReadTable::AddLocal(TxnWork* work, ReadValues* reads, std::string* error) {
   std::lock_guard<std::mutex> lock(mu_);
   const TxnId id = work->txn->id();
   Entry& entry = entries_[id];
   entry.values = std::make_unique<ReadValues>(std::move(*reads));
   *reads = ReadValues();
   for (const RemoteReads& early : entry.early) {
-    std::string error;
-    Merge(early, entry.values.get(), &error);  // malformed ones were counted; values stay unset
+    std::string problem;
+    if (Accept(early, *work, entry, entry.values.get(), &problem)) {
+      entry.senders.push_back(early.from_partition());
+    } else if (error) {
+      *error += (error->empty() ? "" : "; ") + problem;
+    }
   }
   entry.early.clear();
   if (entry.senders.size() >= work->remote_reads_expected) {
@@ -70,6 +94,20 @@ std::unique_ptr<ReadValues> RemoteReadTable::Take(TxnId id) {
   std::unique_ptr<ReadValues> values = std::move(it->second.values);
   entries_.erase(it);
   return values;
+}
+
+size_t RemoteReadTable::DropThrough(Epoch epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t dropped = 0;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (TxnEpoch(it->first) <= epoch && !it->second.work) {
+      it = entries_.erase(it);
+      ++dropped;
+    } else {
+      ++it;
+    }
+  }
+  return dropped;
 }
 
 }  // namespace paxflow

@@ -3,7 +3,10 @@
 // Owns: for each such txn not yet run, the values received so far.
 // In: other partitions' reads (transport thread, AddRemote) and the txn's
 // local part (a worker, AddLocal), in either order.
-// Out: the txn, once every participant's reads are here.
+// Out: the txn, once every expected participant's reads are here, exactly
+// once. A message that is malformed, from a partition that reads nothing
+// for the txn, or repeated, is dropped and reported, whatever the arrival
+// order: the txn then waits for a well-formed one.
 // Threads: any; one mutex.
 #pragma once
 #include <memory>
@@ -25,10 +28,14 @@ class RemoteReadTable {
   TxnWork* AddRemote(RemoteReads&& reads, std::string* error);
   // Parks the local part of `work` with its local reads. Returns true if
   // every remote read had already arrived: `reads` then holds them all and
-  // the caller runs the txn now.
-  bool AddLocal(TxnWork* work, ReadValues* reads);
+  // the caller runs the txn now. Early messages that do not fit the txn are
+  // dropped, and said in `error`.
+  bool AddLocal(TxnWork* work, ReadValues* reads, std::string* error);
   // The reads of a txn that AddRemote reported complete.
   std::unique_ptr<ReadValues> Take(TxnId id);
+  // Forgets what arrived for txns of epochs <= `epoch` that never ran here
+  // (garbage, or duplicates after the txn ran); returns how many.
+  size_t DropThrough(Epoch epoch);
 
   size_t size() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -37,12 +44,17 @@ class RemoteReadTable {
 
  private:
   struct Entry {
-    std::vector<RemoteReads> early;  // arrived before the local part
+    std::vector<RemoteReads> early;  // arrived before the local part, shape checked
     std::unique_ptr<ReadValues> values;
-    std::vector<PartitionId> senders;
+    std::vector<PartitionId> senders;  // accepted so far
     TxnWork* work = nullptr;
+    bool complete = false;  // handed back once; later messages are dropped
   };
-  static bool Merge(const RemoteReads& reads, ReadValues* values, std::string* error);
+  // Checks that does not need the txn: every field has one entry per position.
+  static bool WellFormed(const RemoteReads& reads, std::string* error);
+  // Checks against the txn, then merges. Nothing is merged on error.
+  static bool Accept(const RemoteReads& reads, const TxnWork& work, const Entry& entry,
+                     ReadValues* values, std::string* error);
 
   mutable std::mutex mu_;
   std::unordered_map<TxnId, Entry> entries_;

@@ -69,7 +69,13 @@ void Scheduler::DeliverBatch(std::unique_ptr<Batch> batch) {
 
 void Scheduler::DeliverRemoteReads(RemoteReads&& reads) {
   std::string error;
-  TxnWork* complete = remote_reads_.AddRemote(std::move(reads), &error);
+  TxnWork* complete = nullptr;
+  if (TxnEpoch(reads.txn_id()) <= freed_through_.load(std::memory_order_acquire)) {
+    error = "remote reads for txn " + TxnIdString(reads.txn_id()) +
+            ", whose epoch is over here";
+  } else {
+    complete = remote_reads_.AddRemote(std::move(reads), &error);
+  }
   if (!error.empty()) {
     dropped_messages_.fetch_add(1, std::memory_order_relaxed);
     LOG_EVERY_N(ERROR, 100) << "partition " << options_.partition << ": " << error;
@@ -317,7 +323,12 @@ void Scheduler::Prepare(TxnWork* work) {
       if (p != self) work->all_local = false;
       if (reader_mark_[p]) ++readers;
     }
-    if (work->executor) work->remote_reads_expected = readers - (reader_mark_[self] ? 1 : 0);
+    if (work->executor) {
+      work->remote_reads_expected = readers - (reader_mark_[self] ? 1 : 0);
+      for (PartitionId p : touched) {
+        if (p != self && reader_mark_[p]) work->expected_readers.push_back(p);
+      }
+    }
     if (work->reads_here) {
       for (PartitionId p : touched) {
         if (p != self && writer_mark_[p]) work->send_reads_to.push_back(p);
@@ -428,9 +439,20 @@ void Scheduler::ServeDigests() {
 
 void Scheduler::FreeFinishedEpochs() {
   const Epoch published = published_.load(std::memory_order_relaxed);
+  Epoch freed = 0;
   while (!epochs_.empty() && epochs_.front()->epoch <= published &&
          epochs_.front()->unfinished.load(std::memory_order_acquire) == 0) {
+    freed = epochs_.front()->epoch;
     epochs_.pop_front();
+  }
+  // Reads still held for txns of freed epochs never had a txn here to go to.
+  if (freed > 0) {
+    freed_through_.store(freed, std::memory_order_release);
+    if (size_t stale = remote_reads_.DropThrough(freed)) {
+      dropped_messages_.fetch_add(stale, std::memory_order_relaxed);
+      LOG_EVERY_N(WARNING, 100) << "partition " << options_.partition << " dropped " << stale
+                                << " remote read(s) for txns it does not run";
+    }
   }
 }
 
@@ -481,7 +503,13 @@ void Scheduler::Execute(const WorkItem& item, WorkerContext* context) {
   // Waiting for other partitions: a participant that writes nothing here no
   // longer needs its locks.
   if (!work->writes_here && !work->snapshot_read) PostDone(DoneMessage{work, false});
-  if (remote_reads_.AddLocal(work, &reads)) {
+  std::string dropped;
+  const bool complete = remote_reads_.AddLocal(work, &reads, &dropped);
+  if (!dropped.empty()) {
+    dropped_messages_.fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_N(ERROR, 100) << "partition " << options_.partition << " dropped " << dropped;
+  }
+  if (complete) {
     RunProcedure(work, reads, context);
     context->reads = ReadValues();
   }

@@ -201,6 +201,7 @@ class Scheduler {
   std::atomic<uint64_t> locked_keys_{0};
   std::atomic<uint64_t> buffered_epochs_{0};
   std::atomic<uint64_t> dropped_messages_{0};
+  std::atomic<Epoch> freed_through_{0};  // every epoch up to here is done and freed
   mutable std::mutex status_mu_;
   std::string waiting_for_;
 

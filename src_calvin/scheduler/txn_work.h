@@ -33,6 +33,7 @@ struct TxnWork : LockedTxn {
   // Multi-partition only: other partitions whose reads the executor needs,
   // and the executors (other than us) to send our reads to.
   uint32_t remote_reads_expected = 0;
+  std::vector<PartitionId> expected_readers;  // the partitions counted above
   std::vector<PartitionId> send_reads_to;
 };
 
