@@ -70,15 +70,8 @@ TEST_P(BankClusterTest, AuditsSeeTheRightTotalAndDigestsAgree) {
     EXPECT_NE(log.find("summary"), std::string::npos) << "node " << node << " left no summary";
   }
 
-  WorkloadParams bank;
-  bank.workload = "bank";
-  bank.application = "bank";
-  bank.bank_accounts = 90;
-  bank.audit_fraction = 0.2;
-  testing::SerialResult serial = testing::SerialExecute(dir.path() + "/input", bank);
-  ASSERT_EQ(serial.error, "");
-  EXPECT_EQ(serial.txns, cluster.Committed());
-  EXPECT_EQ(serial.digest, cluster.digest) << "cluster digest differs from serial execution";
+  testing::ExpectMatchesSerialExecution(dir.path() + "/input", testing::BankWorkload(90, 0.2),
+                                        cluster);
 
   std::string replay;
   ASSERT_EQ(RunProcess({BinaryDir() + "/paxflow-node", "--replay=" + dir.path() + "/input",

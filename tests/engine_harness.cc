@@ -12,15 +12,10 @@ EngineHarness::EngineHarness(const NodeParams& params, uint32_t partitions, Resu
     LoadPartition(*app_, p, partitions, stores_.back().get());
     digest_slots_.push_back(stores_.back()->RegisterThread());
     stats_.push_back(std::make_unique<NodeStats>(params.engine.workers));
-    SchedulerOptions options;
-    options.mode = params.engine.mode;
-    options.partition = p;
-    options.partitions = partitions;
-    options.sequencers = partitions;
-    options.workers = params.engine.workers;
-    options.ro_workers = params.engine.ro_workers;
-    schedulers_.push_back(std::make_unique<Scheduler>(options, stores_.back().get(), app_.get(),
-                                                      this, stats_.back().get(), results));
+    schedulers_.push_back(std::make_unique<Scheduler>(SchedulerOptionsFor(params.engine, p,
+                                                                          partitions),
+                                                      stores_.back().get(), app_.get(), this,
+                                                      stats_.back().get(), results));
     if (!log_dir.empty()) {
       LogHeader header;
       header.set_node_id(p);

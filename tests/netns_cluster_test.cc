@@ -145,15 +145,8 @@ TEST_F(NetnsClusterTest, BankAcrossThreeNamespacesEqualsSerialExecution) {
   EXPECT_EQ(cluster.invariant_failures, 0u) << output;
   EXPECT_GT(cluster.kinds[kKindReadWrite].committed, 100u) << "too few transfers ran";
 
-  WorkloadParams bank;
-  bank.workload = "bank";
-  bank.application = "bank";
-  bank.bank_accounts = 90;
-  bank.audit_fraction = 0.2;
-  testing::SerialResult serial = testing::SerialExecute(dir_.path() + "/input", bank);
-  ASSERT_EQ(serial.error, "");
-  EXPECT_EQ(serial.txns, cluster.Committed());
-  EXPECT_EQ(serial.digest, cluster.digest) << "cluster digest differs from serial execution";
+  testing::ExpectMatchesSerialExecution(dir_.path() + "/input", testing::BankWorkload(90, 0.2),
+                                        cluster);
 }
 
 // start, status, stop with nodes in namespaces: status reaches the client

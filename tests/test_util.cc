@@ -1,5 +1,8 @@
 #include "tests/test_util.h"
 
+#include "common/paths.h"
+#include "tests/serial_reference.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <google/protobuf/text_format.h>
@@ -252,14 +255,7 @@ bool PortIsFree(uint32_t port) {
   return free;
 }
 
-std::string BinaryDir() {
-  char path[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) return ".";
-  path[n] = '\0';
-  std::string self(path);
-  return self.substr(0, self.rfind('/'));
-}
+std::string BinaryDir() { return SelfDirectory(); }
 
 std::string SourceDir() {
   std::string file = __FILE__;  // .../tests/test_util.cc, or relative to the repo root
@@ -273,6 +269,23 @@ std::string ReadFile(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+WorkloadParams BankWorkload(uint64_t accounts, double audit_fraction) {
+  WorkloadParams bank;
+  bank.workload = "bank";
+  bank.application = "bank";
+  bank.bank_accounts = accounts;
+  bank.audit_fraction = audit_fraction;
+  return bank;
+}
+
+void ExpectMatchesSerialExecution(const std::string& input_dir, const WorkloadParams& workload,
+                                  const RunSummary& cluster) {
+  SerialResult serial = SerialExecute(input_dir, workload);
+  ASSERT_EQ(serial.error, "");
+  EXPECT_EQ(serial.txns, cluster.Committed());
+  EXPECT_EQ(serial.digest, cluster.digest) << "cluster digest differs from serial execution";
 }
 
 }  // namespace paxflow::testing

@@ -89,4 +89,11 @@ std::string SourceDir();  // repository root
 
 std::string ReadFile(const std::string& path);
 
+// The bank workload as the cluster tests run it.
+WorkloadParams BankWorkload(uint64_t accounts, double audit_fraction);
+// Checks a cluster's summary against a serial execution of its input logs:
+// the same txn count and the same database digest.
+void ExpectMatchesSerialExecution(const std::string& input_dir, const WorkloadParams& workload,
+                                  const RunSummary& cluster);
+
 }  // namespace paxflow::testing

@@ -37,6 +37,18 @@ void LoadPartition(const Application& app, PartitionId partition, uint32_t parti
   app.Load(partition, partitions, &loader);
 }
 
+SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId partition,
+                                     uint32_t partitions, uint32_t sequencers) {
+  SchedulerOptions options;
+  options.mode = engine.mode;
+  options.partition = partition;
+  options.partitions = partitions;
+  options.sequencers = sequencers ? sequencers : partitions;
+  options.workers = engine.workers;
+  options.ro_workers = engine.ro_workers;
+  return options;
+}
+
 std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partition,
                                  uint32_t partitions, const Application& app, uint32_t value_size) {
   if (engine.mode == Mode::kCalvin) {
@@ -83,15 +95,9 @@ std::string Node::Start() {
   LoadPartition(*app_, partition, partitions, store_.get());
   stats_ = std::make_unique<NodeStats>(params.engine.workers);
 
-  SchedulerOptions scheduler_options;
-  scheduler_options.mode = params.engine.mode;
-  scheduler_options.partition = partition;
-  scheduler_options.partitions = partitions;
-  scheduler_options.sequencers = partitions;
-  scheduler_options.workers = params.engine.workers;
-  scheduler_options.ro_workers = params.engine.ro_workers;
-  scheduler_ = std::make_unique<Scheduler>(scheduler_options, store_.get(), app_.get(), this,
-                                           stats_.get(), this);
+  scheduler_ = std::make_unique<Scheduler>(
+      SchedulerOptionsFor(params.engine, partition, partitions), store_.get(), app_.get(), this,
+      stats_.get(), this);
 
   if (!params.engine.log_dir.empty()) {
     if (!MakeDirectories(params.engine.log_dir)) {

@@ -137,6 +137,11 @@ class Node : public PeerSender, public ResultSink {
 void LoadPartition(const Application& app, PartitionId partition, uint32_t partitions,
                    Store* store);
 
+// The scheduler settings of `partition` under `engine`; one sequencer per
+// partition unless `sequencers` says otherwise (replays of old logs).
+SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId partition,
+                                     uint32_t partitions, uint32_t sequencers = 0);
+
 // Creates the store a mode runs on (and starts its collector).
 std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partition,
                                  uint32_t partitions, const Application& app, uint32_t value_size);

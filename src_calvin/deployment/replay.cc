@@ -117,15 +117,9 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
     stores.push_back(MakeStore(params.engine, p, partitions, *app, params.workload.value_size));
     LoadPartition(*app, p, partitions, stores.back().get());
     stats.push_back(std::make_unique<NodeStats>(params.engine.workers));
-    SchedulerOptions options;
-    options.mode = params.engine.mode;
-    options.partition = p;
-    options.partitions = partitions;
-    options.sequencers = logs.sequencers;
-    options.workers = params.engine.workers;
-    options.ro_workers = params.engine.ro_workers;
-    schedulers.push_back(std::make_unique<Scheduler>(options, stores.back().get(), app.get(),
-                                                     &peers, stats.back().get(), nullptr));
+    schedulers.push_back(std::make_unique<Scheduler>(
+        SchedulerOptionsFor(params.engine, p, partitions, logs.sequencers), stores.back().get(),
+        app.get(), &peers, stats.back().get(), nullptr));
   }
   const int64_t start = NowMicros();
   for (auto& scheduler : schedulers) scheduler->Start();
