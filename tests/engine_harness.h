@@ -8,21 +8,19 @@
 #include <vector>
 
 #include "applications/application.h"
-#include "backend/store.h"
+#include "deployment/local_partitions.h"
 #include "deployment/params.h"
-#include "scheduler/scheduler.h"
 #include "sequencer/generator_source.h"
 #include "sequencer/input_log.h"
 #include "sequencer/sequencer.h"
 
 namespace paxflow::testing {
 
-class EngineHarness : public PeerSender {
+class EngineHarness {
  public:
   // `log_dir` (optional) receives one input log per partition.
   EngineHarness(const NodeParams& params, uint32_t partitions, ResultSink* results,
                 const std::string& log_dir = "");
-  ~EngineHarness() override;
 
   // Closes epochs 1..epochs on every sequencer (the last one final), hands
   // every batch over, then starts the schedulers and waits until everything
@@ -30,23 +28,16 @@ class EngineHarness : public PeerSender {
   bool Run(Epoch epochs, int64_t timeout_ms = 120000);
 
   uint64_t DatabaseDigest();  // after Run
-  Scheduler& scheduler(PartitionId p) { return *schedulers_[p]; }
-  Store& store(PartitionId p) { return *stores_[p]; }
-  NodeStats& stats(PartitionId p) { return *stats_[p]; }
-  uint64_t Committed() const;
-  // PeerSender: reads go straight to the other partition's scheduler.
-  void SendRemoteReads(PartitionId to, const RemoteReads& reads) override;
+  Scheduler& scheduler(PartitionId p) { return engine_->scheduler(p); }
+  Store& store(PartitionId p) { return engine_->store(p); }
+  NodeStats& stats(PartitionId p) { return engine_->stats(p); }
+  uint64_t Committed() const { return engine_->Committed(); }
 
  private:
-
-  NodeParams params_;
   uint32_t partitions_;
   std::unique_ptr<Application> app_;
-  std::vector<std::unique_ptr<Store>> stores_;
-  std::vector<size_t> digest_slots_;  // the test thread's slot in each store
-  std::vector<std::unique_ptr<NodeStats>> stats_;
-  std::vector<std::unique_ptr<InputLogWriter>> logs_;
-  std::vector<std::unique_ptr<Scheduler>> schedulers_;
+  std::vector<std::unique_ptr<InputLogWriter>> logs_;  // outlive the schedulers' hooks
+  std::unique_ptr<LocalPartitions> engine_;
   std::vector<std::unique_ptr<GeneratorSource>> generators_;
   std::vector<std::unique_ptr<Sequencer>> sequencers_;
 };

@@ -37,6 +37,22 @@ void LoadPartition(const Application& app, PartitionId partition, uint32_t parti
   app.Load(partition, partitions, &loader);
 }
 
+LogHeader MakeLogHeader(const NodeParams& params, NodeId node, PartitionId partition,
+                        uint32_t replica, uint32_t partitions) {
+  LogHeader header;
+  header.set_node_id(node);
+  header.set_partition(partition);
+  header.set_replica(replica);
+  header.set_partitions(partitions);
+  header.set_sequencers(partitions);
+  for (const auto& [name, value] : params.ClusterParams()) {
+    Param* param = header.add_param();
+    param->set_name(name);
+    param->set_value(value);
+  }
+  return header;
+}
+
 SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId partition,
                                      uint32_t partitions, uint32_t sequencers) {
   SchedulerOptions options;
@@ -104,19 +120,9 @@ std::string Node::Start() {
       return "cannot create the input log directory " + params.engine.log_dir + ": " +
              std::strerror(errno);
     }
-    LogHeader header;
-    header.set_node_id(options_.id);
-    header.set_partition(partition);
-    header.set_replica(self_->replica());
-    header.set_partitions(partitions);
-    header.set_sequencers(partitions);
-    for (const auto& [name, value] : params.ClusterParams()) {
-      Param* param = header.add_param();
-      param->set_name(name);
-      param->set_value(value);
-    }
     log_ = std::make_unique<InputLogWriter>();
-    error = log_->Open(InputLogPath(params.engine.log_dir, options_.id), header,
+    error = log_->Open(InputLogPath(params.engine.log_dir, options_.id),
+                       MakeLogHeader(params, options_.id, partition, self_->replica(), partitions),
                        params.engine.log_fsync);
     if (!error.empty()) return error;
     scheduler_->SetBeforeExecute([this](const MergedEpoch& epoch) { log_->Append(epoch); });

@@ -142,6 +142,10 @@ void LoadPartition(const Application& app, PartitionId partition, uint32_t parti
 SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId partition,
                                      uint32_t partitions, uint32_t sequencers = 0);
 
+// The first record of a node's input log: who wrote it and with what.
+LogHeader MakeLogHeader(const NodeParams& params, NodeId node, PartitionId partition,
+                        uint32_t replica, uint32_t partitions);
+
 // Creates the store a mode runs on (and starts its collector).
 std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partition,
                                  uint32_t partitions, const Application& app, uint32_t value_size);

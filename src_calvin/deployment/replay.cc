@@ -8,22 +8,13 @@
 
 #include "applications/workload.h"
 #include "common/clock.h"
+#include "deployment/local_partitions.h"
 #include "deployment/node.h"
 #include "scheduler/scheduler.h"
 #include "sequencer/input_log.h"
 
 namespace paxflow {
 namespace {
-
-// Hands a partition's reads straight to the other partition's scheduler.
-class InMemoryPeers : public PeerSender {
- public:
-  void SendRemoteReads(PartitionId to, const RemoteReads& reads) override {
-    RemoteReads copy = reads;
-    (*schedulers_)[to]->DeliverRemoteReads(std::move(copy));
-  }
-  std::vector<std::unique_ptr<Scheduler>>* schedulers_ = nullptr;
-};
 
 struct OpenLogs {
   std::map<PartitionId, std::unique_ptr<InputLogReader>> by_partition;
@@ -108,21 +99,9 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
   }
 
   std::unique_ptr<Application> app = MakeApplication(params.workload);
-  std::vector<std::unique_ptr<Store>> stores;
-  std::vector<std::unique_ptr<NodeStats>> stats;
-  std::vector<std::unique_ptr<Scheduler>> schedulers;
-  InMemoryPeers peers;
-  peers.schedulers_ = &schedulers;
-  for (PartitionId p = 0; p < partitions; ++p) {
-    stores.push_back(MakeStore(params.engine, p, partitions, *app, params.workload.value_size));
-    LoadPartition(*app, p, partitions, stores.back().get());
-    stats.push_back(std::make_unique<NodeStats>(params.engine.workers));
-    schedulers.push_back(std::make_unique<Scheduler>(
-        SchedulerOptionsFor(params.engine, p, partitions, logs.sequencers), stores.back().get(),
-        app.get(), &peers, stats.back().get(), nullptr));
-  }
+  LocalPartitions engine(params, app.get(), partitions, logs.sequencers, nullptr);
   const int64_t start = NowMicros();
-  for (auto& scheduler : schedulers) scheduler->Start();
+  engine.Start();
 
   // Pass 2: feed the epochs up to the cut, all partitions in step, keeping
   // only a bounded number of epochs queued ahead of execution.
@@ -141,11 +120,12 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
         if (batch.final()) finished_sequencer[batch.sequencer()] = true;
         auto owned = std::make_unique<Batch>();
         owned->Swap(&batch);
-        schedulers[partition]->DeliverBatch(std::move(owned));
+        engine.scheduler(partition).DeliverBatch(std::move(owned));
       }
     }
-    for (auto& scheduler : schedulers) {
-      while (fed > scheduler->Status().admitted_epoch + kMaxAhead && !scheduler->finished()) {
+    for (PartitionId p = 0; p < partitions; ++p) {
+      Scheduler& scheduler = engine.scheduler(p);
+      while (fed > scheduler.Status().admitted_epoch + kMaxAhead && !scheduler.finished()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));  // flow control, not sync
       }
     }
@@ -159,25 +139,25 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
       batch->set_sequencer(s);
       batch->set_partition(p);
       batch->set_final(true);
-      schedulers[p]->DeliverBatch(std::move(batch));
+      engine.scheduler(p).DeliverBatch(std::move(batch));
     }
   }
-  for (auto& scheduler : schedulers) {
-    while (!scheduler->WaitFinished(1000)) {
-      LOG(INFO) << "replay: waiting, " << scheduler->Status().waiting_for;
+  for (PartitionId p = 0; p < partitions; ++p) {
+    while (!engine.scheduler(p).WaitFinished(1000)) {
+      LOG(INFO) << "replay: waiting, " << engine.scheduler(p).Status().waiting_for;
     }
   }
   result.seconds = (NowMicros() - start) / 1e6;
+  engine.Stop();
   for (PartitionId p = 0; p < partitions; ++p) {
-    schedulers[p]->Stop();
-    result.epoch = std::max(result.epoch, schedulers[p]->last_epoch());
+    result.epoch = std::max(result.epoch, engine.scheduler(p).last_epoch());
   }
   for (PartitionId p = 0; p < partitions; ++p) {
-    const uint64_t digest = stores[p]->Digest(stores[p]->RegisterThread(), result.epoch);
+    const uint64_t digest = engine.Digest(p, result.epoch);
     result.partition_digests.push_back(digest);
     result.digest += digest;
-    result.txns += stats[p]->CommittedAll();
   }
+  result.txns = engine.Committed();
   return result;
 }
 

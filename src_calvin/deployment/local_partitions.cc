@@ -1,0 +1,45 @@
+#include "deployment/local_partitions.h"
+
+#include "deployment/node.h"
+
+namespace paxflow {
+
+LocalPartitions::LocalPartitions(const NodeParams& params, const Application* app,
+                                 uint32_t partitions, uint32_t sequencers, ResultSink* results) {
+  for (PartitionId p = 0; p < partitions; ++p) {
+    stores_.push_back(MakeStore(params.engine, p, partitions, *app, params.workload.value_size));
+    LoadPartition(*app, p, partitions, stores_.back().get());
+    owner_slots_.push_back(stores_.back()->RegisterThread());
+    stats_.push_back(std::make_unique<NodeStats>(params.engine.workers));
+    schedulers_.push_back(std::make_unique<Scheduler>(
+        SchedulerOptionsFor(params.engine, p, partitions, sequencers), stores_.back().get(), app,
+        this, stats_.back().get(), results));
+  }
+}
+
+LocalPartitions::~LocalPartitions() { Stop(); }
+
+void LocalPartitions::Start() {
+  for (auto& scheduler : schedulers_) scheduler->Start();
+}
+
+void LocalPartitions::Stop() {
+  for (auto& scheduler : schedulers_) scheduler->Stop();
+}
+
+uint64_t LocalPartitions::Digest(PartitionId p, Epoch epoch) {
+  return stores_[p]->Digest(owner_slots_[p], epoch);
+}
+
+uint64_t LocalPartitions::Committed() const {
+  uint64_t total = 0;
+  for (const auto& stats : stats_) total += stats->CommittedAll();
+  return total;
+}
+
+void LocalPartitions::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
+  RemoteReads copy = reads;
+  schedulers_[to]->DeliverRemoteReads(std::move(copy));
+}
+
+}  // namespace paxflow
