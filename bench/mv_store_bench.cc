@@ -120,7 +120,6 @@ void BM_GcUnderLongReader(benchmark::State& state) {
     store.ExitSnapshot(slot);
     benchmark::DoNotOptimize(buffer);
     if ((++i & 255) == 0) {
-      store.Publish(epoch);
       ++epoch;
       store.SetSnapshotPins({long_reader, epoch - 1, epoch});
       if (gc.policy == GcPolicy::kBackground && (epoch & 63) == 0) {

@@ -117,7 +117,6 @@ TEST_P(StoreConcurrencyTest, ReadersSeeExactSnapshotsWhileWritersAndCollectorsRu
     for (Key key = 0; key < kKeys; ++key) {
       if (WrittenIn(key, epoch)) store.Write(writer, key, Value(key, epoch), epoch);
     }
-    store.Publish(epoch);
   }
   pinning.Advance(kEpochs, kEpochs);
   done.store(true);

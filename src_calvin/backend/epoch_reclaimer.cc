@@ -36,7 +36,6 @@ void EpochReclaimer::Retire(size_t slot, void* pointer, Deleter deleter) {
   // (store-load) that a plain load is not.
   owner.retired.push_back(
       Retired{pointer, deleter, global_epoch_.fetch_add(0, std::memory_order_seq_cst)});
-  owner.retired_count.store(owner.retired.size(), std::memory_order_relaxed);
   if (owner.retired.size() % kCollectEvery == 0) {
     global_epoch_.fetch_add(1, std::memory_order_seq_cst);
     Collect(slot);
@@ -69,14 +68,7 @@ void EpochReclaimer::Collect(size_t slot) {
     }
   }
   owner.retired.resize(kept);
-  owner.retired_count.store(kept, std::memory_order_relaxed);
   freed_.fetch_add(freed, std::memory_order_relaxed);
-}
-
-uint64_t EpochReclaimer::pending() const {
-  uint64_t total = 0;
-  for (const auto& slot : slots_) total += slot->retired_count.load(std::memory_order_relaxed);
-  return total;
 }
 
 }  // namespace paxflow

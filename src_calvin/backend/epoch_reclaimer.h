@@ -33,7 +33,6 @@ class EpochReclaimer {
   void Collect(size_t slot);
 
   uint64_t freed() const { return freed_.load(std::memory_order_relaxed); }
-  uint64_t pending() const;
 
  private:
   struct Retired {
@@ -44,7 +43,6 @@ class EpochReclaimer {
   struct alignas(64) Slot {
     std::atomic<uint64_t> active_epoch{0};  // 0: not reading
     std::vector<Retired> retired;           // owner thread only
-    std::atomic<uint64_t> retired_count{0};
   };
   uint64_t OldestActive() const;
 

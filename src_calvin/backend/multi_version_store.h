@@ -59,7 +59,6 @@ class MultiVersionStore : public Store {
   bool multi_version() const override { return true; }
   void Prefetch(Key key, int stage) override;
   void SetSnapshotPins(std::vector<Epoch> pins) override;
-  void Publish(Epoch epoch) override { published_.store(epoch, std::memory_order_release); }
   uint64_t Digest(size_t slot, Epoch epoch) override;
   StoreMetrics Metrics() override;
 
@@ -68,7 +67,6 @@ class MultiVersionStore : public Store {
   void Sweep(size_t slot);
   // Starts the background collector thread.
   void StartCollector();
-  Epoch published() const { return published_.load(std::memory_order_acquire); }
   // Versions linked for `key`; only while no collector or writer runs (tests).
   size_t ChainLength(Key key);
 
@@ -105,7 +103,6 @@ class MultiVersionStore : public Store {
   EpochReclaimer reclaimer_;
   std::atomic<size_t> next_slot_{0};
   size_t collector_slot_ = 0;
-  std::atomic<Epoch> published_{0};
   // Read inside an epoch-reclamation section; replaced copies are retired.
   std::atomic<const Pins*> pins_;
   size_t pins_slot_ = 0;  // the scheduler thread's, for retiring old pins

@@ -30,7 +30,6 @@ class SingleVersionStore : public Store {
   bool multi_version() const override { return false; }
   void Prefetch(Key key, int stage) override;
   void SetSnapshotPins(std::vector<Epoch>) override {}
-  void Publish(Epoch) override {}
   uint64_t Digest(size_t slot, Epoch epoch) override;
   StoreMetrics Metrics() override;
 

@@ -6,8 +6,9 @@
 // its reclamation state per slot. Load runs on one thread before execution.
 // ReadLatest and Write are called by workers holding the key's lock from the
 // lock manager. Snapshot reads run between EnterSnapshot and ExitSnapshot on
-// any thread and take no lock. Publish and SetSnapshotPins come from the
-// scheduler thread.
+// any thread and take no lock. SetSnapshotPins comes from the scheduler
+// thread. Publishing an epoch needs nothing from a store: readers only ever
+// read snapshots the scheduler has published.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -60,9 +61,6 @@ class Store {
   // one also stands for every later snapshot. Versions no pin needs are
   // garbage.
   virtual void SetSnapshotPins(std::vector<Epoch> pins) = 0;
-  // Epoch `epoch` (and all before it) is complete on this partition.
-  virtual void Publish(Epoch epoch) = 0;
-
   // Order-independent hash of every (key, value) as of `epoch`. A
   // single-version store hashes its current state: the caller makes sure no
   // write of a later epoch has been applied.

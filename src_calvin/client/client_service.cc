@@ -114,7 +114,6 @@ void ClientService::Loop() {
         ClientReply reply;
         reply.set_status(BAD_REQUEST);
         reply.set_error("expected one frame per request, got " + std::to_string(frames.size() - 1));
-        rejected_.fetch_add(1, std::memory_order_relaxed);
         Reply(identity, reply);
         continue;
       }
@@ -134,7 +133,6 @@ void ClientService::Handle(const std::string& identity, const zmq::message_t& me
   if (status != OK) {
     reply.set_status(status);
     reply.set_error(error);
-    rejected_.fetch_add(1, std::memory_order_relaxed);
     Reply(identity, reply);
     return;
   }
@@ -150,7 +148,6 @@ void ClientService::Handle(const std::string& identity, const zmq::message_t& me
         reply.set_status(BAD_REQUEST);
         reply.set_error("epoch " + std::to_string(request.digest().epoch()) +
                         " is too far ahead (the node is at epoch " + std::to_string(now) + ")");
-        rejected_.fetch_add(1, std::memory_order_relaxed);
         Reply(identity, reply);
         return;
       }
@@ -158,7 +155,6 @@ void ClientService::Handle(const std::string& identity, const zmq::message_t& me
         reply.set_status(OVERLOADED);
         reply.set_error(std::to_string(digests_pending_.load()) +
                         " digests are pending on this node; ask again later");
-        rejected_.fetch_add(1, std::memory_order_relaxed);
         Reply(identity, reply);
         return;
       }
@@ -203,7 +199,6 @@ void ClientService::Handle(const std::string& identity, const zmq::message_t& me
   }
   reply.set_status(status);
   reply.set_error(error);
-  rejected_.fetch_add(1, std::memory_order_relaxed);
   Reply(identity, reply);
 }
 
@@ -256,7 +251,6 @@ void ClientService::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch re
     }
   }
   result->set_server_latency_us(NowMicros() - waiter.arrival_us);
-  served_.fetch_add(1, std::memory_order_relaxed);
   Post(std::move(waiter.identity), reply);
 }
 

@@ -62,8 +62,6 @@ class ClientService : public TxnSource, public ResultSink {
                 const ReadValues& reads) override;
 
   uint64_t waiting_txns() const;
-  uint64_t served() const { return served_.load(std::memory_order_relaxed); }
-  uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
 
  private:
   struct Waiter {
@@ -99,7 +97,6 @@ class ClientService : public TxnSource, public ResultSink {
   uint64_t next_client_txn_ = 1;
   std::vector<Outgoing> outgoing_;
 
-  std::atomic<uint64_t> served_{0}, rejected_{0};
   std::atomic<uint32_t> digests_pending_{0};
   bool stopped_ = false;  // under mu_: Post drops replies from now on
 };

@@ -81,7 +81,6 @@ void Transport::Send(NodeId to, Channel channel, const std::string& payload) {
   try {
     peer.socket->send(zmq::buffer(header_bytes), zmq::send_flags::sndmore);
     peer.socket->send(zmq::buffer(payload), zmq::send_flags::none);
-    sent_.fetch_add(1, std::memory_order_relaxed);
   } catch (const zmq::error_t& e) {
     LOG_EVERY_N(ERROR, 1000) << "node " << options_.self << ": send to node " << to
                              << " failed: " << e.what();
@@ -120,7 +119,6 @@ void Transport::ReceiveLoop() {
       continue;
     }
     if (frames.empty()) continue;
-    received_.fetch_add(1, std::memory_order_relaxed);
     Header header;
     if (frames.size() != 2 || !header.ParseFromArray(frames[0].data(), frames[0].size()) ||
         header.magic() != kHeaderMagic) {

@@ -60,8 +60,6 @@ class Transport {
   void Send(NodeId to, Channel channel, const std::string& payload);
 
   uint64_t garbled() const { return garbled_.load(std::memory_order_relaxed); }
-  uint64_t sent() const { return sent_.load(std::memory_order_relaxed); }
-  uint64_t received() const { return received_.load(std::memory_order_relaxed); }
 
  private:
   struct Peer {
@@ -79,7 +77,7 @@ class Transport {
   std::map<int, Handler> handlers_;
   std::thread receiver_;
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> garbled_{0}, sent_{0}, received_{0};
+  std::atomic<uint64_t> garbled_{0};
 };
 
 }  // namespace paxflow

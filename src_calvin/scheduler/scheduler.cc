@@ -374,7 +374,6 @@ void Scheduler::AdvancePublish() {
     advanced = true;
   }
   if (!advanced) return;
-  store_->Publish(published);
   published_.store(published, std::memory_order_release);
   ReleaseWaitingReadOnly();
 }

@@ -16,7 +16,6 @@ class GeneratorSource : public TxnSource {
   GeneratorSource(std::unique_ptr<TxnGenerator> generator, uint64_t max_inflight,
                   std::function<uint64_t()> completed);
   size_t Fill(size_t max, int64_t now_us, Batch* batch) override;
-  uint64_t generated() const { return generated_; }
 
  private:
   std::unique_ptr<TxnGenerator> generator_;
