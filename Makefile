@@ -66,15 +66,15 @@ $(LIB): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/bin/paxflow-node: $(BUILD)/obj/src_calvin/deployment/node_main.o $(LIB)
+$(BUILD)/bin/paxflow-node: $(BUILD)/obj/src_calvin/node/node_main.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/bin/paxflow-cluster: $(BUILD)/obj/src_calvin/deployment/cluster_main.o $(LIB)
+$(BUILD)/bin/paxflow-cluster: $(BUILD)/obj/src_calvin/cluster/cluster_main.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/bin/paxflow-bench: $(BUILD)/obj/src_calvin/deployment/bench_main.o $(LIB)
+$(BUILD)/bin/paxflow-bench: $(BUILD)/obj/src_calvin/report/bench_main.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
 

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <regex>
 
-#include "deployment/summary.h"
+#include "base/summary.h"
 #include "tests/result_log.h"
 #include "tests/serial_reference.h"
 #include "tests/test_util.h"

@@ -8,7 +8,7 @@
 
 #include "applications/ycsb.h"
 #include "backend/single_version_store.h"
-#include "deployment/replay.h"
+#include "replay/replay.h"
 #include "scheduler/scheduler.h"
 #include "tests/result_log.h"
 #include "tests/serial_reference.h"

@@ -1,7 +1,7 @@
 #include "tests/engine_harness.h"
 
 #include "common/clock.h"
-#include "deployment/node.h"
+#include "partition/partition_setup.h"
 
 namespace paxflow::testing {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "applications/application.h"
-#include "deployment/local_partitions.h"
-#include "deployment/params.h"
+#include "partition/local_partitions.h"
+#include "base/params.h"
 #include "sequencer/generator_source.h"
 #include "sequencer/input_log.h"
 #include "sequencer/sequencer.h"

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "common/json.h"
-#include "deployment/summary.h"
+#include "base/summary.h"
 #include "tests/test_util.h"
 
 namespace paxflow {

@@ -12,7 +12,7 @@
 #include <functional>
 #include <memory>
 
-#include "deployment/summary.h"
+#include "base/summary.h"
 #include "tests/serial_reference.h"
 #include "tests/test_util.h"
 

@@ -7,7 +7,7 @@
 
 #include "applications/ycsb.h"
 #include "backend/single_version_store.h"
-#include "deployment/node.h"
+#include "partition/partition_setup.h"
 #include "scheduler/scheduler.h"
 #include "tests/result_log.h"
 

@@ -8,8 +8,8 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "deployment/node.h"
-#include "deployment/params.h"
+#include "node/node.h"
+#include "base/params.h"
 
 namespace paxflow::testing {
 

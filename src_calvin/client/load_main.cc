@@ -20,7 +20,7 @@
 #include "common/config.h"
 #include "common/histogram.h"
 #include "common/json.h"
-#include "deployment/flags.h"
+#include "base/flags.h"
 
 DEFINE_int32(clients, 4, "Client connections (one thread each), spread over the nodes");
 DEFINE_int32(outstanding, 16, "Closed loop: txns in flight per client");

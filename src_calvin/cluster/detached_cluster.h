@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/config.h"
-#include "deployment/launcher.h"
-#include "deployment/summary.h"
+#include "cluster/launcher.h"
+#include "base/summary.h"
 
 namespace paxflow {
 

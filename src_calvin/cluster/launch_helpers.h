@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/config.h"
-#include "deployment/launcher.h"
+#include "cluster/launcher.h"
 
 namespace paxflow {
 

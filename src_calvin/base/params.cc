@@ -1,4 +1,4 @@
-#include "deployment/params.h"
+#include "base/params.h"
 
 #include <sstream>
 

@@ -1,4 +1,4 @@
-#include "deployment/detached_cluster.h"
+#include "cluster/detached_cluster.h"
 
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -18,7 +18,7 @@
 #include "client/client.h"
 #include "client/request.h"
 #include "common/json.h"
-#include "deployment/launch_helpers.h"
+#include "cluster/launch_helpers.h"
 
 namespace paxflow {
 namespace {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "deployment/params.h"
+#include "base/params.h"
 
 DECLARE_string(config);
 DECLARE_uint32(node_id);

@@ -1,4 +1,4 @@
-#include "deployment/node.h"
+#include "node/node.h"
 
 #include <glog/logging.h>
 #include <sys/stat.h>
@@ -6,7 +6,6 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "backend/single_version_store.h"
 #include "common/clock.h"
 #include "common/paths.h"
 
@@ -23,62 +22,6 @@ std::string Rate(uint64_t count, double seconds) {
 }
 
 }  // namespace
-
-void LoadPartition(const Application& app, PartitionId partition, uint32_t partitions,
-                   Store* store) {
-  class StoreLoader : public Loader {
-   public:
-    explicit StoreLoader(Store* store) : store_(store) {}
-    void Put(Key key, std::string_view value) override { store_->Load(key, value); }
-
-   private:
-    Store* store_;
-  } loader(store);
-  app.Load(partition, partitions, &loader);
-}
-
-LogHeader MakeLogHeader(const NodeParams& params, NodeId node, PartitionId partition,
-                        uint32_t replica, uint32_t partitions) {
-  LogHeader header;
-  header.set_node_id(node);
-  header.set_partition(partition);
-  header.set_replica(replica);
-  header.set_partitions(partitions);
-  header.set_sequencers(partitions);
-  for (const auto& [name, value] : params.ClusterParams()) {
-    Param* param = header.add_param();
-    param->set_name(name);
-    param->set_value(value);
-  }
-  return header;
-}
-
-SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId partition,
-                                     uint32_t partitions, uint32_t sequencers) {
-  SchedulerOptions options;
-  options.mode = engine.mode;
-  options.partition = partition;
-  options.partitions = partitions;
-  options.sequencers = sequencers ? sequencers : partitions;
-  options.workers = engine.workers;
-  options.ro_workers = engine.ro_workers;
-  return options;
-}
-
-std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partition,
-                                 uint32_t partitions, const Application& app, uint32_t value_size) {
-  if (engine.mode == Mode::kCalvin) {
-    return std::make_unique<SingleVersionStore>(partition, partitions, app.DenseKeys(),
-                                                value_size);
-  }
-  GcOptions gc;
-  gc.policy = engine.gc;
-  gc.max_threads = engine.workers + 8;
-  auto store = std::make_unique<MultiVersionStore>(partition, partitions, app.DenseKeys(),
-                                                   value_size, gc);
-  store->StartCollector();
-  return store;
-}
 
 Node::Node(NodeOptions options) : options_(std::move(options)) {}
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "common/config.h"
-#include "deployment/summary.h"
+#include "base/summary.h"
 
 namespace paxflow {
 

@@ -1,4 +1,4 @@
-#include "deployment/flags.h"
+#include "base/flags.h"
 
 #include <glog/logging.h>  // defines --log_dir, which names our input log directory
 

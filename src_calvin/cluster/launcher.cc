@@ -1,4 +1,4 @@
-#include "deployment/launcher.h"
+#include "cluster/launcher.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -22,9 +22,9 @@
 #include <sstream>
 #include <thread>
 
-#include "deployment/flags.h"
-#include "deployment/launch_helpers.h"
-#include "deployment/summary.h"
+#include "base/flags.h"
+#include "cluster/launch_helpers.h"
+#include "base/summary.h"
 
 namespace paxflow {
 namespace {

@@ -1,6 +1,6 @@
-#include "deployment/local_partitions.h"
+#include "partition/local_partitions.h"
 
-#include "deployment/node.h"
+#include "partition/partition_setup.h"
 
 namespace paxflow {
 

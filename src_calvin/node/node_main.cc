@@ -8,10 +8,10 @@
 #include <iostream>
 
 #include "common/config.h"
-#include "deployment/flags.h"
-#include "deployment/node.h"
-#include "deployment/replay.h"
-#include "deployment/signals.h"
+#include "base/flags.h"
+#include "node/node.h"
+#include "replay/replay.h"
+#include "base/signals.h"
 
 namespace paxflow {
 namespace {

@@ -10,10 +10,10 @@
 
 #include "common/config.h"
 #include "common/paths.h"
-#include "deployment/detached_cluster.h"
-#include "deployment/flags.h"
-#include "deployment/launcher.h"
-#include "deployment/signals.h"
+#include "cluster/detached_cluster.h"
+#include "base/flags.h"
+#include "cluster/launcher.h"
+#include "base/signals.h"
 
 DEFINE_string(logs, "",
               "Directory for the nodes' logs and summaries, and start's state file (default "

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "deployment/summary.h"
+#include "base/summary.h"
 
 namespace paxflow {
 

@@ -1,4 +1,4 @@
-#include "deployment/launch_helpers.h"
+#include "cluster/launch_helpers.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -23,8 +23,9 @@
 #include "common/config.h"
 #include "common/stats.h"
 #include "common/transport.h"
-#include "deployment/params.h"
-#include "deployment/summary.h"
+#include "base/params.h"
+#include "base/summary.h"
+#include "partition/partition_setup.h"
 #include "scheduler/scheduler.h"
 #include "sequencer/generator_source.h"
 #include "sequencer/input_log.h"
@@ -131,23 +132,5 @@ class Node : public PeerSender, public ResultSink {
   bool drain_failed_ = false;
   bool shut_down_ = false;
 };
-
-// Creates the store a mode runs on.
-// Loads the application's initial data of `partition` into `store`.
-void LoadPartition(const Application& app, PartitionId partition, uint32_t partitions,
-                   Store* store);
-
-// The scheduler settings of `partition` under `engine`; one sequencer per
-// partition unless `sequencers` says otherwise (replays of old logs).
-SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId partition,
-                                     uint32_t partitions, uint32_t sequencers = 0);
-
-// The first record of a node's input log: who wrote it and with what.
-LogHeader MakeLogHeader(const NodeParams& params, NodeId node, PartitionId partition,
-                        uint32_t replica, uint32_t partitions);
-
-// Creates the store a mode runs on (and starts its collector).
-std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partition,
-                                 uint32_t partitions, const Application& app, uint32_t value_size);
 
 }  // namespace paxflow

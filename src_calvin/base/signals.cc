@@ -1,4 +1,4 @@
-#include "deployment/signals.h"
+#include "base/signals.h"
 
 #include <pthread.h>
 

@@ -1,4 +1,4 @@
-#include "deployment/replay.h"
+#include "replay/replay.h"
 
 #include <glog/logging.h>
 
@@ -8,8 +8,8 @@
 
 #include "applications/workload.h"
 #include "common/clock.h"
-#include "deployment/local_partitions.h"
-#include "deployment/node.h"
+#include "partition/local_partitions.h"
+#include "partition/partition_setup.h"
 #include "scheduler/scheduler.h"
 #include "sequencer/input_log.h"
 

@@ -16,10 +16,10 @@
 #include "common/config.h"
 #include "common/json.h"
 #include "common/paths.h"
-#include "deployment/flags.h"
-#include "deployment/launcher.h"
-#include "deployment/report_plots.h"
-#include "deployment/signals.h"
+#include "base/flags.h"
+#include "cluster/launcher.h"
+#include "report/report_plots.h"
+#include "base/signals.h"
 
 DEFINE_string(runs, "ro,mixed,mixed50",
               "Comma-separated workloads to run; each a preset with optional overrides, e.g. "

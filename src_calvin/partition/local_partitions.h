@@ -12,7 +12,7 @@
 #include "applications/application.h"
 #include "backend/store.h"
 #include "common/stats.h"
-#include "deployment/params.h"
+#include "base/params.h"
 #include "scheduler/scheduler.h"
 
 namespace paxflow {

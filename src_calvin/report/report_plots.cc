@@ -1,4 +1,4 @@
-#include "deployment/report_plots.h"
+#include "report/report_plots.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

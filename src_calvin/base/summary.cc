@@ -1,4 +1,4 @@
-#include "deployment/summary.h"
+#include "base/summary.h"
 
 #include <algorithm>
 #include <cinttypes>

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "deployment/params.h"
-#include "deployment/summary.h"
+#include "base/params.h"
+#include "base/summary.h"
 
 namespace paxflow {
 

@@ -1,0 +1,34 @@
+// Setting up one partition, the same way for a node, a replay and the tests'
+// in-process engine: its store, its initial data, its scheduler options and
+// its input log header.
+//
+// Owns nothing; stateless functions called on the owner's thread.
+#pragma once
+#include <memory>
+
+#include "applications/application.h"
+#include "backend/store.h"
+#include "base/params.h"
+#include "config.pb.h"
+#include "scheduler/scheduler.h"
+
+namespace paxflow {
+
+// Loads the application's initial data of `partition` into `store`.
+void LoadPartition(const Application& app, PartitionId partition, uint32_t partitions,
+                   Store* store);
+
+// The scheduler settings of `partition` under `engine`; one sequencer per
+// partition unless `sequencers` says otherwise (replays of old logs).
+SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId partition,
+                                     uint32_t partitions, uint32_t sequencers = 0);
+
+// The first record of a node's input log: who wrote it and with what.
+LogHeader MakeLogHeader(const NodeParams& params, NodeId node, PartitionId partition,
+                        uint32_t replica, uint32_t partitions);
+
+// Creates the store a mode runs on (and starts its collector).
+std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partition,
+                                 uint32_t partitions, const Application& app, uint32_t value_size);
+
+}  // namespace paxflow

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The component layering, checked: one -Isrc_calvin lets any file include
+# any other, so the rules live here. Prints each forbidden include and exits
+# non-zero if there is one. Run by `make test` as the "layout" suite.
+#
+#   common, proto                   <- everything
+#   backend, applications           -> common
+#   scheduler, sequencer            -> backend, applications, common
+#   client                          -> engine folders, base (never node/cluster/report/replay/partition)
+#   base                            -> engine folders only (never a sibling above it)
+#   partition                       -> engine folders, base
+#   node                            -> replay (its --replay mode), partition, base, client, engine
+#   replay                          -> partition, base, engine folders
+#   cluster                         -> base, client (nodes are other processes: never node)
+#   report                          -> cluster, base
+# Inside the scheduler, a lane never includes scheduler.h or another lane,
+# and only the RW lane (and tests) include lock_manager.h.
+set -u
+cd "$(dirname "$0")/.."
+status=0
+forbid() {  # folder, regex of include paths it must not use
+  local folder=$1 pattern=$2 hits
+  hits=$(grep -rnE "#include \"($pattern)/" "src_calvin/$folder" 2>/dev/null)
+  if [ -n "$hits" ]; then
+    echo "layout: src_calvin/$folder must not include ($pattern)/:"
+    echo "$hits" | sed 's/^/  /'
+    status=1
+  fi
+}
+upper='base|partition|node|replay|cluster|report|client'
+forbid common "backend|applications|scheduler|sequencer|$upper"
+forbid backend "applications|scheduler|sequencer|$upper"
+forbid applications "backend|scheduler|sequencer|$upper"
+forbid scheduler "sequencer|$upper"
+forbid sequencer "$upper"
+forbid client 'partition|node|replay|cluster|report'
+forbid base 'partition|node|replay|cluster|report|client'
+forbid partition 'node|replay|cluster|report|client'
+forbid node 'cluster|report'
+forbid replay 'node|cluster|report|client'
+forbid cluster 'partition|node|replay|report'
+forbid report 'partition|node|replay'
+for lane in src_calvin/scheduler/*_lane.h src_calvin/scheduler/*_lane.cc; do
+  [ -e "$lane" ] || continue
+  hits=$(grep -nE '#include "scheduler/(scheduler\.h|[a-z_]*_lane\.h)"' "$lane" |
+         grep -v "scheduler/$(basename "${lane%.*}").h")
+  if [ -n "$hits" ]; then
+    echo "layout: $lane includes the scheduler or another lane:"; echo "$hits" | sed 's/^/  /'
+    status=1
+  fi
+done
+hits=$(grep -rln '#include "scheduler/lock_manager.h"' src_calvin |
+       grep -vE 'scheduler/(lock_manager|rw_lane)\.(h|cc)$')
+if [ -n "$hits" ]; then
+  echo "layout: only the RW lane includes lock_manager.h; also:"; echo "$hits" | sed 's/^/  /'
+  status=1
+fi
+[ $status -eq 0 ] && echo "layout: ok"
+exit $status
