@@ -71,12 +71,36 @@ class WriteSet {
   std::string arena_;
 };
 
-// What a procedure reports besides its writes.
+// A txn's place in the serialization order, compared lexicographically
+// (txn.proto's Position): (e, id, 0, 0) for a txn at its own place in epoch
+// e; (N + 1, 0, 0, begin id) for an LTX begun in N; (E, anchor, chain, id)
+// for a txn released by a resolution in epoch E.
+struct SerialPosition {
+  uint64_t epoch = 0, anchor = 0, chain = 0, txn = 0;
+  bool operator<(const SerialPosition& o) const {
+    if (epoch != o.epoch) return epoch < o.epoch;
+    if (anchor != o.anchor) return anchor < o.anchor;
+    if (chain != o.chain) return chain < o.chain;
+    return txn < o.txn;
+  }
+  bool operator==(const SerialPosition& o) const {
+    return epoch == o.epoch && anchor == o.anchor && chain == o.chain && txn == o.txn;
+  }
+};
+
+// What a procedure reports besides its writes, and what the engine adds
+// about where and how the txn ran.
 struct TxnOutcome {
   bool committed = true;        // false: the procedure's own logic declined (no writes)
   bool invariant_ok = true;     // false: an application check failed (e.g. bank audit)
   uint64_t checksum = 0;        // order-sensitive fold of the values read
   std::string detail;           // for clients and error logs
+  // Set by the engine.
+  bool aborted = false;         // LTX lane: the txn did not run to commit (see abort_reason)
+  std::string abort_reason;
+  bool retryable = false;       // submitting it again may succeed (busy, timeout, restart)
+  SerialPosition position;
+  uint32_t deferrals = 0;       // short txns: times deferred by an LTX's write area
 };
 
 // Fills one generated txn at a time; one per sequencer, used by its thread only.
