@@ -19,6 +19,8 @@ class CapturingPeers : public PeerSender {
   void SendRemoteReads(PartitionId to, const RemoteReads& reads) override {
     sent.emplace_back(to, reads);
   }
+  void SendLtxReadRequest(PartitionId, const LtxReadRequest&) override {}
+  void SendLtxReadReply(PartitionId, const LtxReadReply&) override {}
   std::vector<std::pair<PartitionId, RemoteReads>> sent;
 };
 

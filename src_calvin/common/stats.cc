@@ -10,8 +10,18 @@ const char* TxnKindName(int kind) {
   }
 }
 
-NodeStats::NodeStats(size_t workers) {
-  for (size_t i = 0; i < workers; ++i) slots_.push_back(std::make_unique<WorkerStats>());
+const char* LtxAbortReasonName(int reason) {
+  switch (reason) {
+    case kAbortBusy: return "busy";
+    case kAbortTimeout: return "timeout";
+    case kAbortWriteArea: return "write-area";
+    case kAbortProcedure: return "procedure";
+    default: return "restart";
+  }
+}
+
+NodeStats::NodeStats(size_t slots) {
+  for (size_t i = 0; i < slots; ++i) slots_.push_back(std::make_unique<WorkerStats>());
 }
 
 uint64_t NodeStats::Committed(int kind) const {
@@ -38,6 +48,12 @@ uint64_t NodeStats::Declined(int kind) const {
   return total;
 }
 
+uint64_t NodeStats::Aborted(int kind) const {
+  uint64_t total = 0;
+  for (const auto& slot : slots_) total += slot->aborted[kind].load(std::memory_order_relaxed);
+  return total;
+}
+
 uint64_t NodeStats::InvariantFailures() const {
   uint64_t total = 0;
   for (const auto& slot : slots_) total += slot->invariant_failures.load(std::memory_order_relaxed);
@@ -53,6 +69,12 @@ Histogram NodeStats::Latency(int kind) const {
 Histogram NodeStats::Visibility() const {
   Histogram merged;
   for (const auto& slot : slots_) merged.Merge(slot->visibility_us);
+  return merged;
+}
+
+Histogram NodeStats::LtxWait(int kind) const {
+  Histogram merged;
+  for (const auto& slot : slots_) merged.Merge(slot->ltx_wait_us[kind]);
   return merged;
 }
 

@@ -22,11 +22,42 @@ struct alignas(64) WorkerStats {
   // Single writer: bump with Add(), never fetch_add.
   std::atomic<uint64_t> committed[kTxnKinds] = {};
   std::atomic<uint64_t> declined[kTxnKinds] = {};  // procedure chose not to write
+  std::atomic<uint64_t> aborted[kTxnKinds] = {};   // LTX lane: did not commit
   std::atomic<uint64_t> invariant_failures{0};
   // Generated (not client) txns finished here: the generator's window.
   std::atomic<uint64_t> generated_done{0};
   Histogram latency_us[kTxnKinds];
   Histogram visibility_us;  // RO: end of the snapshot's epoch -> run
+  // Time a txn spent set aside by the LTX lane: RW deferred by an LTX's
+  // write area, RO parked until an LTX resolved.
+  Histogram ltx_wait_us[kTxnKinds];
+
+  static void Add(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+};
+
+// Why an LTX did not commit.
+enum LtxAbortReason : int {
+  kAbortBusy = 0,        // max_active_ltx reached, or its area touches a guard
+  kAbortTimeout = 1,     // not committed within ltx_timeout epochs
+  kAbortWriteArea = 2,   // wrote outside its write-preservation area
+  kAbortProcedure = 3,   // its procedure gave up (bad arguments, undeclared read, ...)
+  kAbortRestart = 4,     // a participant restarted and lost its reads
+};
+constexpr int kLtxAbortReasons = 5;
+const char* LtxAbortReasonName(int reason);  // "busy", "timeout", ...
+
+// The LTX lane's counters (its scheduler thread writes, anyone reads).
+struct LtxCounters {
+  std::atomic<uint64_t> aborts[kLtxAbortReasons] = {};
+  std::atomic<uint64_t> deferrals{0};       // times a short txn was set aside
+  std::atomic<uint64_t> deferred_txns{0};   // short txns deferred at least once
+  std::atomic<uint64_t> max_deferrals{0};   // most deferrals any txn took
+  std::atomic<uint64_t> parked_reads{0};    // RO txns that waited for an LTX to resolve
+  std::atomic<uint64_t> guards{0};          // guard records applied
+  std::atomic<uint64_t> late_records{0};    // commit/abort for an LTX already resolved
+  std::atomic<uint64_t> held_installs{0};   // installs held behind an earlier LTX
 
   static void Add(std::atomic<uint64_t>& counter, uint64_t n = 1) {
     counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -35,7 +66,9 @@ struct alignas(64) WorkerStats {
 
 class NodeStats {
  public:
-  explicit NodeStats(size_t workers);
+  // `slots`: one per thread that reports results (workers, LTX threads and
+  // the scheduler thread).
+  explicit NodeStats(size_t slots);
   WorkerStats& worker(size_t index) { return *slots_[index]; }
   size_t workers() const { return slots_.size(); }
 
@@ -43,13 +76,18 @@ class NodeStats {
   uint64_t CommittedAll() const;
   uint64_t GeneratedDone() const;
   uint64_t Declined(int kind) const;
+  uint64_t Aborted(int kind) const;
   uint64_t InvariantFailures() const;
   // Merged histograms: call only once the workers have stopped.
   Histogram Latency(int kind) const;
   Histogram Visibility() const;
+  Histogram LtxWait(int kind) const;
+  LtxCounters& ltx() { return ltx_; }
+  const LtxCounters& ltx() const { return ltx_; }
 
  private:
   std::vector<std::unique_ptr<WorkerStats>> slots_;
+  LtxCounters ltx_;
 };
 
 }  // namespace paxflow

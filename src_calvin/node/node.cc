@@ -279,6 +279,16 @@ void Node::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
   transport_->Send(layout_.NodeOf(self_->replica(), to), REMOTE_READS, reads.SerializeAsString());
 }
 
+void Node::SendLtxReadRequest(PartitionId to, const LtxReadRequest& request) {
+  transport_->Send(layout_.NodeOf(self_->replica(), to), LTX_READ_REQUEST,
+                   request.SerializeAsString());
+}
+
+void Node::SendLtxReadReply(PartitionId to, const LtxReadReply& reply) {
+  transport_->Send(layout_.NodeOf(self_->replica(), to), LTX_READ_REPLY,
+                   reply.SerializeAsString());
+}
+
 void Node::RequestStop() {
   if (clients_) clients_->BeginShutdown();
   if (runner_) runner_->RequestStop();

@@ -72,6 +72,8 @@ class Node : public PeerSender, public ResultSink {
   Scheduler* scheduler() { return scheduler_.get(); }
   // PeerSender: this partition's reads, to a partition of our replica.
   void SendRemoteReads(PartitionId to, const RemoteReads& reads) override;
+  void SendLtxReadRequest(PartitionId to, const LtxReadRequest& request) override;
+  void SendLtxReadReply(PartitionId to, const LtxReadReply& reply) override;
   // ResultSink: hands each result to the client service and the test tap.
   void OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
                 const ReadValues& reads) override;

@@ -42,4 +42,8 @@ void LocalPartitions::SendRemoteReads(PartitionId to, const RemoteReads& reads) 
   schedulers_[to]->DeliverRemoteReads(std::move(copy));
 }
 
+void LocalPartitions::SendLtxReadRequest(PartitionId, const LtxReadRequest&) {}
+
+void LocalPartitions::SendLtxReadReply(PartitionId, const LtxReadReply&) {}
+
 }  // namespace paxflow

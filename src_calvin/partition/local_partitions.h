@@ -38,6 +38,8 @@ class LocalPartitions : public PeerSender {
 
   // PeerSender: reads go straight to the other partition's scheduler.
   void SendRemoteReads(PartitionId to, const RemoteReads& reads) override;
+  void SendLtxReadRequest(PartitionId to, const LtxReadRequest& request) override;
+  void SendLtxReadReply(PartitionId to, const LtxReadReply& reply) override;
 
  private:
   std::vector<std::unique_ptr<Store>> stores_;

@@ -53,6 +53,7 @@ TxnWork* RemoteReadTable::AddRemote(RemoteReads&& reads, std::string* error) {
   }
   if (!entry.work) {
     // Checked against the txn once its local part arrives (AddLocal).
+    entry.run_epoch = reads.run_epoch() ? reads.run_epoch() : TxnEpoch(reads.txn_id());
     entry.early.push_back(std::move(reads));
     return nullptr;
   }
@@ -100,7 +101,7 @@ size_t RemoteReadTable::DropThrough(Epoch epoch) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t dropped = 0;
   for (auto it = entries_.begin(); it != entries_.end();) {
-    if (TxnEpoch(it->first) <= epoch && !it->second.work) {
+    if (it->second.run_epoch <= epoch && !it->second.work) {
       it = entries_.erase(it);
       ++dropped;
     } else {

@@ -45,6 +45,7 @@ class RemoteReadTable {
  private:
   struct Entry {
     std::vector<RemoteReads> early;  // arrived before the local part, shape checked
+    Epoch run_epoch = 0;             // the epoch the txn runs in (DropThrough)
     std::unique_ptr<ReadValues> values;
     std::vector<PartitionId> senders;  // accepted so far
     TxnWork* work = nullptr;

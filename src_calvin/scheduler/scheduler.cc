@@ -10,49 +10,43 @@
 namespace paxflow {
 namespace {
 constexpr auto kIdleWake = std::chrono::milliseconds(100);
+
+WorkerOptions WorkerOptionsOf(const SchedulerOptions& options) {
+  WorkerOptions workers;
+  workers.partition = options.partition;
+  workers.partitions = options.partitions;
+  workers.workers = options.workers;
+  workers.ro_workers = options.ro_workers;
+  return workers;
+}
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Application* app,
                      PeerSender* peers, NodeStats* stats, ResultSink* results)
     : options_(options),
       store_(store),
-      app_(app),
-      peers_(peers),
-      stats_(stats),
-      results_(results),
       merger_(options.sequencers),
-      reader_mark_(options.partitions, 0),
-      writer_mark_(options.partitions, 0) {
+      participants_(options.partition, options.partitions),
+      rw_lane_(options.partition, options.partitions),
+      workers_(WorkerOptionsOf(options), store, app, peers, stats, results,
+               WorkerPool::Callbacks{
+                   [this](TxnWork* work, bool finished) { PostDone(work, finished); },
+                   [this] { Wake(); }}) {
   store_slot_ = store_->RegisterThread();
-  for (uint32_t i = 0; i < options_.workers; ++i) {
-    contexts_.push_back(std::make_unique<WorkerContext>());
-    contexts_.back()->index = i;
-    contexts_.back()->store_slot = store_->RegisterThread();
-  }
 }
 
 Scheduler::~Scheduler() { Stop(); }
 
 void Scheduler::Start() {
   scheduler_thread_ = std::thread([this] { SchedulerLoop(); });
-  for (uint32_t i = 0; i < options_.workers; ++i) {
-    worker_threads_.emplace_back([this, i] { WorkerLoop(i); });
-  }
+  workers_.Start();
 }
 
 void Scheduler::Stop() {
   stop_.store(true);
-  {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    wake_ = true;
-  }
-  inbox_cv_.notify_all();
+  Wake();
   if (scheduler_thread_.joinable()) scheduler_thread_.join();
-  work_queue_.Close();
-  for (auto& thread : worker_threads_) {
-    if (thread.joinable()) thread.join();
-  }
-  worker_threads_.clear();
+  workers_.Stop();
   finished_cv_.notify_all();
 }
 
@@ -68,19 +62,7 @@ void Scheduler::DeliverBatch(std::unique_ptr<Batch> batch) {
 }
 
 void Scheduler::DeliverRemoteReads(RemoteReads&& reads) {
-  std::string error;
-  TxnWork* complete = nullptr;
-  if (TxnEpoch(reads.txn_id()) <= freed_through_.load(std::memory_order_acquire)) {
-    error = "remote reads for txn " + TxnIdString(reads.txn_id()) +
-            ", whose epoch is over here";
-  } else {
-    complete = remote_reads_.AddRemote(std::move(reads), &error);
-  }
-  if (!error.empty()) {
-    dropped_messages_.fetch_add(1, std::memory_order_relaxed);
-    LOG_EVERY_N(ERROR, 100) << "partition " << options_.partition << ": " << error;
-  }
-  if (complete) work_queue_.PushReadWrite(WorkItem{complete, WorkItem::kResume});
+  workers_.DeliverRemoteReads(std::move(reads), freed_through_.load(std::memory_order_acquire));
 }
 
 void Scheduler::RequestDigest(Epoch epoch, std::function<void(Epoch, uint64_t)> done) {
@@ -92,10 +74,18 @@ void Scheduler::RequestDigest(Epoch epoch, std::function<void(Epoch, uint64_t)> 
   inbox_cv_.notify_one();
 }
 
-void Scheduler::PostDone(const DoneMessage& message) {
+void Scheduler::PostDone(TxnWork* work, bool finished) {
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
-    inbox_done_.push_back(message);
+    inbox_done_.push_back(DoneMessage{work, finished});
+    wake_ = true;
+  }
+  inbox_cv_.notify_one();
+}
+
+void Scheduler::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
     wake_ = true;
   }
   inbox_cv_.notify_one();
@@ -114,7 +104,8 @@ SchedulerStatus Scheduler::Status() const {
   status.published_epoch = published_.load(std::memory_order_relaxed);
   status.pending = pending_.load(std::memory_order_relaxed);
   const uint64_t dispatched = dispatched_.load(std::memory_order_relaxed);
-  const uint64_t done = finished_txns_.load(std::memory_order_relaxed);
+  const uint64_t done =
+      finished_txns_.load(std::memory_order_relaxed) + workers_.read_only_finished();
   status.executing = dispatched > done ? dispatched - done : 0;
   status.waiting_ro = waiting_ro_count_.load(std::memory_order_relaxed);
   status.waited_ro = waited_ro_.load(std::memory_order_relaxed);
@@ -152,6 +143,8 @@ void Scheduler::Step() {
   ProcessInbox(&batches, &done);
 }
 
+void Scheduler::RunQueuedWork(size_t worker) { workers_.RunQueued(worker); }
+
 void Scheduler::TakeInbox(std::vector<std::unique_ptr<Batch>>* batches,
                           std::vector<DoneMessage>* done) {
   wake_ = false;
@@ -178,7 +171,7 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   for (auto& request : digests_) {
     if (options_.mode == Mode::kCalvin) {
       request.epoch = std::max(request.epoch, admitted_.load(std::memory_order_relaxed));
-    } else if (!pins_.empty() && request.epoch < last_rw_epoch_ &&
+    } else if (!pins_.empty() && request.epoch < ro_lane_.snapshot() &&
                !std::binary_search(pins_.begin(), pins_.end(), request.epoch)) {
       request.epoch = *std::lower_bound(pins_.begin(), pins_.end(), request.epoch);
     }
@@ -196,8 +189,9 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   FreeFinishedEpochs();
 
   pending_.store(admitted_txns_ - dispatched_txns_, std::memory_order_relaxed);
-  waiting_ro_count_.store(waiting_ro_.size(), std::memory_order_relaxed);
-  locked_keys_.store(locks_.locked_keys(), std::memory_order_relaxed);
+  waiting_ro_count_.store(ro_lane_.waiting(), std::memory_order_relaxed);
+  waited_ro_.store(ro_lane_.waited(), std::memory_order_relaxed);
+  locked_keys_.store(rw_lane_.locked_keys(), std::memory_order_relaxed);
   buffered_epochs_.store(merger_.buffered_epochs(), std::memory_order_relaxed);
   {
     std::string waiting;
@@ -235,6 +229,7 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
   epoch->has_rw = merged->has_rw;
   epoch->close_time_us = merged->close_time_us;
   epoch->previous_close_time_us = previous_close_time_us_;
+  epoch->ro_read_version = ro_lane_.snapshot();
   epoch->batches = std::move(merged->batches);
   size_t count = 0;
   for (const auto& batch : epoch->batches) {
@@ -242,125 +237,49 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
   }
   // Sized once: lock requests point into these objects.
   epoch->txns.resize(count);
+  epoch->unfinished.store(static_cast<uint32_t>(count), std::memory_order_relaxed);
+  admitted_txns_ += count;
   size_t next = 0;
-  uint32_t writers = 0;
   for (const auto& batch : epoch->batches) {
     if (!batch) continue;
     for (const Txn& txn : batch->txns()) {
       TxnWork* work = &epoch->txns[next++];
       work->txn = &txn;
       work->epoch = epoch.get();
-      Prepare(work);
-      writers += work->writes_here ? 1 : 0;
+      work->position = SerialPosition{epoch->epoch, txn.id(), 0, 0};
+      Dispatch(work);
     }
   }
-  epoch->writes_pending = writers;
-  epoch->ro_read_version = last_rw_epoch_;
-  epoch->unfinished.store(static_cast<uint32_t>(count), std::memory_order_relaxed);
-  admitted_txns_ += count;
-  const Epoch published = published_.load(std::memory_order_relaxed);
-  uint32_t snapshot_readers = 0;
-  for (TxnWork& work : epoch->txns) {
-    if (work.snapshot_read) {
-      ++snapshot_readers;
-      if (work.read_version <= published) {
-        ready_ro_.push_back(WorkItem{&work, WorkItem::kExecute});
-      } else {
-        waiting_ro_.push_back(&work);
-        waited_ro_.fetch_add(1, std::memory_order_relaxed);
-      }
-    } else if (locks_.Acquire(&work)) {
-      ready_rw_.push_back(WorkItem{&work, WorkItem::kExecute});
-    }
-  }
-  epoch->ro_unfinished.store(snapshot_readers, std::memory_order_relaxed);
-  if (epoch->has_rw) last_rw_epoch_ = epoch->epoch;
+  ro_lane_.EndEpoch(epoch->epoch, epoch->has_rw);
   previous_close_time_us_ = epoch->close_time_us;
   admitted_.store(epoch->epoch, std::memory_order_relaxed);
   epochs_.push_back(std::move(epoch));
 }
 
-void Scheduler::Prepare(TxnWork* work) {
+void Scheduler::Dispatch(TxnWork* work) {
   const Txn& txn = *work->txn;
-  const PartitionId self = options_.partition;
+  EpochWork* epoch = work->epoch;
   const bool read_only = txn.txn_class() == RO;
   work->kind = read_only ? kKindReadOnly : txn.txn_class() == LTX ? kKindLong : kKindReadWrite;
-  work->origin = txn.origin_partition() == self;
-  work->snapshot_read = read_only && options_.mode == Mode::kPaxflow;
-  if (work->snapshot_read) work->read_version = last_rw_epoch_;
-
-  const bool has_reads = txn.read_set_size() + txn.read_write_set_size() > 0;
-  const bool has_writes = txn.write_set_size() + txn.read_write_set_size() > 0;
-  if (options_.partitions == 1) {
-    work->all_local = true;
-    work->reads_here = has_reads;
-    work->writes_here = has_writes;
-    work->executor = true;
-  } else {
-    // Participants: readers contribute values, writers and the origin run the
-    // procedure (Calvin's active participants).
-    std::vector<PartitionId> touched;
-    auto mark = [&](std::vector<uint8_t>& marks, Key key) {
-      PartitionId p = PartitionOf(key, options_.partitions);
-      if (!reader_mark_[p] && !writer_mark_[p]) touched.push_back(p);
-      marks[p] = 1;
-    };
-    for (Key key : txn.read_set()) mark(reader_mark_, key);
-    for (Key key : txn.read_write_set()) {
-      mark(reader_mark_, key);
-      mark(writer_mark_, key);
-    }
-    for (Key key : txn.write_set()) mark(writer_mark_, key);
-    const PartitionId origin = txn.origin_partition() < options_.partitions
-                                   ? txn.origin_partition()
-                                   : 0;
-    work->reads_here = reader_mark_[self];
-    work->writes_here = writer_mark_[self];
-    work->executor = work->writes_here || origin == self;
-    work->all_local = true;
-    uint32_t readers = 0;
-    for (PartitionId p : touched) {
-      if (p != self) work->all_local = false;
-      if (reader_mark_[p]) ++readers;
-    }
-    if (work->executor) {
-      work->remote_reads_expected = readers - (reader_mark_[self] ? 1 : 0);
-      for (PartitionId p : touched) {
-        if (p != self && reader_mark_[p]) work->expected_readers.push_back(p);
-      }
-    }
-    if (work->reads_here) {
-      for (PartitionId p : touched) {
-        if (p != self && writer_mark_[p]) work->send_reads_to.push_back(p);
-      }
-      if (origin != self && !writer_mark_[origin]) work->send_reads_to.push_back(origin);
-    }
-    for (PartitionId p : touched) reader_mark_[p] = writer_mark_[p] = 0;
+  participants_.Plan(work);
+  if (read_only && options_.mode == Mode::kPaxflow) {
+    work->snapshot_read = true;
+    work->read_version = ro_lane_.snapshot();
+    epoch->ro_unfinished.fetch_add(1, std::memory_order_relaxed);
+    ro_lane_.Admit(work, published_.load(std::memory_order_relaxed), &ready_ro_);
+    return;
   }
-  if (work->snapshot_read) return;
-
-  auto add_locks = [&](const google::protobuf::RepeatedField<uint64_t>& keys, bool exclusive) {
-    for (Key key : keys) {
-      if (!work->all_local && PartitionOf(key, options_.partitions) != self) continue;
-      LockRequest request;
-      request.key = key;
-      request.exclusive = exclusive;
-      work->lock_requests.push_back(request);
-    }
-  };
-  work->lock_requests.reserve(static_cast<size_t>(txn.read_set_size() + txn.read_write_set_size() +
-                                                  txn.write_set_size()));
-  add_locks(txn.read_set(), false);
-  add_locks(txn.read_write_set(), true);
-  add_locks(txn.write_set(), true);
+  if (work->writes_here) ++epoch->writes_pending;
+  if (rw_lane_.Acquire(work)) ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
 }
 
 void Scheduler::HandleDone(const DoneMessage& message) {
   TxnWork* work = message.work;
-  locks_.Release(work, &ready_locked_);
+  rw_lane_.Release(work, &ready_locked_);
   if (!message.finished) return;
-  if (work->writes_here) --work->epoch->writes_pending;
-  finished_txns_.fetch_add(1, std::memory_order_relaxed);
+  if (work->writes_here || work->install) --work->epoch->writes_pending;
+  ++finished_locked_;
+  finished_txns_.store(finished_locked_, std::memory_order_relaxed);
   work->epoch->unfinished.fetch_sub(1, std::memory_order_acq_rel);
 }
 
@@ -375,16 +294,7 @@ void Scheduler::AdvancePublish() {
   }
   if (!advanced) return;
   published_.store(published, std::memory_order_release);
-  ReleaseWaitingReadOnly();
-}
-
-void Scheduler::ReleaseWaitingReadOnly() {
-  const Epoch published = published_.load(std::memory_order_relaxed);
-  // read_version never decreases along the global order, so the queue is FIFO.
-  while (!waiting_ro_.empty() && waiting_ro_.front()->read_version <= published) {
-    ready_ro_.push_back(WorkItem{waiting_ro_.front(), WorkItem::kExecute});
-    waiting_ro_.pop_front();
-  }
+  ro_lane_.Release(published, &ready_ro_);
 }
 
 void Scheduler::UpdatePins() {
@@ -392,10 +302,11 @@ void Scheduler::UpdatePins() {
   // Every snapshot a reader may still read: those of admitted read-only txns
   // not yet finished, pending digests, and the newest RW epoch, which every
   // read-only txn admitted later will read at or beyond.
-  std::vector<Epoch> pins = {last_rw_epoch_};
+  std::vector<Epoch> pins = {ro_lane_.snapshot()};
   for (const auto& epoch : epochs_) {
     if (epoch->ro_unfinished.load(std::memory_order_acquire) > 0) {
       pins.push_back(epoch->ro_read_version);
+      pins.insert(pins.end(), epoch->adopted_snapshots.begin(), epoch->adopted_snapshots.end());
     }
   }
   for (const auto& request : digests_) pins.push_back(request.epoch);
@@ -407,16 +318,14 @@ void Scheduler::UpdatePins() {
 }
 
 void Scheduler::FlushReady() {
-  for (LockedTxn* txn : ready_locked_) {
-    ready_rw_.push_back(WorkItem{static_cast<TxnWork*>(txn), WorkItem::kExecute});
-  }
+  for (TxnWork* work : ready_locked_) ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
   ready_locked_.clear();
   const size_t count = ready_rw_.size() + ready_ro_.size();
   if (count == 0) return;
   dispatched_txns_ += count;
   dispatched_.fetch_add(count, std::memory_order_relaxed);
-  work_queue_.PushReadWrite(ready_rw_);
-  work_queue_.PushReadOnly(ready_ro_);
+  workers_.PushReadWrite(ready_rw_);
+  workers_.PushReadOnly(ready_ro_);
   ready_rw_.clear();
   ready_ro_.clear();
 }
@@ -438,200 +347,23 @@ void Scheduler::ServeDigests() {
 
 void Scheduler::FreeFinishedEpochs() {
   const Epoch published = published_.load(std::memory_order_relaxed);
-  Epoch freed = 0;
-  while (!epochs_.empty() && epochs_.front()->epoch <= published &&
-         epochs_.front()->unfinished.load(std::memory_order_acquire) == 0) {
-    freed = epochs_.front()->epoch;
-    epochs_.pop_front();
+  // Epochs finish out of order (a txn set aside by the LTX lane leaves its
+  // first epoch and runs in a later one): free every finished one.
+  bool freed_any = false;
+  for (auto it = epochs_.begin(); it != epochs_.end();) {
+    if ((*it)->epoch <= published && (*it)->unfinished.load(std::memory_order_acquire) == 0) {
+      it = epochs_.erase(it);
+      freed_any = true;
+    } else {
+      ++it;
+    }
   }
+  if (!freed_any) return;
+  const Epoch through = epochs_.empty() ? published : epochs_.front()->epoch - 1;
+  if (through <= freed_through_.load(std::memory_order_relaxed)) return;
+  freed_through_.store(through, std::memory_order_release);
   // Reads still held for txns of freed epochs never had a txn here to go to.
-  if (freed > 0) {
-    freed_through_.store(freed, std::memory_order_release);
-    if (size_t stale = remote_reads_.DropThrough(freed)) {
-      dropped_messages_.fetch_add(stale, std::memory_order_relaxed);
-      LOG_EVERY_N(WARNING, 100) << "partition " << options_.partition << " dropped " << stale
-                                << " remote read(s) for txns it does not run";
-    }
-  }
-}
-
-// --------------------------------------------------------- worker threads
-
-void Scheduler::WorkerLoop(size_t index) {
-  WorkerContext* context = contexts_[index].get();
-  const bool may_run_read_only = options_.ro_workers == 0 || index < options_.ro_workers;
-  WorkItem item;
-  while (work_queue_.Pop(may_run_read_only, &item)) Execute(item, context);
-}
-
-void Scheduler::RunQueuedWork(size_t worker) {
-  WorkerContext* context = contexts_[worker].get();
-  WorkItem item;
-  while (work_queue_.TryPop(true, &item)) Execute(item, context);
-}
-
-void Scheduler::Execute(const WorkItem& item, WorkerContext* context) {
-  TxnWork* work = item.work;
-  if (item.action == WorkItem::kResume) {
-    std::unique_ptr<ReadValues> reads = remote_reads_.Take(work->txn->id());
-    if (!reads) {
-      LOG(ERROR) << "partition " << options_.partition << ": lost the reads of txn "
-                 << TxnIdString(work->txn->id());
-      return;
-    }
-    RunProcedure(work, *reads, context);
-    return;
-  }
-  const Txn& txn = *work->txn;
-  ReadValues& reads = context->reads;
-  reads.Reset(static_cast<size_t>(txn.read_set_size() + txn.read_write_set_size()));
-  if (work->reads_here) {
-    if (work->snapshot_read) store_->EnterSnapshot(context->store_slot);
-    ReadLocal(work, context->store_slot, &reads);
-    if (work->snapshot_read) store_->ExitSnapshot(context->store_slot);
-  }
-  if (!work->send_reads_to.empty()) SendReads(work, reads, context);
-  if (!work->executor) {
-    FinishLocal(work, true);
-    return;
-  }
-  if (work->remote_reads_expected == 0) {
-    RunProcedure(work, reads, context);
-    return;
-  }
-  // Waiting for other partitions: a participant that writes nothing here no
-  // longer needs its locks.
-  if (!work->writes_here && !work->snapshot_read) PostDone(DoneMessage{work, false});
-  std::string dropped;
-  const bool complete = remote_reads_.AddLocal(work, &reads, &dropped);
-  if (!dropped.empty()) {
-    dropped_messages_.fetch_add(1, std::memory_order_relaxed);
-    LOG_EVERY_N(ERROR, 100) << "partition " << options_.partition << " dropped " << dropped;
-  }
-  if (complete) {
-    RunProcedure(work, reads, context);
-    context->reads = ReadValues();
-  }
-}
-
-void Scheduler::ReadLocal(TxnWork* work, size_t slot, ReadValues* reads) {
-  const Txn& txn = *work->txn;
-  const uint32_t partitions = options_.partitions;
-  const PartitionId self = options_.partition;
-  // Stage the cache misses of keys ahead of the one being read.
-  constexpr size_t kRecordAhead = 16, kValueAhead = 8;
-  if (work->all_local) {
-    const size_t reads_total = static_cast<size_t>(txn.read_set_size());
-    for (size_t i = 0; i < std::min(reads_total, kRecordAhead); ++i) {
-      store_->Prefetch(txn.read_set(static_cast<int>(i)), 1);
-    }
-  }
-  size_t position = 0;
-  auto read = [&](Key key) {
-    if (work->all_local && position < static_cast<size_t>(txn.read_set_size())) {
-      const size_t total = static_cast<size_t>(txn.read_set_size());
-      if (position + kRecordAhead < total) {
-        store_->Prefetch(txn.read_set(static_cast<int>(position + kRecordAhead)), 1);
-      }
-      if (position + kValueAhead < total) {
-        store_->Prefetch(txn.read_set(static_cast<int>(position + kValueAhead)), 2);
-      }
-    }
-    std::string_view value;
-    const bool found = work->snapshot_read ? store_->ReadAt(slot, key, work->read_version, &value)
-                                           : store_->ReadLatest(slot, key, &value);
-    if (found) reads->Set(position, value);
-    else reads->SetMissing(position);
-  };
-  for (Key key : txn.read_set()) {
-    if (work->all_local || PartitionOf(key, partitions) == self) read(key);
-    ++position;
-  }
-  for (Key key : txn.read_write_set()) {
-    if (work->all_local || PartitionOf(key, partitions) == self) read(key);
-    ++position;
-  }
-}
-
-void Scheduler::SendReads(TxnWork* work, const ReadValues& reads, WorkerContext* context) {
-  const Txn& txn = *work->txn;
-  RemoteReads& message = context->outgoing;
-  message.Clear();
-  message.set_txn_id(txn.id());
-  message.set_from_partition(options_.partition);
-  uint32_t position = 0;
-  auto add = [&](Key key) {
-    if (PartitionOf(key, options_.partitions) == options_.partition) {
-      message.add_position(position);
-      message.add_found(reads.Found(position));
-      std::string_view value = reads.Found(position) ? reads.Get(position) : std::string_view();
-      message.add_value(value.data(), value.size());
-    }
-    ++position;
-  };
-  for (Key key : txn.read_set()) add(key);
-  for (Key key : txn.read_write_set()) add(key);
-  for (PartitionId to : work->send_reads_to) peers_->SendRemoteReads(to, message);
-}
-
-void Scheduler::RunProcedure(TxnWork* work, const ReadValues& reads, WorkerContext* context) {
-  const Txn& txn = *work->txn;
-  WriteSet& writes = context->writes;
-  writes.Clear();
-  TxnOutcome outcome;
-  app_->Execute(txn, reads, &writes, &outcome);
-  if (work->writes_here && outcome.committed) {
-    const Epoch epoch = work->epoch->epoch;
-    for (size_t i = 0; i < writes.size(); ++i) {
-      const Key key = writes.key(i);
-      if (work->all_local || PartitionOf(key, options_.partitions) == options_.partition) {
-        store_->Write(context->store_slot, key, writes.value(i), epoch);
-      }
-    }
-  }
-  if (work->origin) {
-    WorkerStats& stats = stats_->worker(context->index);
-    const int64_t now = NowMicros();
-    const int64_t latency = now - txn.submit_time_us();
-    stats.latency_us[work->kind].Record(latency > 0 ? static_cast<uint64_t>(latency) : 0);
-    WorkerStats::Add(stats.committed[work->kind]);
-    if (txn.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
-    if (!outcome.committed) WorkerStats::Add(stats.declined[work->kind]);
-    if (work->kind == kKindReadOnly && work->epoch->previous_close_time_us > 0) {
-      const int64_t delay = now - work->epoch->previous_close_time_us;
-      stats.visibility_us.Record(delay > 0 ? static_cast<uint64_t>(delay) : 0);
-    }
-    if (!outcome.invariant_ok) {
-      WorkerStats::Add(stats.invariant_failures);
-      LOG(ERROR) << "txn " << TxnIdString(txn.id()) << " ("
-                 << app_->ProcedureName(txn.procedure()) << "): invariant violated: "
-                 << outcome.detail;
-    }
-    if (results_) {
-      results_->OnResult(txn, outcome, work->snapshot_read ? work->read_version : 0, reads);
-    }
-  }
-  FinishLocal(work, true);
-}
-
-void Scheduler::FinishLocal(TxnWork* work, bool finished) {
-  if (!work->snapshot_read) {
-    PostDone(DoneMessage{work, finished});
-    return;
-  }
-  // Lock-free read-only txns never visit the scheduler; the last one of an
-  // epoch wakes it so the epoch can be freed.
-  work->epoch->ro_unfinished.fetch_sub(1, std::memory_order_acq_rel);
-  if (work->epoch->unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    finished_txns_.fetch_add(1, std::memory_order_relaxed);
-    {
-      std::lock_guard<std::mutex> lock(inbox_mu_);
-      wake_ = true;
-    }
-    inbox_cv_.notify_one();
-    return;
-  }
-  finished_txns_.fetch_add(1, std::memory_order_relaxed);
+  workers_.DropRemoteReadsThrough(through);
 }
 
 }  // namespace paxflow

@@ -1,17 +1,19 @@
-// The scheduler of one partition: merges the sequencers' batches into the
-// global order, runs Calvin's lock manager for the txns that need locks,
-// the PaxFlow read-only dispatcher for those that do not, and a pool of
-// worker threads that execute them.
+// The scheduler of one partition: the loop that merges the sequencers'
+// batches into the global order, admits each epoch's txns into their lane,
+// and publishes. The lanes do the rest: the RW lane (Calvin's lock
+// manager), the RO lane (PaxFlow's lock-free snapshot reads), the LTX lane
+// (long transactions after S-LTX); the worker pool executes.
 //
-// Owns: the epoch merger, the lock manager, admitted epochs, the read-only
-// waiting queue, publish_epoch, the remote-read table and the workers.
+// Owns: the epoch merger, admitted epochs, publish_epoch, snapshot pins,
+// pending digests, and the lanes and workers.
 // In: batches (DeliverBatch, any thread), other partitions' reads
-// (DeliverRemoteReads, any thread).
+// (DeliverRemoteReads, LTX reads: any thread), digest requests.
 // Out: writes to the Store, reads to other partitions (PeerSender), results
-// at the origin partition (ResultSink), statistics (NodeStats).
+// at the origin partition (ResultSink), LTX records (RecordSubmitter),
+// statistics (NodeStats).
 // Threads: one scheduler thread owns everything above except the workers'
-// execution state; `workers` worker threads execute txns. Without Start()
-// nothing runs by itself: tests drive it with Step() and RunQueuedWork().
+// and LTX threads' execution state. Without Start() nothing runs by itself:
+// tests drive it with Step() and RunQueuedWork().
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -29,10 +31,12 @@
 #include "common/types.h"
 #include "message.pb.h"
 #include "scheduler/epoch_merger.h"
-#include "scheduler/lock_manager.h"
-#include "scheduler/remote_reads.h"
+#include "scheduler/participants.h"
+#include "scheduler/ro_lane.h"
+#include "scheduler/rw_lane.h"
+#include "scheduler/sinks.h"
 #include "scheduler/txn_work.h"
-#include "scheduler/work_queue.h"
+#include "scheduler/worker.h"
 
 namespace paxflow {
 
@@ -43,24 +47,6 @@ struct SchedulerOptions {
   uint32_t sequencers = 1;
   uint32_t workers = 2;
   uint32_t ro_workers = 0;  // workers allowed to run read-only work; 0: all
-};
-
-// Sends this partition's reads of a multi-partition txn to another
-// partition of the same replica. Called from worker threads.
-class PeerSender {
- public:
-  virtual ~PeerSender() = default;
-  virtual void SendRemoteReads(PartitionId to, const RemoteReads& reads) = 0;
-};
-
-// Receives every txn's result at its origin partition, on a worker thread.
-class ResultSink {
- public:
-  virtual ~ResultSink() = default;
-  // `read_version`: the snapshot a PaxFlow read-only txn read, else 0.
-  // `reads`: what the procedure read (read_set, then read_write_set).
-  virtual void OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
-                        const ReadValues& reads) = 0;
 };
 
 struct SchedulerStatus {
@@ -106,7 +92,9 @@ class Scheduler {
   Epoch last_epoch() const { return published_.load(std::memory_order_acquire); }
 
   SchedulerStatus Status() const;
-  uint64_t dropped_messages() const { return dropped_messages_.load(std::memory_order_relaxed); }
+  uint64_t dropped_messages() const {
+    return dropped_messages_.load(std::memory_order_relaxed) + workers_.dropped_messages();
+  }
 
   // Step-by-step driving (tests): process everything in the inbox, then run
   // every queued txn on the calling thread as worker `worker`.
@@ -122,46 +110,26 @@ class Scheduler {
     Epoch epoch;
     std::function<void(Epoch, uint64_t)> done;
   };
-  // Scratch state of one worker thread.
-  struct WorkerContext {
-    size_t index = 0;
-    size_t store_slot = 0;
-    ReadValues reads;
-    WriteSet writes;
-    RemoteReads outgoing;
-  };
 
-  // Scheduler thread.
   void SchedulerLoop();
   // Moves the inbox's contents out; caller holds inbox_mu_.
   void TakeInbox(std::vector<std::unique_ptr<Batch>>* batches, std::vector<DoneMessage>* done);
   void ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches, std::vector<DoneMessage>* done);
   void Admit(std::unique_ptr<MergedEpoch> merged);
-  void Prepare(TxnWork* work);
+  // Hands one admitted txn to its lane.
+  void Dispatch(TxnWork* work);
   void HandleDone(const DoneMessage& message);
   void AdvancePublish();
-  void ReleaseWaitingReadOnly();
   void ServeDigests();
   void FreeFinishedEpochs();
   bool AdmissionBlocked(Epoch epoch) const;
   void FlushReady();
   void UpdatePins();
-
-  // Worker threads.
-  void WorkerLoop(size_t index);
-  void Execute(const WorkItem& item, WorkerContext* context);
-  void ReadLocal(TxnWork* work, size_t slot, ReadValues* reads);
-  void SendReads(TxnWork* work, const ReadValues& reads, WorkerContext* context);
-  void RunProcedure(TxnWork* work, const ReadValues& reads, WorkerContext* context);
-  void FinishLocal(TxnWork* work, bool finished);
-  void PostDone(const DoneMessage& message);
+  void PostDone(TxnWork* work, bool finished);
+  void Wake();
 
   const SchedulerOptions options_;
   Store* const store_;
-  const Application* const app_;
-  PeerSender* const peers_;
-  NodeStats* const stats_;
-  ResultSink* const results_;
   std::function<void(const MergedEpoch&)> before_execute_;
 
   // Inbox: filled by any thread, drained by the scheduler thread.
@@ -174,22 +142,19 @@ class Scheduler {
 
   // Scheduler-thread state.
   EpochMerger merger_;
-  LockManager locks_;
-  std::deque<std::unique_ptr<EpochWork>> epochs_;  // admitted, oldest first
-  std::deque<TxnWork*> waiting_ro_;                // snapshot not yet published
-  std::vector<LockedTxn*> ready_locked_;
+  ParticipantPlanner participants_;
+  RwLane rw_lane_;
+  RoLane ro_lane_;
+  std::deque<std::unique_ptr<EpochWork>> epochs_;  // admitted and not freed, oldest first
+  std::vector<TxnWork*> ready_locked_;
   std::vector<WorkItem> ready_rw_, ready_ro_;
   std::vector<DigestRequest> digests_;
-  Epoch last_rw_epoch_ = 0;
   size_t store_slot_ = 0;            // the scheduler thread's
   std::vector<Epoch> pins_;          // last pins given to the store
   int64_t previous_close_time_us_ = 0;
-  std::vector<uint8_t> reader_mark_, writer_mark_;  // by partition, Prepare scratch
-  uint64_t admitted_txns_ = 0, dispatched_txns_ = 0;
+  uint64_t admitted_txns_ = 0, dispatched_txns_ = 0, finished_locked_ = 0;
 
-  RemoteReadTable remote_reads_;
-  WorkQueue work_queue_;
-  std::vector<std::unique_ptr<WorkerContext>> contexts_;
+  WorkerPool workers_;
 
   std::atomic<Epoch> admitted_{0};
   std::atomic<Epoch> published_{0};
@@ -201,7 +166,8 @@ class Scheduler {
   std::atomic<uint64_t> locked_keys_{0};
   std::atomic<uint64_t> buffered_epochs_{0};
   std::atomic<uint64_t> dropped_messages_{0};
-  std::atomic<Epoch> freed_through_{0};  // every epoch up to here is done and freed
+  // Every epoch up to here is done and freed (later ones may be freed too).
+  std::atomic<Epoch> freed_through_{0};
   mutable std::mutex status_mu_;
   std::string waiting_for_;
 
@@ -210,7 +176,6 @@ class Scheduler {
   std::mutex finished_mu_;
   std::condition_variable finished_cv_;
   std::thread scheduler_thread_;
-  std::vector<std::thread> worker_threads_;
 };
 
 }  // namespace paxflow

@@ -4,23 +4,51 @@
 // thread fills a TxnWork and drives its locks; once dispatched, exactly one
 // worker at a time touches it, and it goes back to the scheduler only
 // through the scheduler's inbox.
+//
+// A txn normally runs in the epoch its id names and lives in that epoch's
+// array. The LTX lane sets some aside (a short txn deferred by an LTX's
+// write area, a read-only txn parked until an LTX resolves): those are
+// detached (they own their Txn, and their first epoch no longer waits for
+// them) and later adopted by the epoch they finally run in, which tags
+// their writes and counts them.
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "applications/application.h"
 #include "common/types.h"
-#include "scheduler/lock_manager.h"
+#include "scheduler/lock_request.h"
 #include "txn.pb.h"
 
 namespace paxflow {
 
 struct EpochWork;
 
+// A read the LTX lane answers instead of the store: the value an LTX's
+// commit record wrote (or deleted) for a key a reader must see it for.
+struct ReadOverride {
+  uint32_t position = 0;  // in the txn's reads: read_set, then read_write_set
+  bool found = false;
+  std::string value;
+};
+
+// The local writes of one LTX commit record, installed as a write-only txn.
+struct LtxInstall {
+  TxnId ltx = 0;
+  std::vector<const LtxWrite*> writes;  // this partition's, point into the record
+  // At the LTX's origin partition: the LTX's result, reported once its
+  // writes here are in.
+  bool report = false;
+  TxnOutcome outcome;
+};
+
 struct TxnWork : LockedTxn {
   const Txn* txn = nullptr;
-  EpochWork* epoch = nullptr;
+  std::unique_ptr<Txn> owned_txn;  // detached txns own their Txn; `txn` points here
+  EpochWork* epoch = nullptr;      // the epoch it runs in
   int kind = 0;  // TxnKind
   // PaxFlow read-only fast path: reads `read_version` lock-free.
   bool snapshot_read = false;
@@ -35,12 +63,21 @@ struct TxnWork : LockedTxn {
   uint32_t remote_reads_expected = 0;
   std::vector<PartitionId> expected_readers;  // the partitions counted above
   std::vector<PartitionId> send_reads_to;
+  // LTX lane.
+  SerialPosition position;            // where it stands in the serial order
+  uint32_t deferrals = 0;             // times deferred by an LTX's write area
+  std::vector<ReadOverride> overrides;  // ascending positions
+  std::unique_ptr<LtxInstall> install;  // set: a write-only install, nothing else
+  int64_t set_aside_us = 0;           // when it was deferred or parked (0: never)
 };
 
 struct EpochWork {
   Epoch epoch = 0;
   std::vector<std::unique_ptr<Batch>> batches;  // owns the txns
   std::vector<TxnWork> txns;                    // merged global order
+  // Txns that run in this epoch but were sequenced earlier (released by an
+  // LTX's resolution), and LTX installs.
+  std::vector<std::unique_ptr<TxnWork>> adopted;
   bool has_rw = false;
   int64_t close_time_us = 0;
   // End of the previous epoch: read-only txns of this epoch see the state as
@@ -51,10 +88,12 @@ struct EpochWork {
   std::atomic<uint32_t> unfinished{0};
   // Scheduler thread: txns with local writes not yet applied.
   uint32_t writes_pending = 0;
-  // PaxFlow: the snapshot this epoch's read-only txns read (the same for
-  // all of them), and how many of them have not finished; while any is
-  // left the version is pinned against garbage collection.
+  // PaxFlow: the snapshot this epoch's read-only txns read (adopted ones
+  // keep their own: see adopted_snapshots), and how many of them have not
+  // finished; while any is left those versions are pinned against garbage
+  // collection.
   Epoch ro_read_version = 0;
+  std::vector<Epoch> adopted_snapshots;
   std::atomic<uint32_t> ro_unfinished{0};
 };
 

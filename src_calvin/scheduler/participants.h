@@ -1,0 +1,33 @@
+// Who does what for a txn on this partition (Calvin's participants):
+// partitions holding keys it reads contribute values, partitions holding
+// keys it writes (and its origin, which reports the result) run the
+// procedure. Fills a TxnWork's reads_here, writes_here, executor, origin,
+// all_local and the read exchange lists.
+//
+// Owns: scratch marks by partition. Threads: the scheduler thread only.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "common/types.h"
+#include "scheduler/txn_work.h"
+
+namespace paxflow {
+
+class ParticipantPlanner {
+ public:
+  ParticipantPlanner(PartitionId self, uint32_t partitions)
+      : self_(self), partitions_(partitions), reader_(partitions, 0), writer_(partitions, 0) {}
+
+  void Plan(TxnWork* work);
+  // Every partition holding one of the txn's keys, and its origin: the
+  // lowest of them sequences a guard for the txn.
+  PartitionId LowestParticipant(const Txn& txn) const;
+
+ private:
+  const PartitionId self_;
+  const uint32_t partitions_;
+  std::vector<uint8_t> reader_, writer_;
+};
+
+}  // namespace paxflow

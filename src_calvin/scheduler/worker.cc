@@ -1,0 +1,284 @@
+#include "scheduler/worker.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+
+#include "common/clock.h"
+
+namespace paxflow {
+
+WorkerPool::WorkerPool(const WorkerOptions& options, Store* store, const Application* app,
+                       PeerSender* peers, NodeStats* stats, ResultSink* results,
+                       Callbacks callbacks)
+    : options_(options),
+      store_(store),
+      app_(app),
+      peers_(peers),
+      stats_(stats),
+      results_(results),
+      callbacks_(std::move(callbacks)) {
+  for (uint32_t i = 0; i < options_.workers; ++i) {
+    contexts_.push_back(std::make_unique<Context>());
+    contexts_.back()->index = i;
+    contexts_.back()->store_slot = store_->RegisterThread();
+  }
+}
+
+WorkerPool::~WorkerPool() { Stop(); }
+
+void WorkerPool::Start() {
+  for (uint32_t i = 0; i < options_.workers; ++i) {
+    threads_.emplace_back([this, i] { Loop(i); });
+  }
+}
+
+void WorkerPool::Stop() {
+  queue_.Close();
+  for (auto& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+  threads_.clear();
+}
+
+void WorkerPool::Loop(size_t index) {
+  Context* context = contexts_[index].get();
+  const bool may_run_read_only = options_.ro_workers == 0 || index < options_.ro_workers;
+  WorkItem item;
+  while (queue_.Pop(may_run_read_only, &item)) Execute(item, context);
+}
+
+void WorkerPool::RunQueued(size_t worker) {
+  Context* context = contexts_[worker].get();
+  WorkItem item;
+  while (queue_.TryPop(true, &item)) Execute(item, context);
+}
+
+void WorkerPool::CountDropped(const std::string& what) {
+  dropped_.fetch_add(1, std::memory_order_relaxed);
+  LOG_EVERY_N(ERROR, 100) << "partition " << options_.partition << ": " << what;
+}
+
+void WorkerPool::DeliverRemoteReads(RemoteReads&& reads, Epoch freed_through) {
+  const Epoch runs_in = reads.run_epoch() ? reads.run_epoch() : TxnEpoch(reads.txn_id());
+  std::string error;
+  TxnWork* complete = nullptr;
+  if (runs_in <= freed_through) {
+    error = "remote reads for txn " + TxnIdString(reads.txn_id()) + ", whose epoch " +
+            std::to_string(runs_in) + " is over here";
+  } else {
+    complete = remote_reads_.AddRemote(std::move(reads), &error);
+  }
+  if (!error.empty()) CountDropped(error);
+  if (complete) queue_.PushReadWrite(WorkItem{complete, WorkItem::kResume});
+}
+
+void WorkerPool::DropRemoteReadsThrough(Epoch epoch) {
+  if (size_t stale = remote_reads_.DropThrough(epoch)) {
+    dropped_.fetch_add(stale, std::memory_order_relaxed);
+    LOG_EVERY_N(WARNING, 100) << "partition " << options_.partition << " dropped " << stale
+                              << " remote read(s) for txns it does not run";
+  }
+}
+
+void WorkerPool::Execute(const WorkItem& item, Context* context) {
+  TxnWork* work = item.work;
+  if (work->install) {
+    Install(work, context);
+    return;
+  }
+  if (item.action == WorkItem::kResume) {
+    std::unique_ptr<ReadValues> reads = remote_reads_.Take(work->txn->id());
+    if (!reads) {
+      LOG(ERROR) << "partition " << options_.partition << ": lost the reads of txn "
+                 << TxnIdString(work->txn->id());
+      return;
+    }
+    RunProcedure(work, *reads, context);
+    return;
+  }
+  const Txn& txn = *work->txn;
+  ReadValues& reads = context->reads;
+  reads.Reset(static_cast<size_t>(txn.read_set_size() + txn.read_write_set_size()));
+  if (work->reads_here) {
+    if (work->snapshot_read) store_->EnterSnapshot(context->store_slot);
+    ReadLocal(work, context->store_slot, &reads);
+    if (work->snapshot_read) store_->ExitSnapshot(context->store_slot);
+  }
+  if (!work->send_reads_to.empty()) SendReads(work, reads, context);
+  if (!work->executor) {
+    Finish(work, true);
+    return;
+  }
+  if (work->remote_reads_expected == 0) {
+    RunProcedure(work, reads, context);
+    return;
+  }
+  // Waiting for other partitions: a participant that writes nothing here no
+  // longer needs its locks.
+  if (!work->writes_here && !work->snapshot_read) callbacks_.done(work, false);
+  std::string dropped;
+  const bool complete = remote_reads_.AddLocal(work, &reads, &dropped);
+  if (!dropped.empty()) CountDropped("dropped " + dropped);
+  if (complete) {
+    RunProcedure(work, reads, context);
+    context->reads = ReadValues();
+  }
+}
+
+void WorkerPool::Install(TxnWork* work, Context* context) {
+  const LtxInstall& install = *work->install;
+  const Epoch epoch = work->epoch->epoch;
+  for (const LtxWrite* write : install.writes) {
+    store_->Write(context->store_slot, write->key(), write->value(), epoch);
+  }
+  if (install.report) {
+    ReadValues none;
+    Report(work, install.outcome, none, context);
+  }
+  Finish(work, true);
+}
+
+void WorkerPool::ReadLocal(TxnWork* work, size_t slot, ReadValues* reads) {
+  const Txn& txn = *work->txn;
+  const uint32_t partitions = options_.partitions;
+  const PartitionId self = options_.partition;
+  // Stage the cache misses of keys ahead of the one being read.
+  constexpr size_t kRecordAhead = 16, kValueAhead = 8;
+  if (work->all_local) {
+    const size_t reads_total = static_cast<size_t>(txn.read_set_size());
+    for (size_t i = 0; i < std::min(reads_total, kRecordAhead); ++i) {
+      store_->Prefetch(txn.read_set(static_cast<int>(i)), 1);
+    }
+  }
+  const std::vector<ReadOverride>& overrides = work->overrides;
+  size_t next_override = 0;
+  size_t position = 0;
+  auto read = [&](Key key) {
+    if (work->all_local && position < static_cast<size_t>(txn.read_set_size())) {
+      const size_t total = static_cast<size_t>(txn.read_set_size());
+      if (position + kRecordAhead < total) {
+        store_->Prefetch(txn.read_set(static_cast<int>(position + kRecordAhead)), 1);
+      }
+      if (position + kValueAhead < total) {
+        store_->Prefetch(txn.read_set(static_cast<int>(position + kValueAhead)), 2);
+      }
+    }
+    // An LTX the reader must see has not installed at its snapshot: take
+    // its commit record's value instead (the LTX lane chose it).
+    while (next_override < overrides.size() && overrides[next_override].position < position) {
+      ++next_override;
+    }
+    if (next_override < overrides.size() && overrides[next_override].position == position) {
+      const ReadOverride& value = overrides[next_override];
+      if (value.found) reads->Set(position, value.value);
+      else reads->SetMissing(position);
+      return;
+    }
+    std::string_view value;
+    const bool found = work->snapshot_read ? store_->ReadAt(slot, key, work->read_version, &value)
+                                           : store_->ReadLatest(slot, key, &value);
+    if (found) reads->Set(position, value);
+    else reads->SetMissing(position);
+  };
+  for (Key key : txn.read_set()) {
+    if (work->all_local || PartitionOf(key, partitions) == self) read(key);
+    ++position;
+  }
+  for (Key key : txn.read_write_set()) {
+    if (work->all_local || PartitionOf(key, partitions) == self) read(key);
+    ++position;
+  }
+}
+
+void WorkerPool::SendReads(TxnWork* work, const ReadValues& reads, Context* context) {
+  const Txn& txn = *work->txn;
+  RemoteReads& message = context->outgoing;
+  message.Clear();
+  message.set_txn_id(txn.id());
+  message.set_from_partition(options_.partition);
+  message.set_run_epoch(work->epoch->epoch);
+  uint32_t position = 0;
+  auto add = [&](Key key) {
+    if (PartitionOf(key, options_.partitions) == options_.partition) {
+      message.add_position(position);
+      message.add_found(reads.Found(position));
+      std::string_view value = reads.Found(position) ? reads.Get(position) : std::string_view();
+      message.add_value(value.data(), value.size());
+    }
+    ++position;
+  };
+  for (Key key : txn.read_set()) add(key);
+  for (Key key : txn.read_write_set()) add(key);
+  for (PartitionId to : work->send_reads_to) peers_->SendRemoteReads(to, message);
+}
+
+void WorkerPool::RunProcedure(TxnWork* work, const ReadValues& reads, Context* context) {
+  const Txn& txn = *work->txn;
+  WriteSet& writes = context->writes;
+  writes.Clear();
+  TxnOutcome outcome;
+  app_->Execute(txn, reads, &writes, &outcome);
+  if (work->writes_here && outcome.committed) {
+    const Epoch epoch = work->epoch->epoch;
+    for (size_t i = 0; i < writes.size(); ++i) {
+      const Key key = writes.key(i);
+      if (work->all_local || PartitionOf(key, options_.partitions) == options_.partition) {
+        store_->Write(context->store_slot, key, writes.value(i), epoch);
+      }
+    }
+  }
+  if (work->origin) {
+    outcome.position = work->position;
+    outcome.deferrals = work->deferrals;
+    Report(work, outcome, reads, context);
+  }
+  Finish(work, true);
+}
+
+void WorkerPool::Report(TxnWork* work, const TxnOutcome& outcome, const ReadValues& reads,
+                        Context* context) {
+  const Txn& txn = *work->txn;
+  WorkerStats& stats = stats_->worker(context->index);
+  const int64_t now = NowMicros();
+  const int64_t latency = now - txn.submit_time_us();
+  stats.latency_us[work->kind].Record(latency > 0 ? static_cast<uint64_t>(latency) : 0);
+  if (outcome.aborted) {
+    WorkerStats::Add(stats.aborted[work->kind]);
+  } else {
+    WorkerStats::Add(stats.committed[work->kind]);
+  }
+  if (txn.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
+  if (!outcome.committed && !outcome.aborted) WorkerStats::Add(stats.declined[work->kind]);
+  if (work->kind == kKindReadOnly && work->epoch->previous_close_time_us > 0 &&
+      work->set_aside_us == 0) {
+    const int64_t delay = now - work->epoch->previous_close_time_us;
+    stats.visibility_us.Record(delay > 0 ? static_cast<uint64_t>(delay) : 0);
+  }
+  if (work->set_aside_us > 0) {
+    // Deferred by an LTX's area (RW) or parked until an LTX resolved (RO):
+    // the latency the LTX lane added.
+    const int64_t waited = now - work->set_aside_us;
+    stats.ltx_wait_us[work->kind].Record(waited > 0 ? static_cast<uint64_t>(waited) : 0);
+  }
+  if (!outcome.invariant_ok) {
+    WorkerStats::Add(stats.invariant_failures);
+    LOG(ERROR) << "txn " << TxnIdString(txn.id()) << " (" << app_->ProcedureName(txn.procedure())
+               << "): invariant violated: " << outcome.detail;
+  }
+  if (results_) results_->OnResult(txn, outcome, work->snapshot_read ? work->read_version : 0, reads);
+}
+
+void WorkerPool::Finish(TxnWork* work, bool finished) {
+  if (!work->snapshot_read) {
+    callbacks_.done(work, finished);
+    return;
+  }
+  read_only_finished_.fetch_add(1, std::memory_order_relaxed);
+  // Lock-free read-only txns never visit the scheduler; the last one of an
+  // epoch wakes it so the epoch can be freed.
+  work->epoch->ro_unfinished.fetch_sub(1, std::memory_order_acq_rel);
+  if (work->epoch->unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1) callbacks_.wake();
+}
+
+}  // namespace paxflow

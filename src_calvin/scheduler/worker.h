@@ -1,0 +1,112 @@
+// The worker pool: executes ready txns (local reads, the multi-partition
+// read exchange, the procedure, its local writes) and LTX installs, and
+// reports each finished txn back to the scheduler through a callback.
+//
+// Owns: the work queue, the worker threads and their scratch state, and
+// the table of multi-partition reads still being gathered.
+// In: ready work (Push*, from the scheduler thread), other partitions'
+// reads (DeliverRemoteReads, the transport thread).
+// Out: writes to the Store, reads to peers (PeerSender), results at the
+// origin (ResultSink), `done` for every txn that went through the lock
+// manager (from a worker thread), `wake` when a lock-free read-only txn
+// finishes the last work of its epoch.
+// Threads: `workers` threads after Start(); without Start() nothing runs and
+// tests execute queued work on their own thread (RunQueued).
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "applications/application.h"
+#include "backend/store.h"
+#include "common/stats.h"
+#include "scheduler/remote_reads.h"
+#include "scheduler/sinks.h"
+#include "scheduler/txn_work.h"
+#include "scheduler/work_queue.h"
+
+namespace paxflow {
+
+struct WorkerOptions {
+  PartitionId partition = 0;
+  uint32_t partitions = 1;
+  uint32_t workers = 2;
+  uint32_t ro_workers = 0;  // workers allowed to run read-only work; 0: all
+};
+
+class WorkerPool {
+ public:
+  struct Callbacks {
+    // A txn that holds locks finished here (`finished`), or only no longer
+    // needs its locks while it waits for other partitions' reads.
+    std::function<void(TxnWork*, bool finished)> done;
+    // A lock-free read-only txn finished the last work of its epoch.
+    std::function<void()> wake;
+  };
+
+  WorkerPool(const WorkerOptions& options, Store* store, const Application* app,
+             PeerSender* peers, NodeStats* stats, ResultSink* results, Callbacks callbacks);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void Start();
+  void Stop();  // closes the queue and joins the threads
+
+  void PushReadWrite(const std::vector<WorkItem>& items) { queue_.PushReadWrite(items); }
+  void PushReadOnly(const std::vector<WorkItem>& items) { queue_.PushReadOnly(items); }
+  // Runs every queued item on the calling thread as worker `worker` (tests).
+  void RunQueued(size_t worker);
+
+  // Another partition's reads. Those of txns running in an epoch at or
+  // below `freed_through` (over here: nothing will ever read them) are
+  // dropped, as are malformed or unexpected ones; each drop is counted.
+  void DeliverRemoteReads(RemoteReads&& reads, Epoch freed_through);
+  // Forgets reads that arrived for txns of epochs <= `epoch` that never ran.
+  void DropRemoteReadsThrough(Epoch epoch);
+  uint64_t dropped_messages() const { return dropped_.load(std::memory_order_relaxed); }
+  // Lock-free read-only txns finished (the others are counted by `done`).
+  uint64_t read_only_finished() const {
+    return read_only_finished_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  struct Context {
+    size_t index = 0;
+    size_t store_slot = 0;
+    ReadValues reads;
+    WriteSet writes;
+    RemoteReads outgoing;
+  };
+
+  void Loop(size_t index);
+  void Execute(const WorkItem& item, Context* context);
+  void Install(TxnWork* work, Context* context);
+  void ReadLocal(TxnWork* work, size_t slot, ReadValues* reads);
+  void SendReads(TxnWork* work, const ReadValues& reads, Context* context);
+  void RunProcedure(TxnWork* work, const ReadValues& reads, Context* context);
+  void Report(TxnWork* work, const TxnOutcome& outcome, const ReadValues& reads,
+              Context* context);
+  void Finish(TxnWork* work, bool finished);
+  void CountDropped(const std::string& what);
+
+  const WorkerOptions options_;
+  Store* const store_;
+  const Application* const app_;
+  PeerSender* const peers_;
+  NodeStats* const stats_;
+  ResultSink* const results_;
+  const Callbacks callbacks_;
+
+  WorkQueue queue_;
+  RemoteReadTable remote_reads_;
+  std::vector<std::unique_ptr<Context>> contexts_;
+  std::vector<std::thread> threads_;
+  std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> read_only_finished_{0};
+};
+
+}  // namespace paxflow
