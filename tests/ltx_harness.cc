@@ -22,6 +22,7 @@ LtxBench::LtxBench(const LtxBenchOptions& options) : options_(options) {
   engine.ltx_timeout = options.ltx_timeout;
   engine.max_active_ltx = options.max_active_ltx;
   engine.ltx_max_deferrals = options.ltx_max_deferrals;
+  engine.gc = options.gc;
   for (PartitionId p = 0; p < options.partitions; ++p) {
     stores_.push_back(MakeStore(engine, p, options.partitions, *app_, workload_.value_size));
     LoadPartition(*app_, p, options.partitions, stores_.back().get());

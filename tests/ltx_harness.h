@@ -23,6 +23,7 @@ struct LtxBenchOptions {
   uint64_t ltx_timeout = 1000;
   uint32_t max_active_ltx = 16;
   uint32_t ltx_max_deferrals = 3;
+  GcPolicy gc = GcPolicy::kEpo;
 };
 
 class LtxBench : public PeerSender, public RecordSubmitter {
@@ -53,6 +54,7 @@ class LtxBench : public PeerSender, public RecordSubmitter {
   std::vector<Txn> TakeRecords();
 
   Scheduler& scheduler(PartitionId p) { return *schedulers_[p]; }
+  Store& store(PartitionId p) { return *stores_[p]; }
   const ResultLog& results() const { return results_; }
   bool Result(TxnId id, ResultLog::Result* out) const { return results_.Find(id, out); }
   // Digest of the whole database as of `epoch` (published on every partition).
