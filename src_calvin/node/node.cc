@@ -191,6 +191,11 @@ std::string Node::Start() {
           DeliverFromSequencer(p, std::move(batch));
         },
         start);
+    // After the load ends, LTXs begun here still resolve: through their
+    // records, or through the log's timeout, which needs epochs to pass.
+    runner_->SetDrain([this] {
+      return ltx_records_.size() > 0 || scheduler_->OwesLtxWork(runner_->current_epoch());
+    });
   }
   start_us_ = NowMicros();
   if (runner_) runner_->Start();
@@ -405,7 +410,7 @@ void Node::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (runner_) {
-    runner_->RequestStop();
+    runner_->Abort();
     runner_->Join();
   }
   if (reporter_.joinable()) {

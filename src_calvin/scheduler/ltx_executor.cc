@@ -430,6 +430,7 @@ void LtxExecutor::ReportScan(Run* run, const TxnOutcome& outcome, size_t index) 
     ReadValues none;
     results_->OnResult(txn, outcome, run->snapshot, none);
   }
+  if (callbacks_.scan_finished) callbacks_.scan_finished(txn.id());
 }
 
 // -------------------------------------------------------- participant side

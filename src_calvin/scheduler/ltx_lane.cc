@@ -685,6 +685,12 @@ void LtxLane::OnScanServed(TxnId id) {
   // The origin's tracking of its scan ends with its result or its timeout.
 }
 
+size_t LtxLane::unresolved_here() const {
+  size_t count = scans_here_.size();
+  for (TxnId id : unresolved_) count += ltxs_.at(id).origin_here ? 1 : 0;
+  return count;
+}
+
 // ------------------------------------------------------------ GC
 
 void LtxLane::CollectPins(std::vector<Epoch>* pins) const {

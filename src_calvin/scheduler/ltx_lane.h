@@ -102,8 +102,10 @@ class LtxLane {
   void OnReadRequest(LtxReadRequest&& request);
   // publish_epoch advanced: read tasks waiting for it go to the LTX threads.
   void OnPublish(Epoch published);
-  // A participant's share of a long scan was served.
+  // A participant's share of a long scan was served; a scan begun here
+  // has its result.
   void OnScanServed(TxnId id);
+  void OnScanFinished(TxnId id) { scans_here_.erase(id); }
 
   // Snapshots this lane's readers still need; and drops commit values and
   // resolved LTXs no reader can need any more (`read_only_snapshot`: the
@@ -115,6 +117,8 @@ class LtxLane {
   void OnReadReply(LtxReadReply&& reply) { executor_.OnReply(std::move(reply)); }
 
   size_t active() const { return unresolved_.size(); }
+  // LTXs and long scans begun at this partition, not resolved yet.
+  size_t unresolved_here() const;
   size_t deferred() const { return deferred_.size(); }
   size_t parked() const { return parked_.size(); }
 
