@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@
 #include "backend/store.h"
 #include "common/key_area.h"
 #include "common/stats.h"
+#include "scheduler/area_index.h"
 #include "scheduler/ltx_executor.h"
 #include "scheduler/participants.h"
 #include "scheduler/sinks.h"
@@ -213,6 +215,10 @@ class LtxLane {
 
   std::map<TxnId, Entry> ltxs_;           // by id = begin order
   std::set<TxnId> unresolved_;            // active or held
+  AreaIndex areas_;                       // the WP areas of unresolved LTXs
+  // For each key a known installed LTX wrote on this partition, those
+  // LTXs (ascending): where readers look for the values they must see.
+  std::unordered_map<Key, std::vector<TxnId>> written_;
   std::map<TxnId, std::vector<uint64_t>> waiters_;  // LTX -> waiter ids (deferred, parked)
   std::map<uint64_t, Deferred> deferred_;           // waiter id -> deferred txn
   std::map<uint64_t, ParkedRead> parked_;           // waiter id -> parked reader
