@@ -36,4 +36,9 @@ void LtxReads::SetPoint(Key key, bool found, std::string_view value) {
   points_[key] = {found, found ? std::string(value) : std::string()};
 }
 
+void LtxReads::SetPoint(Key key, bool found, std::string&& value) {
+  if (!found) value.clear();
+  points_[key] = {found, std::move(value)};
+}
+
 }  // namespace paxflow

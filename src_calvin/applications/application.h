@@ -119,6 +119,8 @@ class LtxReads {
   const Rows& Scan(size_t i) const { return scans_[i]; }
 
   void SetPoint(Key key, bool found, std::string_view value);
+  void SetPoint(Key key, bool found, std::string&& value);
+  void Reserve(size_t points) { points_.reserve(points_.size() + points); }
   void AddScan(Rows rows) { scans_.push_back(std::move(rows)); }
   size_t points() const { return points_.size(); }
 

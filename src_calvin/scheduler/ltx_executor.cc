@@ -274,54 +274,81 @@ void LtxExecutor::AskForReads(const std::shared_ptr<Run>& run, const LtxRound& r
 }
 
 void LtxExecutor::OnReply(LtxReadReply&& reply) {
+  LtxReadResult result;
+  result.ltx = reply.ltx_id();
+  result.round = reply.round();
+  result.from = reply.from_partition();
+  result.error = reply.error();
+  const bool shaped = reply.keys_size() == reply.value_size() &&
+                      reply.keys_size() == reply.found_size() &&
+                      reply.scan_key_size() == reply.scan_value_size() &&
+                      std::is_sorted(reply.scan_begin().begin(), reply.scan_begin().end()) &&
+                      (reply.scan_begin_size() == 0 ||
+                       reply.scan_begin(reply.scan_begin_size() - 1) <=
+                           static_cast<uint32_t>(reply.scan_key_size()));
+  if (!shaped || result.from >= options_.partitions) {
+    LOG(ERROR) << "partition " << options_.partition << ": dropped a malformed LTX reply for "
+               << TxnIdString(reply.ltx_id()) << " from partition " << reply.from_partition();
+    return;
+  }
+  result.keys.assign(reply.keys().begin(), reply.keys().end());
+  result.found.assign(reply.found().begin(), reply.found().end());
+  for (std::string& value : *reply.mutable_value()) result.values.push_back(std::move(value));
+  result.scans_included = reply.scans_included();
+  const int scans = reply.scan_begin_size();
+  result.scans.resize(static_cast<size_t>(scans));
+  for (int s = 0; s < scans; ++s) {
+    const int begin = static_cast<int>(reply.scan_begin(s));
+    const int end = s + 1 < scans ? static_cast<int>(reply.scan_begin(s + 1)) : reply.scan_key_size();
+    for (int r = begin; r < end; ++r) {
+      result.scans[s].emplace_back(reply.scan_key(r), std::move(*reply.mutable_scan_value(r)));
+    }
+  }
+  Absorb(std::move(result));
+}
+
+void LtxExecutor::Absorb(LtxReadResult&& result) {
   std::shared_ptr<Run> run;
   bool complete = false;
   std::string failure;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = runs_.find(reply.ltx_id());
+    auto it = runs_.find(result.ltx);
     if (it == runs_.end()) return;  // resolved, or never ours: nothing waits for it
     run = it->second;
-    const PartitionId from = reply.from_partition();
-    if (run->finished || reply.round() != run->round || !run->waiting()) return;
-    const size_t scans = run->scan_rows.size();
-    const bool shaped =
-        reply.keys_size() == reply.value_size() && reply.keys_size() == reply.found_size() &&
-        reply.scan_key_size() == reply.scan_value_size() &&
-        (!reply.scans_included() ||
-         (static_cast<size_t>(reply.scan_begin_size()) == scans &&
-          std::is_sorted(reply.scan_begin().begin(), reply.scan_begin().end()) &&
-          (scans == 0 || reply.scan_begin(static_cast<int>(scans) - 1) <=
-                             static_cast<uint32_t>(reply.scan_key_size()))));
-    if (!reply.error().empty()) {
-      failure = "partition " + std::to_string(from) + ": " + reply.error();
+    const PartitionId from = result.from;
+    if (run->finished || result.round != run->round || !run->waiting()) return;
+    if (!result.error.empty()) {
+      failure = "partition " + std::to_string(from) + ": " + result.error;
       run->finished = true;
-    } else if (!shaped) {
-      LOG(ERROR) << "partition " << options_.partition << ": dropped a malformed LTX reply for "
-                 << TxnIdString(reply.ltx_id()) << " from partition " << from;
-      return;
     } else {
       // Only keys asked and not answered yet count (a repeat is ignored).
-      for (int i = 0; i < reply.keys_size(); ++i) {
-        const Key key = reply.keys(i);
+      run->reads.Reserve(result.keys.size());
+      for (size_t i = 0; i < result.keys.size(); ++i) {
+        const Key key = result.keys[i];
         if (PartitionOf(key, options_.partitions) != from || !run->unanswered.erase(key)) continue;
-        run->reads.SetPoint(key, reply.found(i), reply.value(i));
+        run->reads.SetPoint(key, result.found[i], std::move(result.values[i]));
       }
-      if (reply.scans_included() && run->scans_unanswered.erase(from)) {
-        for (size_t s = 0; s < scans; ++s) {
-          const size_t begin = reply.scan_begin(static_cast<int>(s));
-          const size_t end = s + 1 < scans ? reply.scan_begin(static_cast<int>(s) + 1)
-                                           : static_cast<size_t>(reply.scan_key_size());
-          for (size_t r = begin; r < end; ++r) {
-            run->scan_rows[s].emplace_back(reply.scan_key(static_cast<int>(r)),
-                                           reply.scan_value(static_cast<int>(r)));
+      if (result.scans_included && result.scans.size() == run->scan_rows.size() &&
+          run->scans_unanswered.erase(from)) {
+        for (size_t s = 0; s < result.scans.size(); ++s) {
+          LtxReads::Rows& rows = run->scan_rows[s];
+          if (rows.empty()) {
+            rows = std::move(result.scans[s]);
+          } else {
+            rows.insert(rows.end(), std::make_move_iterator(result.scans[s].begin()),
+                        std::make_move_iterator(result.scans[s].end()));
           }
         }
       }
       if (!run->waiting()) {
         for (auto& rows : run->scan_rows) {
-          std::sort(rows.begin(), rows.end(),
-                    [](const auto& a, const auto& b) { return a.first < b.first; });
+          // Each partition's share is in key order; several need merging.
+          if (!std::is_sorted(rows.begin(), rows.end(),
+                              [](const auto& a, const auto& b) { return a.first < b.first; })) {
+            std::sort(rows.begin(), rows.end(),
+                      [](const auto& a, const auto& b) { return a.first < b.first; });
+          }
           run->reads.AddScan(std::move(rows));
         }
         run->scan_rows.clear();
@@ -358,27 +385,22 @@ void LtxExecutor::OnReply(LtxReadReply&& reply) {
 
 void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round) {
   const Txn& begin = *run->txn;
-  std::map<Key, LtxWrite> writes;
-  for (size_t i = 0; i < round.writes.size(); ++i) {
-    LtxWrite& write = writes[round.writes.key(i)];
-    write.set_key(round.writes.key(i));
-    const std::string_view value = round.writes.value(i);
-    write.set_value(value.data(), value.size());
-    write.set_deleted(false);
+  // The last write of each key wins; a delete after a write deletes. In key
+  // order: (key, order made, index; deletes index past the writes).
+  struct Final {
+    Key key;
+    size_t order;
+    size_t index;
+  };
+  std::vector<Final> finals;
+  finals.reserve(round.writes.size() + round.deletes.size());
+  for (size_t i = 0; i < round.writes.size(); ++i) finals.push_back({round.writes.key(i), i, i});
+  for (size_t i = 0; i < round.deletes.size(); ++i) {
+    finals.push_back({round.deletes[i], round.writes.size() + i, SIZE_MAX});
   }
-  for (Key key : round.deletes) {
-    LtxWrite& write = writes[key];
-    write.set_key(key);
-    write.clear_value();
-    write.set_deleted(true);
-  }
-  for (const auto& [key, write] : writes) {
-    if (!run->write_area.Contains(key)) {
-      SubmitAbort(*run, kAbortWriteArea,
-                  "it wrote key " + std::to_string(key) + ", outside its write area");
-      return;
-    }
-  }
+  std::sort(finals.begin(), finals.end(), [](const Final& a, const Final& b) {
+    return a.key != b.key ? a.key < b.key : a.order < b.order;
+  });
   Txn record;
   record.set_txn_class(LTX);
   record.set_origin_partition(begin.origin_partition());
@@ -388,7 +410,24 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round)
   ltx->set_ltx_id(begin.id());
   ltx->set_checksum(round.outcome.checksum);
   ltx->set_origin_node(begin.origin_node());
-  for (auto& [key, write] : writes) *ltx->add_writes() = std::move(write);
+  ltx->mutable_writes()->Reserve(static_cast<int>(finals.size()));
+  for (size_t i = 0; i < finals.size(); ++i) {
+    if (i + 1 < finals.size() && finals[i + 1].key == finals[i].key) continue;  // overwritten
+    const Final& final = finals[i];
+    if (!run->write_area.Contains(final.key)) {
+      SubmitAbort(*run, kAbortWriteArea,
+                  "it wrote key " + std::to_string(final.key) + ", outside its write area");
+      return;
+    }
+    LtxWrite* write = ltx->add_writes();
+    write->set_key(final.key);
+    if (final.index == SIZE_MAX) {
+      write->set_deleted(true);
+    } else {
+      const std::string_view value = round.writes.value(final.index);
+      write->set_value(value.data(), value.size());
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (run->finished) return;
@@ -442,62 +481,74 @@ void LtxExecutor::Serve(LtxReadTask task) {
 }
 
 void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
-  LtxReadReply reply;
-  reply.set_ltx_id(task.ltx);
-  reply.set_round(task.round);
-  reply.set_from_partition(options_.partition);
+  LtxReadResult result;
+  result.ltx = task.ltx;
+  result.round = task.round;
+  result.from = options_.partition;
+  result.keys = task.keys;
+  result.found.reserve(task.keys.size());
+  result.values.reserve(task.keys.size());
+  result.scans_included = !task.scans.empty();
   store_->EnterSnapshot(slot);
-  reply.mutable_keys()->Add(task.keys.begin(), task.keys.end());
-  reply.set_scans_included(!task.scans.empty());
   for (size_t i = 0; i < task.keys.size(); ++i) {
     if (task.key_chosen[i]) {
-      reply.add_found(task.key_values[i].first);
-      reply.add_value(task.key_values[i].second);
+      result.found.push_back(task.key_values[i].first);
+      result.values.push_back(task.key_values[i].second);
       continue;
     }
     std::string_view value;
     const bool found = store_->ReadAt(slot, task.keys[i], task.snapshot, &value);
-    reply.add_found(found);
-    reply.add_value(found ? std::string(value) : std::string());
+    result.found.push_back(found);
+    result.values.emplace_back(found ? value : std::string_view());
   }
-  std::string error;
-  for (size_t s = 0; s < task.scans.size() && error.empty(); ++s) {
-    reply.add_scan_begin(static_cast<uint32_t>(reply.scan_key_size()));
+  result.scans.resize(task.scans.size());
+  std::vector<Key> keys;
+  for (size_t s = 0; s < task.scans.size() && result.error.empty(); ++s) {
+    keys.clear();
     const KeyArea range(google::protobuf::RepeatedPtrField<KeyRange>(task.scans.begin() + s,
                                                                      task.scans.begin() + s + 1));
-    std::vector<Key> keys;
     if (!range.KeysOn(options_.partition, options_.partitions, kMaxScanKeysPerPartition, &keys)) {
-      error = "scan range [" + std::to_string(task.scans[s].lo()) + ", " +
-              std::to_string(task.scans[s].hi()) + "] is too wide to read here";
+      result.error = "scan range [" + std::to_string(task.scans[s].lo()) + ", " +
+                     std::to_string(task.scans[s].hi()) + "] is too wide to read here";
       break;
     }
     const auto& chosen = task.scan_values[s];
+    LtxReads::Rows& rows = result.scans[s];
     for (Key key : keys) {
       auto it = chosen.find(key);
       if (it != chosen.end()) {
-        if (!it->second.first) continue;  // deleted by an LTX the reader sees
-        reply.add_scan_key(key);
-        reply.add_scan_value(it->second.second);
-        continue;
+        if (it->second.first) rows.emplace_back(key, it->second.second);
+        continue;  // (not found: deleted by an LTX the reader sees)
       }
       std::string_view value;
-      if (store_->ReadAt(slot, key, task.snapshot, &value)) {
-        reply.add_scan_key(key);
-        reply.add_scan_value(value.data(), value.size());
-      }
+      if (store_->ReadAt(slot, key, task.snapshot, &value)) rows.emplace_back(key, value);
     }
   }
   store_->ExitSnapshot(slot);
-  if (!error.empty()) {
-    reply.Clear();
-    reply.set_ltx_id(task.ltx);
-    reply.set_round(task.round);
-    reply.set_from_partition(options_.partition);
-    reply.set_error(error);
-  }
   if (task.reply_to == options_.partition) {
-    OnReply(std::move(reply));
+    Absorb(std::move(result));
   } else {
+    LtxReadReply reply;
+    reply.set_ltx_id(result.ltx);
+    reply.set_round(result.round);
+    reply.set_from_partition(result.from);
+    if (!result.error.empty()) {
+      reply.set_error(result.error);
+    } else {
+      reply.mutable_keys()->Add(result.keys.begin(), result.keys.end());
+      for (size_t i = 0; i < result.keys.size(); ++i) {
+        reply.add_found(result.found[i]);
+        reply.add_value(std::move(result.values[i]));
+      }
+      reply.set_scans_included(result.scans_included);
+      for (auto& rows : result.scans) {
+        reply.add_scan_begin(static_cast<uint32_t>(reply.scan_key_size()));
+        for (auto& [key, value] : rows) {
+          reply.add_scan_key(key);
+          reply.add_scan_value(std::move(value));
+        }
+      }
+    }
     peers_->SendLtxReadReply(task.reply_to, reply);
   }
   if (task.long_scan && callbacks_.scan_served) callbacks_.scan_served(task.ltx);

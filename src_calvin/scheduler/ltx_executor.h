@@ -51,6 +51,20 @@ struct LtxReadTask {
   bool long_scan = false;  // a long scan's share: tell the lane when served
 };
 
+// A participant's answer to (part of) a read request: what LtxReadReply
+// carries, as plain values (a reply to this partition never becomes one).
+struct LtxReadResult {
+  TxnId ltx = 0;
+  uint32_t round = 0;
+  PartitionId from = 0;
+  std::vector<Key> keys;
+  std::vector<bool> found;
+  std::vector<std::string> values;
+  bool scans_included = false;
+  std::vector<LtxReads::Rows> scans;
+  std::string error;
+};
+
 struct LtxExecutorOptions {
   PartitionId partition = 0;
   uint32_t partitions = 1;
@@ -120,6 +134,8 @@ class LtxExecutor {
   void Finish(const std::shared_ptr<Run>& run, const LtxRound& round);
   void SubmitAbort(const Run& run, int reason, const std::string& text);
   void ServeReads(const LtxReadTask& task, size_t slot);
+  // Takes a participant's answer into the LTX (or scan) it is for.
+  void Absorb(LtxReadResult&& result);
   void ReportScan(Run* run, const TxnOutcome& outcome, size_t index);
 
   const LtxExecutorOptions options_;
