@@ -64,6 +64,22 @@ TEST_P(LtxEngineTest, CommittedTxnsMatchASerialExecutionInTheirOrderAndReplaysAg
   }
 }
 
+// Only replica 0 runs LTX procedures; the other replica installs from the
+// commit records in the log it executes, and reaches the same state.
+TEST(LtxReplicaTest, ReplicasInstallFromCommitRecordsAndAgree) {
+  NodeParams params = TestParams("long", Mode::kPaxflow, /*run_epochs=*/120);
+  params.workload.multi_partition_pct = 30;
+  InProcessCluster cluster(MakeConfig("ltxreplicas", 2, 2, "inproc"), params);
+  ASSERT_EQ(cluster.Start(), "");
+  ASSERT_TRUE(cluster.WaitFinished(120000));
+  // Node id = replica * partitions + partition.
+  EXPECT_EQ(cluster.node(0).FinalDigest(), cluster.node(2).FinalDigest());
+  EXPECT_EQ(cluster.node(1).FinalDigest(), cluster.node(3).FinalDigest());
+  EXPECT_GT(cluster.node(0).Summary().kinds[kKindLong].committed +
+                cluster.node(1).Summary().kinds[kKindLong].committed,
+            2u);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Workloads, LtxEngineTest,
     ::testing::Values(LongCase{Mode::kPaxflow, 1, "long"}, LongCase{Mode::kPaxflow, 3, "long"},

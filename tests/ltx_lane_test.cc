@@ -384,6 +384,37 @@ TEST(LtxLaneTest, ALongScanOverAPendingAreaWaitsAndTakesTheKeysTheCommitInserts)
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 
+TEST(LtxLaneTest, AnLtxScanOverAnEarlierLtxsAreaWaitsAndTakesItsInserts) {
+  LtxBenchOptions options;
+  options.partitions = 2;
+  LtxBench bench(options);
+  const TxnId first = bench.Sequence(1, {LtxBench::LongKv({}, {{150, "new"}, {6, "six"}},
+                                                          {{6, 6}, {150, 150}})})[0];
+  Txn scanning = LtxBench::LongKv({3}, {{9, "nine"}}, {{9, 9}});
+  KeyRange* range = scanning.mutable_ltx()->add_read_area();
+  range->set_lo(0);
+  range->set_hi(199);
+  const TxnId second = bench.Sequence(2, {scanning}, /*origin=*/1)[0];
+  bench.Drain();
+  // The first commits at once; the second's scan waits for it on both
+  // partitions (key 6 on partition 0, key 150 too), its point read does not.
+  const Txn commit = OnlyRecord(&bench, LTX_COMMIT);
+  EXPECT_EQ(commit.ltx().ltx_id(), first);
+  for (PartitionId p = 0; p < 2; ++p) {
+    EXPECT_EQ(bench.scheduler(p).Status().parked, 1u) << "partition " << p;
+  }
+  bench.Sequence(3, {commit});
+  bench.Drain();
+  const Txn second_commit = OnlyRecord(&bench, LTX_COMMIT);
+  EXPECT_EQ(second_commit.ltx().ltx_id(), second);
+  bench.Sequence(4, {second_commit});
+  bench.Drain();
+  Result result;
+  ASSERT_TRUE(bench.Result(second, &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
 TEST(LtxLaneTest, CalvinModeRunsAnLtxAsOneLockedTxnAtItsBeginPosition) {
   LtxBenchOptions options;
   options.mode = Mode::kCalvin;
