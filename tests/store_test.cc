@@ -213,7 +213,9 @@ TEST(BlockPoolTest, SizeClassesCoverEveryPooledSize) {
     const uint16_t size_class = BlockPool::ClassFor(bytes);
     ASSERT_NE(size_class, BlockPool::kUnpooled);
     ASSERT_GE(BlockPool::ClassBytes(size_class), bytes);
-    if (size_class > 0) ASSERT_LT(BlockPool::ClassBytes(size_class - 1), bytes);
+    if (size_class > 0) {
+      ASSERT_LT(BlockPool::ClassBytes(size_class - 1), bytes);
+    }
   }
   EXPECT_EQ(BlockPool::ClassFor(BlockPool::kMaxPooledBytes + 1), BlockPool::kUnpooled);
   EXPECT_EQ(BlockPool::ClassBytes(BlockPool::ClassFor(124)), 128u);
