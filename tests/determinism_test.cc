@@ -135,7 +135,7 @@ class StepScheduler : public ::testing::Test {
       YcsbApplication::InitialValue(key, 16, &value);
       store_->Load(key, value);
     }
-    stats_ = std::make_unique<NodeStats>(1);
+    stats_ = std::make_unique<NodeStats>(4);
     SchedulerOptions options;
     options.mode = Mode::kCalvin;
     options.sequencers = 3;

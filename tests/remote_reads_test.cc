@@ -33,7 +33,7 @@ class RemoteReadsTest : public ::testing::Test {
     for (PartitionId p = 0; p < 2; ++p) {
       stores_.push_back(std::make_unique<SingleVersionStore>(p, 2, 100, 16));
       LoadPartition(*app_, p, 2, stores_.back().get());
-      stats_.push_back(std::make_unique<NodeStats>(1));
+      stats_.push_back(std::make_unique<NodeStats>(4));
       SchedulerOptions options;
       options.mode = Mode::kCalvin;
       options.partition = p;

@@ -24,4 +24,16 @@ void ReadValues::SetMissing(size_t position) {
   state_[position] = kMissing;
 }
 
+bool LtxReads::Get(Key key, bool* found, std::string_view* value) const {
+  auto it = points_.find(key);
+  if (it == points_.end()) return false;
+  *found = it->second.first;
+  *value = it->second.second;
+  return true;
+}
+
+void LtxReads::SetPoint(Key key, bool found, std::string_view value) {
+  points_[key] = {found, found ? std::string(value) : std::string()};
+}
+
 }  // namespace paxflow

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -103,6 +104,42 @@ struct TxnOutcome {
   uint32_t deferrals = 0;       // short txns: times deferred by an LTX's write area
 };
 
+// What a long txn's procedure has read in its earlier rounds (the LTX
+// lane's procedures read in rounds: each round asks for reads, the engine
+// gathers them at the LTX's snapshot, and the next round sees them).
+// Filled by the engine; owned by one thread at a time.
+class LtxReads {
+ public:
+  // A point read: false if the key was never asked for.
+  bool Get(Key key, bool* found, std::string_view* value) const;
+  // Scans in the order they were asked for, across rounds: the keys of the
+  // range holding a value, ascending, with their values.
+  using Rows = std::vector<std::pair<Key, std::string>>;
+  size_t scans() const { return scans_.size(); }
+  const Rows& Scan(size_t i) const { return scans_[i]; }
+
+  void SetPoint(Key key, bool found, std::string_view value);
+  void AddScan(Rows rows) { scans_.push_back(std::move(rows)); }
+  size_t points() const { return points_.size(); }
+
+ private:
+  std::unordered_map<Key, std::pair<bool, std::string>> points_;
+  std::vector<Rows> scans_;
+};
+
+// One round of a long txn's procedure: more reads, or the end (writes and
+// deletes, or an abort, with what to tell the client).
+struct LtxRound {
+  std::vector<Key> reads;        // non-empty (or scans): another round follows
+  std::vector<KeyRange> scans;   // inclusive ranges
+  WriteSet writes;               // in order; the last write of a key wins
+  std::vector<Key> deletes;
+  bool abort = false;            // the procedure gives up: nothing is written
+  std::string reason;
+  TxnOutcome outcome;            // checksum, detail, invariant_ok
+  bool done() const { return reads.empty() && scans.empty(); }
+};
+
 // Fills one generated txn at a time; one per sequencer, used by its thread only.
 class TxnGenerator {
  public:
@@ -137,6 +174,16 @@ class Application {
   // Empty if `txn` (from a client; keys already checked distinct) is a
   // well-formed call of its procedure, else what is wrong with it.
   virtual std::string CheckClientTxn(const Txn& txn) const = 0;
+
+  // The long-transaction lane. A long procedure runs in rounds: round 0
+  // sees no reads; each round either asks for reads (and scans) or ends.
+  // Like Execute, a deterministic function of the txn and what it read.
+  virtual bool IsLongProcedure(uint32_t procedure) const { return false; }
+  virtual void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
+                           LtxRound* out) const {
+    out->abort = true;
+    out->reason = std::string("no long procedure ") + ProcedureName(txn.procedure());
+  }
 };
 
 }  // namespace paxflow

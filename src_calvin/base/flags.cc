@@ -39,6 +39,20 @@ DEFINE_string(gc, "epo",
               "Version garbage collection in paxflow mode: background (sweeps below the oldest "
               "snapshot), epo (prunes between snapshots on writes), epo-r (on reads)");
 
+DEFINE_uint32(ltx_workers, 1,
+              "Threads of the long-transaction lane per node: they run LTX procedures and serve "
+              "LTX reads and long scans, oldest LTX first (1..64)");
+DEFINE_uint64(ltx_timeout, 1000,
+              "Cluster parameter: an LTX not committed within this many epochs of its begin "
+              "record is aborted by the log; a long scan unfinished that long after its snapshot "
+              "fails retryably");
+DEFINE_uint32(max_active_ltx, 16,
+              "Cluster parameter: an LTX begin that finds this many LTXs unresolved aborts at "
+              "once (busy, retryable)");
+DEFINE_uint32(ltx_max_deferrals, 3,
+              "Cluster parameter: after this many deferrals of a short txn by LTX write areas, a "
+              "guard record makes new LTXs on its keys abort (busy) until it ran");
+
 DEFINE_string(workload, "mixed", "Workload preset (its values apply unless set explicitly)");
 DEFINE_string(application, "ycsb", "Application: ycsb or bank");
 DEFINE_uint64(records, 1000000, "YCSB record count (dense keys 0..records-1)");
@@ -98,7 +112,8 @@ const std::vector<std::string>& NodeFlagNames() {
   static const std::vector<std::string> kNames = {
       "mode", "epoch_ms", "max_batch", "workers", "ro_workers", "max_inflight", "seed",
       "generate", "duration", "run_epochs", "log_fsync", "progress_ms", "digest_epochs",
-      "peer_wait_s", "drain_timeout_s", "gc", "workload", "application", "records", "value_size", "ro_fraction",
+      "peer_wait_s", "drain_timeout_s", "gc", "ltx_workers", "ltx_timeout", "max_active_ltx",
+      "ltx_max_deferrals", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "bank_accounts",
       "bank_initial_balance", "audit_fraction"};
@@ -154,6 +169,10 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.summary_json = FLAGS_summary_json;
   e.peer_wait_s = FLAGS_peer_wait_s;
   e.drain_timeout_s = FLAGS_drain_timeout_s;
+  e.ltx_workers = FLAGS_ltx_workers;
+  e.ltx_timeout = FLAGS_ltx_timeout;
+  e.max_active_ltx = FLAGS_max_active_ltx;
+  e.ltx_max_deferrals = FLAGS_ltx_max_deferrals;
   if (!ParseGcPolicy(FLAGS_gc, &e.gc)) {
     return "gc '" + FLAGS_gc + "' is not one of background, epo, epo-r";
   }

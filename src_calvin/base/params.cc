@@ -23,6 +23,9 @@ std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() con
       {"epoch_ms", std::to_string(engine.epoch_ms)},
       {"max_batch", std::to_string(engine.max_batch)},
       {"seed", std::to_string(engine.seed)},
+      {"ltx_timeout", std::to_string(engine.ltx_timeout)},
+      {"max_active_ltx", std::to_string(engine.max_active_ltx)},
+      {"ltx_max_deferrals", std::to_string(engine.ltx_max_deferrals)},
       {"workload", w.workload},
       {"application", w.application},
       {"records", std::to_string(w.records)},
@@ -69,6 +72,19 @@ std::string NodeParams::Validate(uint32_t partitions) const {
     return "duration=" + Number(e.duration_s) + " is out of range (0 = until stopped, else seconds)";
   }
   if (e.peer_wait_s < 1) return "peer_wait_s must be at least 1";
+  if (e.ltx_workers < 1 || e.ltx_workers > 64) {
+    return "ltx_workers=" + std::to_string(e.ltx_workers) + " is out of range (1..64)";
+  }
+  if (e.ltx_timeout < 1 || e.ltx_timeout > 100000000) {
+    return "ltx_timeout=" + std::to_string(e.ltx_timeout) + " is out of range (1..100000000 epochs)";
+  }
+  if (e.max_active_ltx < 1 || e.max_active_ltx > 100000) {
+    return "max_active_ltx=" + std::to_string(e.max_active_ltx) + " is out of range (1..100000)";
+  }
+  if (e.ltx_max_deferrals < 1 || e.ltx_max_deferrals > 1000000) {
+    return "ltx_max_deferrals=" + std::to_string(e.ltx_max_deferrals) +
+           " is out of range (1..1000000)";
+  }
   if (!(e.drain_timeout_s > 0)) return "drain_timeout_s must be positive";
   return workload.Validate(partitions);
 }

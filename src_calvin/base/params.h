@@ -31,6 +31,12 @@ struct EngineParams {
   uint32_t peer_wait_s = 60;     // how long start-up waits for peers
   double drain_timeout_s = 30;   // after the load stops, how long to wait for the last epochs
   GcPolicy gc = GcPolicy::kEpo;  // multi-version garbage collection (paxflow mode)
+  // The long-transaction lane. ltx_workers is the node's own choice; the
+  // bounds are cluster parameters (recorded in logs, compared at start-up).
+  uint32_t ltx_workers = 1;
+  uint64_t ltx_timeout = 1000;    // epochs from an LTX's begin to its commit
+  uint32_t max_active_ltx = 16;   // unresolved LTXs; a begin beyond them aborts (busy)
+  uint32_t ltx_max_deferrals = 3; // deferrals of a short txn before a guard protects it
 };
 
 struct NodeParams {

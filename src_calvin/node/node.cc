@@ -52,11 +52,11 @@ std::string Node::Start() {
   store_ = MakeStore(params.engine, partition, partitions, *app_, params.workload.value_size);
   store_slot_ = store_->RegisterThread();
   LoadPartition(*app_, partition, partitions, store_.get());
-  stats_ = std::make_unique<NodeStats>(params.engine.workers);
-
-  scheduler_ = std::make_unique<Scheduler>(
-      SchedulerOptionsFor(params.engine, partition, partitions), store_.get(), app_.get(), this,
-      stats_.get(), this);
+  SchedulerOptions scheduler_options = SchedulerOptionsFor(params.engine, partition, partitions);
+  scheduler_options.runs_procedures = self_->replica() == 0;
+  stats_ = std::make_unique<NodeStats>(scheduler_options.stats_slots());
+  scheduler_ = std::make_unique<Scheduler>(scheduler_options, store_.get(), app_.get(), this,
+                                           stats_.get(), this, &ltx_records_);
 
   if (!params.engine.log_dir.empty()) {
     if (!MakeDirectories(params.engine.log_dir)) {
@@ -118,6 +118,26 @@ std::string Node::Start() {
     }
     scheduler_->DeliverRemoteReads(std::move(reads));
   });
+  transport_->Subscribe(LTX_READ_REQUEST, [this](NodeId from, std::string&& payload) {
+    LtxReadRequest request;
+    if (!request.ParseFromString(payload) || request.from_partition() >= layout_.partitions()) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      LOG_EVERY_N(ERROR, 100) << "node " << options_.id
+                              << ": dropped a garbled LTX read request from node " << from;
+      return;
+    }
+    scheduler_->DeliverLtxReadRequest(std::move(request));
+  });
+  transport_->Subscribe(LTX_READ_REPLY, [this](NodeId from, std::string&& payload) {
+    LtxReadReply reply;
+    if (!reply.ParseFromString(payload)) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      LOG_EVERY_N(ERROR, 100) << "node " << options_.id
+                              << ": dropped a garbled LTX read reply from node " << from;
+      return;
+    }
+    scheduler_->DeliverLtxReadReply(std::move(reply));
+  });
   error = transport_->Start();
   if (!error.empty()) return error;
   if (self_->client_port() != 0) {
@@ -156,7 +176,7 @@ std::string Node::Start() {
     sequencer_options.partitions = partitions;
     sequencer_options.node = options_.id;
     sequencer_options.max_batch = params.engine.max_batch;
-    sequencer_ = std::make_unique<Sequencer>(sequencer_options, sources);
+    sequencer_ = std::make_unique<Sequencer>(sequencer_options, sources, &ltx_records_);
     // Every node computes the same start from the same hellos (a margin
     // later, so that none has to catch up).
     const int64_t now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -107,6 +107,7 @@ class Node : public PeerSender, public ResultSink {
   // Last progress period's rates, for status requests.
   std::atomic<double> ro_rate_{0}, rw_rate_{0};
   std::atomic<uint64_t> dropped_{0};  // messages that did not parse, or not for us
+  RecordQueue ltx_records_;  // the LTX lane's records for our sequencer
   std::unique_ptr<Sequencer> sequencer_;
   std::unique_ptr<SequencerRunner> runner_;
 

@@ -10,10 +10,10 @@ LocalPartitions::LocalPartitions(const NodeParams& params, const Application* ap
     stores_.push_back(MakeStore(params.engine, p, partitions, *app, params.workload.value_size));
     LoadPartition(*app, p, partitions, stores_.back().get());
     owner_slots_.push_back(stores_.back()->RegisterThread());
-    stats_.push_back(std::make_unique<NodeStats>(params.engine.workers));
-    schedulers_.push_back(std::make_unique<Scheduler>(
-        SchedulerOptionsFor(params.engine, p, partitions, sequencers), stores_.back().get(), app,
-        this, stats_.back().get(), results));
+    const SchedulerOptions options = SchedulerOptionsFor(params.engine, p, partitions, sequencers);
+    stats_.push_back(std::make_unique<NodeStats>(options.stats_slots()));
+    schedulers_.push_back(std::make_unique<Scheduler>(options, stores_.back().get(), app, this,
+                                                      stats_.back().get(), results));
   }
 }
 
@@ -42,8 +42,14 @@ void LocalPartitions::SendRemoteReads(PartitionId to, const RemoteReads& reads) 
   schedulers_[to]->DeliverRemoteReads(std::move(copy));
 }
 
-void LocalPartitions::SendLtxReadRequest(PartitionId, const LtxReadRequest&) {}
+void LocalPartitions::SendLtxReadRequest(PartitionId to, const LtxReadRequest& request) {
+  LtxReadRequest copy = request;
+  schedulers_[to]->DeliverLtxReadRequest(std::move(copy));
+}
 
-void LocalPartitions::SendLtxReadReply(PartitionId, const LtxReadReply&) {}
+void LocalPartitions::SendLtxReadReply(PartitionId to, const LtxReadReply& reply) {
+  LtxReadReply copy = reply;
+  schedulers_[to]->DeliverLtxReadReply(std::move(copy));
+}
 
 }  // namespace paxflow

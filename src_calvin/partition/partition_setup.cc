@@ -43,6 +43,10 @@ SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId par
   options.sequencers = sequencers ? sequencers : partitions;
   options.workers = engine.workers;
   options.ro_workers = engine.ro_workers;
+  options.ltx_workers = engine.ltx_workers;
+  options.ltx_timeout = engine.ltx_timeout;
+  options.max_active_ltx = engine.max_active_ltx;
+  options.ltx_max_deferrals = engine.ltx_max_deferrals;
   return options;
 }
 

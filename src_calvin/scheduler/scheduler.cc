@@ -11,6 +11,18 @@ namespace paxflow {
 namespace {
 constexpr auto kIdleWake = std::chrono::milliseconds(100);
 
+LtxLaneOptions LtxOptionsOf(const SchedulerOptions& options) {
+  LtxLaneOptions ltx;
+  ltx.partition = options.partition;
+  ltx.partitions = options.partitions;
+  ltx.runs_procedures = options.runs_procedures;
+  ltx.ltx_workers = options.ltx_workers;
+  ltx.ltx_timeout = options.ltx_timeout;
+  ltx.max_active_ltx = options.max_active_ltx;
+  ltx.ltx_max_deferrals = options.ltx_max_deferrals;
+  return ltx;
+}
+
 WorkerOptions WorkerOptionsOf(const SchedulerOptions& options) {
   WorkerOptions workers;
   workers.partition = options.partition;
@@ -22,17 +34,37 @@ WorkerOptions WorkerOptionsOf(const SchedulerOptions& options) {
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Application* app,
-                     PeerSender* peers, NodeStats* stats, ResultSink* results)
+                     PeerSender* peers, NodeStats* stats, ResultSink* results,
+                     RecordSubmitter* records)
     : options_(options),
       store_(store),
+      app_(app),
+      stats_(stats),
+      results_(results),
       merger_(options.sequencers),
       participants_(options.partition, options.partitions),
       rw_lane_(options.partition, options.partitions),
+      ltx_lane_(LtxOptionsOf(options), store, app, peers, records, stats, results,
+                /*stats_slot=*/options.workers,
+                LtxExecutor::Callbacks{
+                    [this](LtxReadRequest&& request) {
+                      DeliverLtxReadRequest(std::move(request));
+                    },
+                    [this](TxnId id) {
+                      {
+                        std::lock_guard<std::mutex> lock(inbox_mu_);
+                        inbox_scans_served_.push_back(id);
+                        wake_ = true;
+                      }
+                      inbox_cv_.notify_one();
+                    }}),
       workers_(WorkerOptionsOf(options), store, app, peers, stats, results,
                WorkerPool::Callbacks{
                    [this](TxnWork* work, bool finished) { PostDone(work, finished); },
                    [this] { Wake(); }}) {
   store_slot_ = store_->RegisterThread();
+  CHECK_GE(stats_->workers(), options_.stats_slots())
+      << "NodeStats needs SchedulerOptions::stats_slots() slots";
 }
 
 Scheduler::~Scheduler() { Stop(); }
@@ -40,6 +72,7 @@ Scheduler::~Scheduler() { Stop(); }
 void Scheduler::Start() {
   scheduler_thread_ = std::thread([this] { SchedulerLoop(); });
   workers_.Start();
+  ltx_lane_.Start();
 }
 
 void Scheduler::Stop() {
@@ -47,6 +80,7 @@ void Scheduler::Stop() {
   Wake();
   if (scheduler_thread_.joinable()) scheduler_thread_.join();
   workers_.Stop();
+  ltx_lane_.Stop();
   finished_cv_.notify_all();
 }
 
@@ -63,6 +97,19 @@ void Scheduler::DeliverBatch(std::unique_ptr<Batch> batch) {
 
 void Scheduler::DeliverRemoteReads(RemoteReads&& reads) {
   workers_.DeliverRemoteReads(std::move(reads), freed_through_.load(std::memory_order_acquire));
+}
+
+void Scheduler::DeliverLtxReadRequest(LtxReadRequest&& request) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    inbox_ltx_requests_.push_back(std::move(request));
+    wake_ = true;
+  }
+  inbox_cv_.notify_one();
+}
+
+void Scheduler::DeliverLtxReadReply(LtxReadReply&& reply) {
+  ltx_lane_.OnReadReply(std::move(reply));
 }
 
 void Scheduler::RequestDigest(Epoch epoch, std::function<void(Epoch, uint64_t)> done) {
@@ -111,6 +158,9 @@ SchedulerStatus Scheduler::Status() const {
   status.waited_ro = waited_ro_.load(std::memory_order_relaxed);
   status.locked_keys = locked_keys_.load(std::memory_order_relaxed);
   status.buffered_epochs = buffered_epochs_.load(std::memory_order_relaxed);
+  status.active_ltx = active_ltx_.load(std::memory_order_relaxed);
+  status.deferred = deferred_.load(std::memory_order_relaxed);
+  status.parked = parked_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(status_mu_);
   status.waiting_for = waiting_for_;
   return status;
@@ -145,6 +195,8 @@ void Scheduler::Step() {
 
 void Scheduler::RunQueuedWork(size_t worker) { workers_.RunQueued(worker); }
 
+size_t Scheduler::RunQueuedLtxWork() { return ltx_lane_.RunQueued(); }
+
 void Scheduler::TakeInbox(std::vector<std::unique_ptr<Batch>>* batches,
                           std::vector<DoneMessage>* done) {
   wake_ = false;
@@ -152,6 +204,10 @@ void Scheduler::TakeInbox(std::vector<std::unique_ptr<Batch>>* batches,
   done->swap(inbox_done_);
   for (auto& request : inbox_digests_) digests_.push_back(std::move(request));
   inbox_digests_.clear();
+  for (auto& request : inbox_ltx_requests_) ltx_requests_.push_back(std::move(request));
+  inbox_ltx_requests_.clear();
+  for (TxnId id : inbox_scans_served_) ltx_lane_.OnScanServed(id);
+  inbox_scans_served_.clear();
 }
 
 void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
@@ -182,7 +238,10 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
     if (!merged) break;
     Admit(std::move(merged));
   }
+  for (LtxReadRequest& request : ltx_requests_) ltx_lane_.OnReadRequest(std::move(request));
+  ltx_requests_.clear();
   AdvancePublish();
+  ltx_lane_.Forget(ro_lane_.snapshot());
   UpdatePins();
   FlushReady();
   ServeDigests();
@@ -193,6 +252,9 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   waited_ro_.store(ro_lane_.waited(), std::memory_order_relaxed);
   locked_keys_.store(rw_lane_.locked_keys(), std::memory_order_relaxed);
   buffered_epochs_.store(merger_.buffered_epochs(), std::memory_order_relaxed);
+  active_ltx_.store(ltx_lane_.active(), std::memory_order_relaxed);
+  deferred_.store(ltx_lane_.deferred(), std::memory_order_relaxed);
+  parked_.store(ltx_lane_.parked(), std::memory_order_relaxed);
   {
     std::string waiting;
     if (!merger_.Finished()) {
@@ -239,6 +301,12 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
   epoch->txns.resize(count);
   epoch->unfinished.store(static_cast<uint32_t>(count), std::memory_order_relaxed);
   admitted_txns_ += count;
+  const bool paxflow = options_.mode == Mode::kPaxflow;
+  if (paxflow) {
+    // The timeouts that fall here come first.
+    ltx_lane_.BeginEpoch(epoch->epoch, ro_lane_.snapshot(), &actions_);
+    RunActions(epoch.get());
+  }
   size_t next = 0;
   for (const auto& batch : epoch->batches) {
     if (!batch) continue;
@@ -250,6 +318,12 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
       Dispatch(work);
     }
   }
+  if (paxflow) {
+    ltx_lane_.EndEpoch(epoch->epoch);
+    // An epoch that resolves an LTX (or runs the txns that freed) is a
+    // read-write epoch for publication and RO snapshots.
+    epoch->has_rw |= ltx_lane_.resolved_this_epoch();
+  }
   ro_lane_.EndEpoch(epoch->epoch, epoch->has_rw);
   previous_close_time_us_ = epoch->close_time_us;
   admitted_.store(epoch->epoch, std::memory_order_relaxed);
@@ -260,24 +334,155 @@ void Scheduler::Dispatch(TxnWork* work) {
   const Txn& txn = *work->txn;
   EpochWork* epoch = work->epoch;
   const bool read_only = txn.txn_class() == RO;
+  const bool paxflow = options_.mode == Mode::kPaxflow;
   work->kind = read_only ? kKindReadOnly : txn.txn_class() == LTX ? kKindLong : kKindReadWrite;
+  if (txn.txn_class() == LTX) {
+    if (paxflow) DispatchLtxRecord(work);
+    else DispatchLockedLtx(work);
+    return;
+  }
   participants_.Plan(work);
-  if (read_only && options_.mode == Mode::kPaxflow) {
+  if (read_only && paxflow) {
     work->snapshot_read = true;
     work->read_version = ro_lane_.snapshot();
+    if (ltx_lane_.MustPark(work)) {
+      ltx_lane_.Park(Detach(work));
+      return;
+    }
     epoch->ro_unfinished.fetch_add(1, std::memory_order_relaxed);
     ro_lane_.Admit(work, published_.load(std::memory_order_relaxed), &ready_ro_);
+    return;
+  }
+  if (paxflow && ltx_lane_.Covers(*work)) {
+    ltx_lane_.Defer(Detach(work));
     return;
   }
   if (work->writes_here) ++epoch->writes_pending;
   if (rw_lane_.Acquire(work)) ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
 }
 
+void Scheduler::DispatchLtxRecord(TxnWork* work) {
+  // A long scan reads an RO snapshot.
+  work->read_version = ro_lane_.snapshot();
+  ltx_lane_.OnRecord(*work, &actions_);
+  FinishAtOnce(work);
+  RunActions(work->epoch);
+}
+
+void Scheduler::DispatchLockedLtx(TxnWork* work) {
+  const Txn& begin = *work->txn;
+  const LtxRecord& record = begin.ltx();
+  if (record.kind() != LTX_BEGIN && record.kind() != LTX_SCAN) {
+    FinishAtOnce(work);  // calvin mode sequences no other LTX records
+    return;
+  }
+  // Every key of its areas, on every partition (to know the participants),
+  // locked like a short txn's: the write area exclusively.
+  const KeyArea write_area(record.write_area());
+  const KeyArea read_area(record.read_area());
+  std::vector<Key> writes, reads;
+  bool fits = true;
+  for (PartitionId p = 0; p < options_.partitions && fits; ++p) {
+    fits = write_area.KeysOn(p, options_.partitions, options_.max_locked_ltx_keys, &writes) &&
+           read_area.KeysOn(p, options_.partitions, options_.max_locked_ltx_keys, &reads);
+  }
+  if (fits && writes.size() + reads.size() > options_.max_locked_ltx_keys) fits = false;
+  if (!fits) {
+    if (begin.origin_partition() == options_.partition && options_.runs_procedures) {
+      TxnOutcome outcome;
+      outcome.committed = false;
+      outcome.aborted = true;
+      outcome.abort_reason = std::string(LtxAbortReasonName(kAbortProcedure)) +
+                             ": its areas hold more than " +
+                             std::to_string(options_.max_locked_ltx_keys) +
+                             " keys, too many to lock in calvin mode";
+      LtxCounters::Add(stats_->ltx().aborts[kAbortProcedure]);
+      WorkerStats::Add(stats_->worker(options_.workers).aborted[kKindLong]);
+      if (begin.client_request_id() == 0) {
+        WorkerStats::Add(stats_->worker(options_.workers).generated_done);
+      }
+      ReadValues none;
+      if (results_) results_->OnResult(begin, outcome, 0, none);
+    }
+    FinishAtOnce(work);
+    return;
+  }
+  std::sort(writes.begin(), writes.end());
+  auto expanded = std::make_unique<Txn>();
+  expanded->set_id(begin.id());
+  expanded->set_txn_class(LTX);
+  expanded->set_procedure(begin.procedure());
+  expanded->set_origin_partition(begin.origin_partition());
+  expanded->set_origin_node(begin.origin_node());
+  for (Key key : reads) {
+    if (!std::binary_search(writes.begin(), writes.end(), key)) expanded->add_read_set(key);
+  }
+  for (Key key : writes) expanded->add_read_write_set(key);
+  work->procedure_txn = work->txn;
+  work->owned_txn = std::move(expanded);
+  work->txn = work->owned_txn.get();
+  participants_.Plan(work);
+  if (work->writes_here) ++work->epoch->writes_pending;
+  if (rw_lane_.Acquire(work)) ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
+}
+
+void Scheduler::FinishAtOnce(TxnWork* work) {
+  // Bookkeeping only: nothing runs on a worker for it.
+  --admitted_txns_;
+  work->epoch->unfinished.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+std::unique_ptr<TxnWork> Scheduler::Detach(TxnWork* work) {
+  auto detached = std::make_unique<TxnWork>();
+  detached->owned_txn = std::make_unique<Txn>();
+  // The batch keeps an empty Txn in its place; nothing reads it any more.
+  detached->owned_txn->Swap(const_cast<Txn*>(work->txn));
+  detached->txn = detached->owned_txn.get();
+  detached->kind = work->kind;
+  detached->snapshot_read = work->snapshot_read;
+  detached->read_version = work->read_version;
+  detached->all_local = work->all_local;
+  detached->reads_here = work->reads_here;
+  detached->writes_here = work->writes_here;
+  detached->executor = work->executor;
+  detached->origin = work->origin;
+  detached->remote_reads_expected = work->remote_reads_expected;
+  detached->expected_readers = std::move(work->expected_readers);
+  detached->send_reads_to = std::move(work->send_reads_to);
+  detached->position = work->position;
+  detached->deferrals = work->deferrals;
+  detached->set_aside_us = work->set_aside_us;
+  // Its first epoch no longer waits for it.
+  FinishAtOnce(work);
+  return detached;
+}
+
+void Scheduler::Adopt(std::unique_ptr<TxnWork> work, EpochWork* epoch) {
+  TxnWork* txn = work.get();
+  epoch->adopted.push_back(std::move(work));
+  txn->epoch = epoch;
+  epoch->unfinished.fetch_add(1, std::memory_order_relaxed);
+  ++admitted_txns_;
+  if (txn->snapshot_read) {
+    epoch->ro_unfinished.fetch_add(1, std::memory_order_relaxed);
+    epoch->adopted_snapshots.push_back(txn->read_version);
+    ro_lane_.Admit(txn, published_.load(std::memory_order_relaxed), &ready_ro_);
+    return;
+  }
+  if (txn->writes_here) ++epoch->writes_pending;
+  if (rw_lane_.Acquire(txn)) ready_rw_.push_back(WorkItem{txn, WorkItem::kExecute});
+}
+
+void Scheduler::RunActions(EpochWork* epoch) {
+  for (LtxLane::Action& action : actions_) Adopt(std::move(action.work), epoch);
+  actions_.clear();
+}
+
 void Scheduler::HandleDone(const DoneMessage& message) {
   TxnWork* work = message.work;
   rw_lane_.Release(work, &ready_locked_);
   if (!message.finished) return;
-  if (work->writes_here || work->install) --work->epoch->writes_pending;
+  if (work->writes_here) --work->epoch->writes_pending;
   ++finished_locked_;
   finished_txns_.store(finished_locked_, std::memory_order_relaxed);
   work->epoch->unfinished.fetch_sub(1, std::memory_order_acq_rel);
@@ -295,6 +500,7 @@ void Scheduler::AdvancePublish() {
   if (!advanced) return;
   published_.store(published, std::memory_order_release);
   ro_lane_.Release(published, &ready_ro_);
+  ltx_lane_.OnPublish(published);
 }
 
 void Scheduler::UpdatePins() {
@@ -310,6 +516,7 @@ void Scheduler::UpdatePins() {
     }
   }
   for (const auto& request : digests_) pins.push_back(request.epoch);
+  ltx_lane_.CollectPins(&pins);
   std::sort(pins.begin(), pins.end());
   pins.erase(std::unique(pins.begin(), pins.end()), pins.end());
   if (pins == pins_) return;

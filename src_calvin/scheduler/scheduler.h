@@ -31,6 +31,7 @@
 #include "common/types.h"
 #include "message.pb.h"
 #include "scheduler/epoch_merger.h"
+#include "scheduler/ltx_lane.h"
 #include "scheduler/participants.h"
 #include "scheduler/ro_lane.h"
 #include "scheduler/rw_lane.h"
@@ -47,6 +48,19 @@ struct SchedulerOptions {
   uint32_t sequencers = 1;
   uint32_t workers = 2;
   uint32_t ro_workers = 0;  // workers allowed to run read-only work; 0: all
+  // The LTX lane (cluster parameters, but ltx_workers and runs_procedures).
+  uint32_t ltx_workers = 1;
+  bool runs_procedures = true;     // replica 0: runs LTXs and answers their clients
+  uint64_t ltx_timeout = 1000;     // epochs
+  uint32_t max_active_ltx = 16;
+  uint32_t ltx_max_deferrals = 3;
+  // Calvin mode locks every key of an LTX's declared areas; an LTX whose
+  // areas hold more keys than this aborts instead.
+  uint64_t max_locked_ltx_keys = 1u << 22;
+
+  // NodeStats slots the scheduler's threads use: workers first, then the
+  // scheduler thread, then the LTX threads.
+  size_t stats_slots() const { return workers + 1 + ltx_workers; }
 };
 
 struct SchedulerStatus {
@@ -59,12 +73,18 @@ struct SchedulerStatus {
   uint64_t locked_keys = 0;
   uint64_t buffered_epochs = 0;  // received, waiting for other sequencers
   std::string waiting_for;    // which sequencers the next epoch waits on
+  uint64_t active_ltx = 0;    // LTXs begun and not resolved
+  uint64_t deferred = 0;      // short txns set aside by an LTX's write area
+  uint64_t parked = 0;        // readers waiting for an LTX to resolve
 };
 
 class Scheduler {
  public:
+  // `records` takes the LTX lane's records for this node's sequencer
+  // (replica 0); null where nothing sequences (replays, other replicas).
   Scheduler(const SchedulerOptions& options, Store* store, const Application* app,
-            PeerSender* peers, NodeStats* stats, ResultSink* results);
+            PeerSender* peers, NodeStats* stats, ResultSink* results,
+            RecordSubmitter* records = nullptr);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -80,6 +100,10 @@ class Scheduler {
 
   void DeliverBatch(std::unique_ptr<Batch> batch);
   void DeliverRemoteReads(RemoteReads&& reads);
+  // The LTX lane's read exchange: requests from an LTX's origin, replies
+  // from participants. Any thread.
+  void DeliverLtxReadRequest(LtxReadRequest&& request);
+  void DeliverLtxReadReply(LtxReadReply&& reply);
 
   // Asks for the state digest as of `epoch`, delivered on the scheduler
   // thread once that epoch is published. In calvin mode the scheduler holds
@@ -97,9 +121,11 @@ class Scheduler {
   }
 
   // Step-by-step driving (tests): process everything in the inbox, then run
-  // every queued txn on the calling thread as worker `worker`.
+  // every queued txn on the calling thread as worker `worker`, and every
+  // queued LTX-thread task (RunQueuedLtxWork returns how many).
   void Step();
   void RunQueuedWork(size_t worker = 0);
+  size_t RunQueuedLtxWork();
 
  private:
   struct DoneMessage {
@@ -118,6 +144,16 @@ class Scheduler {
   void Admit(std::unique_ptr<MergedEpoch> merged);
   // Hands one admitted txn to its lane.
   void Dispatch(TxnWork* work);
+  // Calvin mode: an LTX becomes one big locked txn over its declared areas.
+  void DispatchLockedLtx(TxnWork* work);
+  // An LTX record in paxflow mode: bookkeeping, done at once.
+  void DispatchLtxRecord(TxnWork* work);
+  // Takes a txn out of its epoch (the LTX lane sets it aside) / runs one in
+  // the epoch being admitted.
+  std::unique_ptr<TxnWork> Detach(TxnWork* work);
+  void Adopt(std::unique_ptr<TxnWork> work, EpochWork* epoch);
+  void RunActions(EpochWork* epoch);
+  void FinishAtOnce(TxnWork* work);
   void HandleDone(const DoneMessage& message);
   void AdvancePublish();
   void ServeDigests();
@@ -130,6 +166,9 @@ class Scheduler {
 
   const SchedulerOptions options_;
   Store* const store_;
+  const Application* const app_;
+  NodeStats* const stats_;
+  ResultSink* const results_;
   std::function<void(const MergedEpoch&)> before_execute_;
 
   // Inbox: filled by any thread, drained by the scheduler thread.
@@ -146,6 +185,10 @@ class Scheduler {
   RwLane rw_lane_;
   RoLane ro_lane_;
   std::deque<std::unique_ptr<EpochWork>> epochs_;  // admitted and not freed, oldest first
+  LtxLane ltx_lane_;
+  std::vector<LtxLane::Action> actions_;  // scratch
+  std::vector<LtxReadRequest> inbox_ltx_requests_, ltx_requests_;
+  std::vector<TxnId> inbox_scans_served_;
   std::vector<TxnWork*> ready_locked_;
   std::vector<WorkItem> ready_rw_, ready_ro_;
   std::vector<DigestRequest> digests_;
@@ -166,6 +209,7 @@ class Scheduler {
   std::atomic<uint64_t> locked_keys_{0};
   std::atomic<uint64_t> buffered_epochs_{0};
   std::atomic<uint64_t> dropped_messages_{0};
+  std::atomic<uint64_t> active_ltx_{0}, deferred_{0}, parked_{0};
   // Every epoch up to here is done and freed (later ones may be freed too).
   std::atomic<Epoch> freed_through_{0};
   mutable std::mutex status_mu_;

@@ -38,7 +38,8 @@ struct ReadOverride {
 // The local writes of one LTX commit record, installed as a write-only txn.
 struct LtxInstall {
   TxnId ltx = 0;
-  std::vector<const LtxWrite*> writes;  // this partition's, point into the record
+  std::shared_ptr<const Txn> begin, record;  // keep what `txn` and `writes` point into
+  std::vector<const LtxWrite*> writes;       // this partition's, into `record`
   // At the LTX's origin partition: the LTX's result, reported once its
   // writes here are in.
   bool report = false;
@@ -48,6 +49,9 @@ struct LtxInstall {
 struct TxnWork : LockedTxn {
   const Txn* txn = nullptr;
   std::unique_ptr<Txn> owned_txn;  // detached txns own their Txn; `txn` points here
+  // Calvin mode's LTX: `txn` lists every key of its areas (what it locks
+  // and reads); its procedure runs on the begin record, here.
+  const Txn* procedure_txn = nullptr;
   EpochWork* epoch = nullptr;      // the epoch it runs in
   int kind = 0;  // TxnKind
   // PaxFlow read-only fast path: reads `read_version` lock-free.

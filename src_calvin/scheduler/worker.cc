@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "applications/long_run.h"
 #include "common/clock.h"
 
 namespace paxflow {
@@ -218,7 +219,11 @@ void WorkerPool::RunProcedure(TxnWork* work, const ReadValues& reads, Context* c
   WriteSet& writes = context->writes;
   writes.Clear();
   TxnOutcome outcome;
-  app_->Execute(txn, reads, &writes, &outcome);
+  if (work->procedure_txn) {
+    ExecuteLongLocked(*app_, *work->procedure_txn, txn, reads, &writes, &outcome);
+  } else {
+    app_->Execute(txn, reads, &writes, &outcome);
+  }
   if (work->writes_here && outcome.committed) {
     const Epoch epoch = work->epoch->epoch;
     for (size_t i = 0; i < writes.size(); ++i) {
@@ -238,7 +243,9 @@ void WorkerPool::RunProcedure(TxnWork* work, const ReadValues& reads, Context* c
 
 void WorkerPool::Report(TxnWork* work, const TxnOutcome& outcome, const ReadValues& reads,
                         Context* context) {
-  const Txn& txn = *work->txn;
+  // A calvin-mode LTX reports on its begin record, not on the key lists it
+  // locked; and an LTX's reads are too many to echo.
+  const Txn& txn = work->procedure_txn ? *work->procedure_txn : *work->txn;
   WorkerStats& stats = stats_->worker(context->index);
   const int64_t now = NowMicros();
   const int64_t latency = now - txn.submit_time_us();
@@ -266,7 +273,13 @@ void WorkerPool::Report(TxnWork* work, const TxnOutcome& outcome, const ReadValu
     LOG(ERROR) << "txn " << TxnIdString(txn.id()) << " (" << app_->ProcedureName(txn.procedure())
                << "): invariant violated: " << outcome.detail;
   }
-  if (results_) results_->OnResult(txn, outcome, work->snapshot_read ? work->read_version : 0, reads);
+  if (!results_) return;
+  if (work->kind == kKindLong) {
+    ReadValues none;
+    results_->OnResult(txn, outcome, 0, none);
+    return;
+  }
+  results_->OnResult(txn, outcome, work->snapshot_read ? work->read_version : 0, reads);
 }
 
 void WorkerPool::Finish(TxnWork* work, bool finished) {

@@ -8,8 +8,12 @@
 
 namespace paxflow {
 
-Sequencer::Sequencer(const SequencerOptions& options, std::vector<TxnSource*> sources)
-    : options_(options), sources_(std::move(sources)), marks_(options.partitions, 0) {}
+Sequencer::Sequencer(const SequencerOptions& options, std::vector<TxnSource*> sources,
+                     RecordQueue* records)
+    : options_(options),
+      sources_(std::move(sources)),
+      records_(records),
+      marks_(options.partitions, 0) {}
 
 TxnClass Sequencer::Classify(const Txn& txn) {
   if (txn.txn_class() == LTX) return LTX;
@@ -19,6 +23,7 @@ TxnClass Sequencer::Classify(const Txn& txn) {
 std::vector<std::unique_ptr<Batch>> Sequencer::CloseEpoch(Epoch epoch, int64_t now_us,
                                                           bool final) {
   auto all = std::make_unique<Batch>();
+  if (records_) records_->TakeAll(now_us, all.get());
   size_t room = options_.max_batch;
   for (TxnSource* source : sources_) {
     if (room == 0) break;
@@ -31,7 +36,9 @@ std::vector<std::unique_ptr<Batch>> Sequencer::CloseEpoch(Epoch epoch, int64_t n
     txn.set_txn_class(Classify(txn));
     txn.set_origin_partition(options_.sequencer_id);
     txn.set_origin_node(options_.node);
-    has_rw |= txn.txn_class() != RO;
+    // LTX records are not read-write work by themselves: the LTX lane
+    // decides which epochs they make read-write (installs, aborts).
+    has_rw |= txn.txn_class() == RW;
   }
 
   std::vector<std::unique_ptr<Batch>> out(options_.partitions);
@@ -54,6 +61,10 @@ std::vector<std::unique_ptr<Batch>> Sequencer::CloseEpoch(Epoch epoch, int64_t n
   // reports its result.
   std::vector<PartitionId> touched;
   for (Txn& txn : *all->mutable_txns()) {
+    if (txn.txn_class() == LTX) {
+      SplitLtxRecord(txn, options_.partitions, &out);
+      continue;
+    }
     touched.clear();
     auto mark = [&](PartitionId p) {
       if (!marks_[p]) {
@@ -75,6 +86,24 @@ std::vector<std::unique_ptr<Batch>> Sequencer::CloseEpoch(Epoch epoch, int64_t n
     }
   }
   return out;
+}
+
+void Sequencer::SplitLtxRecord(const Txn& txn, uint32_t partitions,
+                               std::vector<std::unique_ptr<Batch>>* out) {
+  if (txn.ltx().kind() != LTX_COMMIT) {
+    for (uint32_t p = 0; p < partitions; ++p) *(*out)[p]->add_txns() = txn;
+    return;
+  }
+  Txn shell = txn;
+  shell.mutable_ltx()->clear_writes();
+  std::vector<Txn*> copies(partitions);
+  for (uint32_t p = 0; p < partitions; ++p) {
+    copies[p] = (*out)[p]->add_txns();
+    *copies[p] = shell;
+  }
+  for (const LtxWrite& write : txn.ltx().writes()) {
+    *copies[PartitionOf(write.key(), partitions)]->mutable_ltx()->add_writes() = write;
+  }
 }
 
 SequencerRunner::SequencerRunner(Sequencer* sequencer, uint32_t epoch_ms, uint64_t run_epochs,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/types.h"
+#include "sequencer/record_queue.h"
 #include "sequencer/txn_source.h"
 #include "txn.pb.h"
 
@@ -30,7 +31,9 @@ struct SequencerOptions {
 
 class Sequencer {
  public:
-  Sequencer(const SequencerOptions& options, std::vector<TxnSource*> sources);
+  // `records`: the LTX lane's records for this sequencer (null: none).
+  Sequencer(const SequencerOptions& options, std::vector<TxnSource*> sources,
+            RecordQueue* records = nullptr);
 
   // Closes `epoch`: one batch per partition, indexed by partition; empty
   // ones included so no scheduler waits for them.
@@ -38,10 +41,15 @@ class Sequencer {
 
   // RO when the txn writes nothing; the client's LTX request is kept.
   static TxnClass Classify(const Txn& txn);
+  // LTX records go to every partition; a commit record takes along only
+  // the writes of the partition it goes to.
+  static void SplitLtxRecord(const Txn& txn, uint32_t partitions,
+                             std::vector<std::unique_ptr<Batch>>* out);
 
  private:
   const SequencerOptions options_;
   std::vector<TxnSource*> sources_;
+  RecordQueue* const records_;
   std::vector<uint8_t> marks_;  // by partition, CloseEpoch scratch
 };
 

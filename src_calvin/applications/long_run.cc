@@ -1,0 +1,99 @@
+#include "applications/long_run.h"
+
+#include <algorithm>
+#include <map>
+
+#include "common/key_area.h"
+#include "common/stats.h"
+
+namespace paxflow {
+namespace {
+
+// A runaway procedure (one that never stops asking) is cut off here.
+constexpr uint32_t kMaxRounds = 1000;
+
+std::string Reason(int code, const std::string& text) {
+  return std::string(LtxAbortReasonName(code)) + ": " + text;
+}
+
+}  // namespace
+
+void RunLongProcedure(const Application& app, const Txn& txn, const LtxFetch& fetch,
+                      LtxRound* last, std::string* abort_reason) {
+  LtxReads reads;
+  abort_reason->clear();
+  for (uint32_t round = 0; round < kMaxRounds; ++round) {
+    *last = LtxRound();
+    app.ExecuteLong(txn, round, reads, last);
+    if (last->abort) {
+      *abort_reason = Reason(kAbortProcedure, last->reason);
+      return;
+    }
+    if (last->done()) return;
+    std::string error = fetch(last->reads, last->scans, &reads);
+    if (!error.empty()) {
+      *abort_reason = Reason(kAbortProcedure, error);
+      return;
+    }
+  }
+  *abort_reason = Reason(kAbortProcedure, "more than " + std::to_string(kMaxRounds) + " rounds");
+}
+
+void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expanded,
+                       const ReadValues& reads, WriteSet* writes, TxnOutcome* outcome) {
+  std::map<Key, size_t> position;
+  size_t next = 0;
+  for (Key key : expanded.read_set()) position[key] = next++;
+  for (Key key : expanded.read_write_set()) position[key] = next++;
+  const KeyArea write_area(begin.ltx().write_area());
+  KeyArea declared(begin.ltx().read_area());
+  auto fetch = [&](const std::vector<Key>& keys, const std::vector<KeyRange>& scans,
+                   LtxReads* out) -> std::string {
+    for (Key key : keys) {
+      auto it = position.find(key);
+      if (it == position.end()) {
+        return "it read key " + std::to_string(key) +
+               ", outside the areas it declared (calvin mode locks only those)";
+      }
+      out->SetPoint(key, reads.Found(it->second),
+                    reads.Found(it->second) ? reads.Get(it->second) : std::string_view());
+    }
+    for (const KeyRange& scan : scans) {
+      if (!declared.Covers(scan.lo(), scan.hi()) && !write_area.Covers(scan.lo(), scan.hi())) {
+        return "it scanned [" + std::to_string(scan.lo()) + ", " + std::to_string(scan.hi()) +
+               "], outside the areas it declared (calvin mode locks only those)";
+      }
+      LtxReads::Rows rows;
+      for (auto it = position.lower_bound(scan.lo()); it != position.end() && it->first <= scan.hi();
+           ++it) {
+        if (reads.Found(it->second)) rows.emplace_back(it->first, std::string(reads.Get(it->second)));
+      }
+      out->AddScan(std::move(rows));
+    }
+    return "";
+  };
+  LtxRound last;
+  std::string reason;
+  RunLongProcedure(app, begin, fetch, &last, &reason);
+  if (reason.empty()) {
+    for (size_t i = 0; i < last.writes.size() && reason.empty(); ++i) {
+      if (!write_area.Contains(last.writes.key(i))) {
+        reason = Reason(kAbortWriteArea, "it wrote key " + std::to_string(last.writes.key(i)) +
+                                             ", outside its write area");
+      }
+    }
+    if (reason.empty() && !last.deletes.empty()) {
+      reason = Reason(kAbortProcedure, "deletes are not supported in calvin mode");
+    }
+  }
+  *outcome = last.outcome;
+  if (!reason.empty()) {
+    outcome->committed = false;
+    outcome->aborted = true;
+    outcome->abort_reason = reason;
+    return;
+  }
+  for (size_t i = 0; i < last.writes.size(); ++i) writes->Put(last.writes.key(i), last.writes.value(i));
+}
+
+}  // namespace paxflow

@@ -1,0 +1,34 @@
+// Running a long (LTX lane) procedure to its end where every read it asks
+// for can be answered at once: calvin mode, which locks an LTX's declared
+// areas and reads them up front, and the tests' serial oracle.
+//
+// Stateless functions; any thread.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "applications/application.h"
+#include "txn.pb.h"
+
+namespace paxflow {
+
+// Answers one round's reads into `reads`; returns why it cannot (empty: ok).
+using LtxFetch = std::function<std::string(const std::vector<Key>& keys,
+                                           const std::vector<KeyRange>& scans, LtxReads* reads)>;
+
+// Runs `txn`'s rounds until the procedure ends. `last` holds its final
+// round (writes, deletes, outcome); on an abort, `abort_reason` says why,
+// starting with the reason's name ("procedure: ...").
+void RunLongProcedure(const Application& app, const Txn& txn, const LtxFetch& fetch,
+                      LtxRound* last, std::string* abort_reason);
+
+// Calvin mode: `expanded` is `begin` with every key of its declared areas
+// in read_set (read area) and read_write_set (write area), all locked and
+// read into `reads`. Runs the procedure over them: a read outside the
+// declared areas or a write outside the write area aborts it. Fills
+// `writes` (a committed LTX's) and `outcome`.
+void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expanded,
+                       const ReadValues& reads, WriteSet* writes, TxnOutcome* outcome);
+
+}  // namespace paxflow

@@ -1,0 +1,142 @@
+// The LTX lane's threads (--ltx_workers): they run long txns' procedures
+// at their origin (replica 0), serve the reads participants owe to LTXs and
+// long scans, and finish long scans at their origin. Work is taken oldest
+// LTX first. Nothing here decides what a read returns: the LTX lane (on the
+// scheduler thread) applies the read rule and hands over tasks whose every
+// read is either a store read at the snapshot or a value it chose.
+//
+// Owns: the origin-side state of each running LTX and long scan (rounds,
+// reads gathered, requests in flight), the task queue and the threads.
+// In: LTXs to run and scans to finish (scheduler thread), read tasks
+// (scheduler thread), read replies (transport thread or this partition).
+// Out: read requests (PeerSender, or `deliver_request` for this partition),
+// replies, LTX commit and abort records (RecordSubmitter), long scans'
+// results (ResultSink), `scan_served` when a participant's scan task ran.
+// Threads: its own (`threads` of them) after Start(); any thread calls in.
+// Tests without Start() run queued tasks with RunQueued().
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "applications/application.h"
+#include "backend/store.h"
+#include "common/key_area.h"
+#include "common/stats.h"
+#include "message.pb.h"
+#include "scheduler/sinks.h"
+
+namespace paxflow {
+
+// Reads one participant owes an LTX (or a long scan), ready to run: what the
+// LTX lane chose for keys an unresolved LTX had in its area rides along.
+struct LtxReadTask {
+  TxnId ltx = 0;
+  uint32_t round = 0;
+  PartitionId reply_to = 0;
+  Epoch snapshot = 0;
+  std::vector<Key> keys;
+  std::vector<std::pair<bool, std::string>> key_values;  // per key, if chosen
+  std::vector<bool> key_chosen;
+  std::vector<KeyRange> scans;
+  // Per scan: keys whose value the lane chose (found=false: deleted), ascending.
+  std::vector<std::map<Key, std::pair<bool, std::string>>> scan_values;
+  bool long_scan = false;  // a long scan's share: tell the lane when served
+};
+
+struct LtxExecutorOptions {
+  PartitionId partition = 0;
+  uint32_t partitions = 1;
+  uint32_t threads = 1;
+  size_t first_stats_slot = 0;  // NodeStats slots first_stats_slot.. (one per thread)
+};
+
+class LtxExecutor {
+ public:
+  struct Callbacks {
+    // A read request for this partition's own scheduler.
+    std::function<void(LtxReadRequest&&)> deliver_request;
+    // A participant's share of long scan `id` was read and sent.
+    std::function<void(TxnId id)> scan_served;
+  };
+
+  LtxExecutor(const LtxExecutorOptions& options, Store* store, const Application* app,
+              PeerSender* peers, RecordSubmitter* records, NodeStats* stats,
+              ResultSink* results, Callbacks callbacks);
+  ~LtxExecutor();
+  LtxExecutor(const LtxExecutor&) = delete;
+  LtxExecutor& operator=(const LtxExecutor&) = delete;
+
+  void Start();
+  void Stop();
+  // Runs queued tasks on the calling thread (tests); returns how many ran.
+  size_t RunQueued();
+
+  // Origin: run LTX `begin` (an LTX_BEGIN record) at snapshot `snapshot`.
+  void StartLtx(std::shared_ptr<const Txn> begin, Epoch snapshot);
+  // Origin: gather long scan `scan` (an LTX_SCAN record) from every partition.
+  void StartScan(std::shared_ptr<const Txn> scan, Epoch snapshot);
+  // The LTX was resolved (or the scan is over): forget it.
+  void Forget(TxnId id);
+  // Origin: the scan ran out of time; its client gets a retryable error
+  // unless it already has its result.
+  void FailScan(TxnId id, const std::string& reason);
+  // Participant: read and reply.
+  void Serve(LtxReadTask task);
+  // Origin: a participant's reads arrived.
+  void OnReply(LtxReadReply&& reply);
+
+  size_t running() const;
+
+ private:
+  struct Run;
+  struct Task {
+    enum Kind { kRound, kServe } kind;
+    TxnId ltx;
+    std::shared_ptr<Run> run;
+    std::unique_ptr<LtxReadTask> serve;
+    uint64_t sequence;  // FIFO among equals
+  };
+  struct Older {
+    bool operator()(const Task* a, const Task* b) const {
+      return a->ltx != b->ltx ? a->ltx > b->ltx : a->sequence > b->sequence;
+    }
+  };
+
+  void Push(std::unique_ptr<Task> task);
+  void Loop(size_t index);
+  void Execute(Task* task, size_t index);
+  void RunRound(const std::shared_ptr<Run>& run, size_t index);
+  void AskForReads(const std::shared_ptr<Run>& run, const LtxRound& round);
+  void Finish(const std::shared_ptr<Run>& run, const LtxRound& round);
+  void SubmitAbort(const Run& run, int reason, const std::string& text);
+  void ServeReads(const LtxReadTask& task, size_t slot);
+  void ReportScan(Run* run, const TxnOutcome& outcome, size_t index);
+
+  const LtxExecutorOptions options_;
+  Store* const store_;
+  const Application* const app_;
+  PeerSender* const peers_;
+  RecordSubmitter* const records_;
+  NodeStats* const stats_;
+  ResultSink* const results_;
+  const Callbacks callbacks_;
+  std::vector<size_t> store_slots_;  // per thread; the last one for RunQueued
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::priority_queue<Task*, std::vector<Task*>, Older> queue_;  // owned
+  std::map<TxnId, std::shared_ptr<Run>> runs_;
+  uint64_t next_sequence_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace paxflow

@@ -1,0 +1,718 @@
+#include "scheduler/ltx_lane.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+
+#include "common/clock.h"
+
+namespace paxflow {
+namespace {
+
+int ReasonCode(const std::string& reason) {
+  for (int code = 0; code < kLtxAbortReasons; ++code) {
+    const std::string name = LtxAbortReasonName(code);
+    if (reason.compare(0, name.size(), name) == 0) return code;
+  }
+  return kAbortProcedure;
+}
+
+bool Retryable(int code) {
+  return code == kAbortBusy || code == kAbortTimeout || code == kAbortRestart;
+}
+
+}  // namespace
+
+LtxLane::LtxLane(const LtxLaneOptions& options, Store* store, const Application* app,
+                 PeerSender* peers, RecordSubmitter* records, NodeStats* stats,
+                 ResultSink* results, size_t stats_slot, LtxExecutor::Callbacks executor_callbacks)
+    : options_(options),
+      stats_(stats),
+      results_(results),
+      records_(records),
+      peers_(peers),
+      stats_slot_(stats_slot),
+      executor_(LtxExecutorOptions{options.partition, options.partitions, options.ltx_workers,
+                                   stats_slot + 1},
+                store, app, peers, records, stats, results, std::move(executor_callbacks)),
+      planner_(options.partition, options.partitions) {}
+
+LtxLane::Entry* LtxLane::Find(TxnId id) {
+  auto it = ltxs_.find(id);
+  return it == ltxs_.end() ? nullptr : &it->second;
+}
+
+const LtxLane::Entry* LtxLane::Find(TxnId id) const {
+  auto it = ltxs_.find(id);
+  return it == ltxs_.end() ? nullptr : &it->second;
+}
+
+std::vector<Key> LtxLane::KeysOf(const Txn& txn) const {
+  std::vector<Key> keys(txn.read_set().begin(), txn.read_set().end());
+  keys.insert(keys.end(), txn.read_write_set().begin(), txn.read_write_set().end());
+  keys.insert(keys.end(), txn.write_set().begin(), txn.write_set().end());
+  return keys;
+}
+
+// ------------------------------------------------------------ epochs
+
+void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Action>* actions) {
+  current_epoch_ = epoch;
+  resolved_this_epoch_ = false;
+  begun_this_epoch_.clear();
+  // Timeouts first, in LTX order. A held install counts as committed.
+  uint64_t chain = 0;
+  std::vector<TxnId> expired;
+  for (TxnId id : unresolved_) {
+    const Entry& entry = ltxs_.at(id);
+    if (entry.state == State::kActive && entry.begin_epoch + options_.ltx_timeout <= epoch) {
+      expired.push_back(id);
+    }
+  }
+  for (TxnId id : expired) {
+    Entry* entry = Find(id);
+    if (!entry || entry->state != State::kActive) continue;
+    ++chain;
+    const std::string reason = std::string(LtxAbortReasonName(kAbortTimeout)) +
+                               ": not committed within " + std::to_string(options_.ltx_timeout) +
+                               " epochs of its begin (epoch " +
+                               std::to_string(entry->begin_epoch) + "), aborted at epoch " +
+                               std::to_string(epoch);
+    if (entry->origin_here && options_.runs_procedures) {
+      ReportAbort(*entry->begin, reason, entry->begin_epoch);
+    }
+    Resolve(entry, /*install=*/false, epoch, 0, &chain, actions);
+  }
+  // Long scans that started here and ran out of time fail, retryably.
+  for (auto it = scans_here_.begin(); it != scans_here_.end();) {
+    if (it->second + options_.ltx_timeout <= epoch) {
+      executor_.FailScan(it->first, std::string(LtxAbortReasonName(kAbortTimeout)) +
+                                        ": the scan did not finish within " +
+                                        std::to_string(options_.ltx_timeout) +
+                                        " epochs of its snapshot; try again");
+      it = scans_here_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  (void)read_only_snapshot;
+}
+
+void LtxLane::EndEpoch(Epoch epoch) {
+  ended_epoch_ = epoch;
+  for (TxnId id : begun_this_epoch_) {
+    Entry* entry = Find(id);
+    if (!entry) continue;
+    // Pending for it: every LTX begun before it (same epoch included) that
+    // is not resolved by the end of its epoch.
+    for (TxnId other : unresolved_) {
+      if (other < id) entry->pending.push_back(other);
+    }
+    entry->pending_known = true;
+    if (entry->origin_here && options_.runs_procedures) {
+      executor_.StartLtx(entry->begin, entry->begin_epoch);
+    }
+  }
+  begun_this_epoch_.clear();
+  // Requests that came before their LTX began here can be answered now.
+  for (auto it = early_requests_.begin(); it != early_requests_.end();) {
+    if (TxnEpoch(it->first) > epoch) {
+      ++it;
+      continue;
+    }
+    std::vector<LtxReadRequest> requests = std::move(it->second);
+    it = early_requests_.erase(it);
+    for (LtxReadRequest& request : requests) OnReadRequest(std::move(request));
+  }
+}
+
+// ------------------------------------------------------------ records
+
+void LtxLane::OnRecord(const TxnWork& work, std::vector<Action>* actions) {
+  const Txn& txn = *work.txn;
+  const Epoch epoch = work.epoch->epoch;
+  switch (txn.ltx().kind()) {
+    case LTX_BEGIN:
+      Begin(txn, epoch);
+      return;
+    case LTX_COMMIT:
+      Commit(txn, epoch, actions);
+      return;
+    case LTX_ABORT: {
+      const Entry* entry = Find(txn.ltx().ltx_id());
+      if (!entry || entry->state != State::kActive) {
+        LtxCounters::Add(stats_->ltx().late_records);
+        return;  // the first of commit and abort in the log won
+      }
+      Abort(txn.ltx().ltx_id(), txn.ltx().reason(), epoch, txn.id(), actions);
+      return;
+    }
+    case LTX_GUARD:
+      ApplyGuard(txn);
+      return;
+    case LTX_SCAN:
+      StartScanShare(work);
+      return;
+    default:
+      LOG_EVERY_N(ERROR, 100) << "partition " << options_.partition
+                              << ": ignored an LTX record of unknown kind in txn "
+                              << TxnIdString(txn.id());
+  }
+}
+
+void LtxLane::Begin(const Txn& txn, Epoch epoch) {
+  const bool origin_here = txn.origin_partition() == options_.partition;
+  KeyArea area(txn.ltx().write_area());
+  std::string busy;
+  if (unresolved_.size() >= options_.max_active_ltx) {
+    busy = std::to_string(unresolved_.size()) + " LTXs are unresolved (max_active_ltx=" +
+           std::to_string(options_.max_active_ltx) + ")";
+  } else {
+    for (const Guard& guard : guards_) {
+      if (guard.keys.Intersects(area)) {
+        busy = "its write area touches keys guarded for a txn the LTX lane deferred too often";
+        break;
+      }
+    }
+  }
+  if (!busy.empty()) {
+    if (origin_here && options_.runs_procedures) {
+      ReportAbort(txn, std::string(LtxAbortReasonName(kAbortBusy)) + ": " + busy, epoch);
+    }
+    return;
+  }
+  Entry& entry = ltxs_[txn.id()];
+  entry.id = txn.id();
+  entry.begin_epoch = epoch;
+  entry.begin = std::make_shared<const Txn>(txn);
+  entry.area = std::move(area);
+  entry.origin_here = origin_here;
+  unresolved_.insert(txn.id());
+  begun_this_epoch_.push_back(txn.id());
+}
+
+void LtxLane::Commit(const Txn& record, Epoch epoch, std::vector<Action>* actions) {
+  Entry* entry = Find(record.ltx().ltx_id());
+  if (!entry || entry->state != State::kActive) {
+    // Resolved already (the log aborted it first), or a duplicate.
+    LtxCounters::Add(stats_->ltx().late_records);
+    LOG_EVERY_N(WARNING, 10) << "partition " << options_.partition << ": commit record of LTX "
+                             << TxnIdString(record.ltx().ltx_id())
+                             << " ignored: the LTX was already resolved";
+    return;
+  }
+  entry->commit = std::make_shared<const Txn>(record);
+  for (const LtxWrite& write : entry->commit->ltx().writes()) {
+    if (PartitionOf(write.key(), options_.partitions) == options_.partition) {
+      entry->local_writes[write.key()] = &write;
+    }
+  }
+  if (HeldBack(*entry)) {
+    entry->state = State::kHeld;
+    if (entry->origin_here) LtxCounters::Add(stats_->ltx().held_installs);
+    return;
+  }
+  uint64_t chain = 0;
+  Resolve(entry, /*install=*/true, epoch, record.id(), &chain, actions);
+}
+
+void LtxLane::Abort(TxnId id, const std::string& reason, Epoch epoch, uint64_t anchor,
+                    std::vector<Action>* actions) {
+  Entry* entry = Find(id);
+  if (entry->origin_here && options_.runs_procedures) {
+    ReportAbort(*entry->begin, reason, entry->begin_epoch);
+  }
+  uint64_t chain = 0;
+  // The abort record's own id anchors what it releases.
+  Resolve(entry, /*install=*/false, epoch, anchor, &chain, actions);
+}
+
+void LtxLane::ApplyGuard(const Txn& record) {
+  Guard guard;
+  guard.keys = KeyArea::OfKeys(
+      std::vector<Key>(record.ltx().guard_keys().begin(), record.ltx().guard_keys().end()));
+  for (TxnId id : unresolved_) {
+    if (id < record.id()) guard.waiting_on.insert(id);
+  }
+  if (options_.partition == 0) LtxCounters::Add(stats_->ltx().guards);
+  if (!guard.waiting_on.empty()) guards_.push_back(std::move(guard));
+}
+
+bool LtxLane::HeldBack(const Entry& entry) const {
+  for (TxnId id : unresolved_) {
+    if (id >= entry.id) break;
+    if (ltxs_.at(id).area.Intersects(entry.area)) return true;
+  }
+  return false;
+}
+
+// -------------------------------------------------------- resolutions
+
+void LtxLane::Resolve(Entry* entry, bool install, Epoch epoch, uint64_t anchor, uint64_t* chain,
+                      std::vector<Action>* actions) {
+  const TxnId id = entry->id;
+  if (install) {
+    Install(entry, epoch, actions);
+  } else {
+    entry->state = State::kAborted;
+  }
+  entry->resolved_epoch = epoch;
+  unresolved_.erase(id);
+  resolved_this_epoch_ = true;
+  executor_.Forget(id);
+  for (auto guard = guards_.begin(); guard != guards_.end();) {
+    guard->waiting_on.erase(id);
+    guard = guard->waiting_on.empty() ? guards_.erase(guard) : std::next(guard);
+  }
+
+  // What waited for this LTX and now waits for nothing more.
+  std::vector<uint64_t> free_now;
+  auto waiting = waiters_.find(id);
+  if (waiting != waiters_.end()) {
+    for (uint64_t waiter : waiting->second) {
+      auto deferred = deferred_.find(waiter);
+      if (deferred != deferred_.end()) {
+        if (--deferred->second.waiting == 0) free_now.push_back(waiter);
+        continue;
+      }
+      auto parked = parked_.find(waiter);
+      if (parked != parked_.end() && --parked->second.waiting == 0) free_now.push_back(waiter);
+    }
+    waiters_.erase(waiting);
+  }
+  // Deferred txns, in their original order, re-examined as if sequenced here.
+  std::vector<std::unique_ptr<TxnWork>> released;
+  for (uint64_t waiter : free_now) {
+    auto deferred = deferred_.find(waiter);
+    if (deferred == deferred_.end()) continue;
+    released.push_back(std::move(deferred->second.work));
+    deferred_.erase(deferred);
+  }
+  std::sort(released.begin(), released.end(),
+            [](const auto& a, const auto& b) { return a->txn->id() < b->txn->id(); });
+  for (auto& work : released) {
+    work->position = SerialPosition{epoch, anchor, *chain, work->txn->id()};
+    if (Covers(*work)) {
+      Defer(std::move(work));
+    } else {
+      actions->push_back(Action{std::move(work)});
+    }
+  }
+  // Parked readers: ROs run with the LTXs' values; LTX reads are served.
+  for (uint64_t waiter : free_now) {
+    auto parked = parked_.find(waiter);
+    if (parked == parked_.end()) continue;
+    ParkedRead read = std::move(parked->second);
+    parked_.erase(parked);
+    if (read.work) {
+      FillOverrides(read.work.get());
+      actions->push_back(Action{std::move(read.work)});
+    } else {
+      ReadPlan plan;
+      plan.snapshot = read.task->snapshot;
+      if (!read.task->long_scan) plan.pending = &read.ltx_pending;
+      PrepareTask(read.task.get(), plan);
+      ServeWhenPublished(std::move(read.task));
+    }
+  }
+  // Held installs this resolution frees, in LTX order, each with its own
+  // releases.
+  std::vector<TxnId> freed;
+  for (TxnId other : unresolved_) {
+    const Entry& held = ltxs_.at(other);
+    if (held.state == State::kHeld && !HeldBack(held)) freed.push_back(other);
+  }
+  for (TxnId other : freed) {
+    Entry* held = Find(other);
+    if (!held || held->state != State::kHeld) continue;
+    ++*chain;
+    Resolve(held, /*install=*/true, epoch, anchor, chain, actions);
+  }
+}
+
+void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
+  entry->state = State::kInstalled;
+  const bool report = entry->origin_here && options_.runs_procedures;
+  TxnOutcome outcome;
+  outcome.checksum = entry->commit->ltx().checksum();
+  outcome.position = SerialPosition{entry->begin_epoch + 1, 0, 0, entry->id};
+  if (entry->local_writes.empty()) {
+    if (report) {
+      WorkerStats& stats = stats_->worker(stats_slot_);
+      const int64_t latency = NowMicros() - entry->begin->submit_time_us();
+      stats.latency_us[kKindLong].Record(latency > 0 ? static_cast<uint64_t>(latency) : 0);
+      WorkerStats::Add(stats.committed[kKindLong]);
+      if (entry->begin->client_request_id() == 0) WorkerStats::Add(stats.generated_done);
+      if (results_) {
+        ReadValues none;
+        results_->OnResult(*entry->begin, outcome, entry->begin_epoch, none);
+      }
+    }
+    return;
+  }
+  auto work = std::make_unique<TxnWork>();
+  work->install = std::make_unique<LtxInstall>();
+  LtxInstall& install = *work->install;
+  install.ltx = entry->id;
+  install.begin = entry->begin;
+  install.record = entry->commit;
+  for (const auto& [key, write] : entry->local_writes) install.writes.push_back(write);
+  install.report = report;
+  install.outcome = outcome;
+  work->txn = entry->begin.get();
+  work->kind = kKindLong;
+  work->origin = entry->origin_here;
+  work->writes_here = true;
+  work->position = SerialPosition{epoch, entry->id, 0, 0};
+  (void)epoch;
+  actions->push_back(Action{std::move(work)});
+}
+
+void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch snapshot) {
+  const int code = ReasonCode(reason);
+  LtxCounters::Add(stats_->ltx().aborts[code]);
+  WorkerStats& stats = stats_->worker(stats_slot_);
+  const int64_t latency = NowMicros() - begin.submit_time_us();
+  stats.latency_us[kKindLong].Record(latency > 0 ? static_cast<uint64_t>(latency) : 0);
+  WorkerStats::Add(stats.aborted[kKindLong]);
+  if (begin.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
+  if (!results_) return;
+  TxnOutcome outcome;
+  outcome.committed = false;
+  outcome.aborted = true;
+  outcome.abort_reason = reason;
+  outcome.retryable = Retryable(code);
+  ReadValues none;
+  results_->OnResult(begin, outcome, snapshot, none);
+}
+
+// ------------------------------------------------------------ deferral
+
+bool LtxLane::Covers(const TxnWork& work) const {
+  scratch_covering_.clear();
+  if (unresolved_.empty()) return false;
+  const std::vector<Key> keys = KeysOf(*work.txn);
+  for (TxnId id : unresolved_) {
+    const Entry& entry = ltxs_.at(id);
+    if (entry.begin_epoch >= current_epoch_) continue;  // active from the epoch after its begin
+    for (Key key : keys) {
+      if (entry.area.Contains(key)) {
+        scratch_covering_.push_back(id);
+        break;
+      }
+    }
+  }
+  return !scratch_covering_.empty();
+}
+
+void LtxLane::Defer(std::unique_ptr<TxnWork> work) {
+  const uint64_t waiter = next_waiter_++;
+  ++work->deferrals;
+  if (work->set_aside_us == 0) work->set_aside_us = NowMicros();
+  LtxCounters& counters = stats_->ltx();
+  if (work->origin) {
+    LtxCounters::Add(counters.deferrals);
+    if (work->deferrals == 1) LtxCounters::Add(counters.deferred_txns);
+    if (work->deferrals > counters.max_deferrals.load(std::memory_order_relaxed)) {
+      counters.max_deferrals.store(work->deferrals, std::memory_order_relaxed);
+    }
+  }
+  Deferred& deferred = deferred_[waiter];
+  if (work->deferrals >= options_.ltx_max_deferrals && options_.runs_procedures && records_ &&
+      planner_.LowestParticipant(*work->txn) == options_.partition) {
+    // Against starvation: new LTXs on its keys abort (busy) until every LTX
+    // begun before the guard is resolved; by then this txn has run.
+    Txn guard;
+    guard.set_txn_class(LTX);
+    guard.set_origin_partition(options_.partition);
+    LtxRecord* ltx = guard.mutable_ltx();
+    ltx->set_kind(LTX_GUARD);
+    ltx->set_guarded_txn(work->txn->id());
+    for (Key key : KeysOf(*work->txn)) ltx->add_guard_keys(key);
+    records_->SubmitRecord(std::move(guard));
+  }
+  deferred.waiting = static_cast<uint32_t>(scratch_covering_.size());
+  deferred.work = std::move(work);
+  ParkOn(scratch_covering_, waiter);
+}
+
+void LtxLane::ParkOn(const std::vector<TxnId>& ltxs, uint64_t waiter) {
+  for (TxnId id : ltxs) waiters_[id].push_back(waiter);
+}
+
+// ------------------------------------------------------------ the read rule
+
+bool LtxLane::IsPendingFor(const Entry& entry, const ReadPlan& plan) const {
+  if (plan.pending) {
+    return std::binary_search(plan.pending->begin(), plan.pending->end(), entry.id);
+  }
+  // Pending at snapshot S: begun before S, and not resolved by S.
+  const bool unresolved = entry.state == State::kActive || entry.state == State::kHeld;
+  return entry.begin_epoch < plan.snapshot && (unresolved || entry.resolved_epoch > plan.snapshot);
+}
+
+bool LtxLane::KeyCoveredUnresolved(Key key, const ReadPlan& plan,
+                                   std::vector<TxnId>* covering) const {
+  bool any = false;
+  for (TxnId id : unresolved_) {
+    const Entry& entry = ltxs_.at(id);
+    if (IsPendingFor(entry, plan) && entry.area.Contains(key)) {
+      if (std::find(covering->begin(), covering->end(), id) == covering->end()) {
+        covering->push_back(id);
+      }
+      any = true;
+    }
+  }
+  return any;
+}
+
+bool LtxLane::RangeCoveredUnresolved(Key lo, Key hi, const ReadPlan& plan,
+                                     std::vector<TxnId>* covering) const {
+  bool any = false;
+  for (TxnId id : unresolved_) {
+    const Entry& entry = ltxs_.at(id);
+    if (IsPendingFor(entry, plan) && entry.area.Intersects(lo, hi)) {
+      if (std::find(covering->begin(), covering->end(), id) == covering->end()) {
+        covering->push_back(id);
+      }
+      any = true;
+    }
+  }
+  return any;
+}
+
+bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::string* value) const {
+  // The last LTX (in LTX order) pending for the reader that wrote the key.
+  for (auto it = ltxs_.rbegin(); it != ltxs_.rend(); ++it) {
+    const Entry& entry = it->second;
+    if (entry.state != State::kInstalled || !IsPendingFor(entry, plan)) continue;
+    auto write = entry.local_writes.find(key);
+    if (write == entry.local_writes.end()) continue;
+    *found = !write->second->deleted();
+    *value = *found ? write->second->value() : std::string();
+    return true;
+  }
+  return false;
+}
+
+void LtxLane::FillOverrides(TxnWork* work) const {
+  work->overrides.clear();
+  ReadPlan plan;
+  plan.snapshot = work->read_version;
+  bool any_pending = false;
+  for (const auto& [id, entry] : ltxs_) {
+    if (entry.state == State::kInstalled && IsPendingFor(entry, plan) &&
+        !entry.local_writes.empty()) {
+      any_pending = true;
+      break;
+    }
+  }
+  if (!any_pending) return;
+  const Txn& txn = *work->txn;
+  uint32_t position = 0;
+  auto check = [&](Key key) {
+    if (PartitionOf(key, options_.partitions) == options_.partition) {
+      ReadOverride value;
+      value.position = position;
+      if (ChosenValue(key, plan, &value.found, &value.value)) work->overrides.push_back(value);
+    }
+    ++position;
+  };
+  for (Key key : txn.read_set()) check(key);
+  for (Key key : txn.read_write_set()) check(key);
+}
+
+bool LtxLane::MustPark(TxnWork* work) {
+  scratch_covering_.clear();
+  if (ltxs_.empty()) return false;
+  ReadPlan plan;
+  plan.snapshot = work->read_version;
+  // On every participant alike: all the txn's keys, not only local ones.
+  for (Key key : KeysOf(*work->txn)) KeyCoveredUnresolved(key, plan, &scratch_covering_);
+  if (!scratch_covering_.empty()) return true;
+  FillOverrides(work);
+  return false;
+}
+
+void LtxLane::Park(std::unique_ptr<TxnWork> work) {
+  const uint64_t waiter = next_waiter_++;
+  if (work->origin) LtxCounters::Add(stats_->ltx().parked_reads);
+  work->set_aside_us = NowMicros();
+  ParkedRead& read = parked_[waiter];
+  read.waiting = static_cast<uint32_t>(scratch_covering_.size());
+  read.work = std::move(work);
+  ParkOn(scratch_covering_, waiter);
+}
+
+void LtxLane::PrepareTask(LtxReadTask* task, const ReadPlan& plan) const {
+  task->key_values.assign(task->keys.size(), {});
+  task->key_chosen.assign(task->keys.size(), false);
+  for (size_t i = 0; i < task->keys.size(); ++i) {
+    bool found = false;
+    std::string value;
+    if (ChosenValue(task->keys[i], plan, &found, &value)) {
+      task->key_chosen[i] = true;
+      task->key_values[i] = {found, std::move(value)};
+    }
+  }
+  task->scan_values.assign(task->scans.size(), {});
+  for (size_t s = 0; s < task->scans.size(); ++s) {
+    const Key lo = task->scans[s].lo(), hi = task->scans[s].hi();
+    for (const auto& [id, entry] : ltxs_) {  // LTX order: the last writer wins
+      if (entry.state != State::kInstalled || !IsPendingFor(entry, plan) ||
+          !entry.area.Intersects(lo, hi)) {
+        continue;
+      }
+      for (auto it = entry.local_writes.lower_bound(lo);
+           it != entry.local_writes.end() && it->first <= hi; ++it) {
+        task->scan_values[s][it->first] = {!it->second->deleted(), it->second->value()};
+      }
+    }
+  }
+}
+
+void LtxLane::ServeWhenPublished(std::unique_ptr<LtxReadTask> task) {
+  if (task->snapshot <= published_) {
+    executor_.Serve(std::move(*task));
+    return;
+  }
+  const Epoch snapshot = task->snapshot;
+  unpublished_.emplace(snapshot, std::move(task));
+}
+
+void LtxLane::OnPublish(Epoch published) {
+  published_ = published;
+  while (!unpublished_.empty() && unpublished_.begin()->first <= published) {
+    executor_.Serve(std::move(*unpublished_.begin()->second));
+    unpublished_.erase(unpublished_.begin());
+  }
+}
+
+void LtxLane::ReplyError(const LtxReadRequest& request, const std::string& error) {
+  if (!options_.runs_procedures) return;
+  LtxReadReply reply;
+  reply.set_ltx_id(request.ltx_id());
+  reply.set_round(request.round());
+  reply.set_from_partition(options_.partition);
+  reply.set_error(error);
+  if (request.from_partition() == options_.partition) {
+    executor_.OnReply(std::move(reply));
+  } else if (request.from_partition() < options_.partitions) {
+    peers_->SendLtxReadReply(request.from_partition(), reply);
+  }
+}
+
+void LtxLane::OnReadRequest(LtxReadRequest&& request) {
+  const TxnId id = request.ltx_id();
+  Entry* entry = Find(id);
+  if (!entry || !entry->pending_known) {
+    if (TxnEpoch(id) > ended_epoch_ || (entry && !entry->pending_known)) {
+      early_requests_[id].push_back(std::move(request));  // it has not begun here yet
+    }
+    // Otherwise it never began (busy) or is long resolved: nobody waits.
+    return;
+  }
+  if (entry->state != State::kActive && entry->state != State::kHeld) return;  // resolved
+  ServeRequest(std::move(request));
+}
+
+void LtxLane::ServeRequest(LtxReadRequest&& request) {
+  const Entry& entry = ltxs_.at(request.ltx_id());
+  auto task = std::make_unique<LtxReadTask>();
+  task->ltx = request.ltx_id();
+  task->round = request.round();
+  task->reply_to = request.from_partition();
+  task->snapshot = entry.begin_epoch;
+  task->keys.assign(request.keys().begin(), request.keys().end());
+  task->scans.assign(request.scans().begin(), request.scans().end());
+  ReadPlan plan;
+  plan.snapshot = entry.begin_epoch;
+  plan.pending = &entry.pending;
+  std::vector<TxnId> covering;
+  for (Key key : task->keys) KeyCoveredUnresolved(key, plan, &covering);
+  for (const KeyRange& scan : task->scans) {
+    RangeCoveredUnresolved(scan.lo(), scan.hi(), plan, &covering);
+  }
+  if (!covering.empty()) {
+    const uint64_t waiter = next_waiter_++;
+    ParkedRead& read = parked_[waiter];
+    read.task = std::move(task);
+    read.ltx_pending = entry.pending;
+    read.waiting = static_cast<uint32_t>(covering.size());
+    ParkOn(covering, waiter);
+    return;
+  }
+  PrepareTask(task.get(), plan);
+  ServeWhenPublished(std::move(task));
+}
+
+void LtxLane::StartScanShare(const TxnWork& work) {
+  const Txn& txn = *work.txn;
+  const Epoch snapshot = work.read_version;
+  if (!options_.runs_procedures) return;  // only replica 0 answers clients
+  if (txn.origin_partition() == options_.partition) {
+    executor_.StartScan(std::make_shared<const Txn>(txn), snapshot);
+    scans_here_[txn.id()] = snapshot;
+  }
+  auto task = std::make_unique<LtxReadTask>();
+  task->ltx = txn.id();
+  task->round = 1;
+  task->reply_to = txn.origin_partition() < options_.partitions ? txn.origin_partition() : 0;
+  task->snapshot = snapshot;
+  task->scans.assign(txn.ltx().read_area().begin(), txn.ltx().read_area().end());
+  task->long_scan = true;
+  scan_share_of_[txn.id()] = snapshot;
+  ReadPlan plan;
+  plan.snapshot = snapshot;
+  std::vector<TxnId> covering;
+  for (const KeyRange& scan : task->scans) {
+    RangeCoveredUnresolved(scan.lo(), scan.hi(), plan, &covering);
+  }
+  if (!covering.empty()) {
+    const uint64_t waiter = next_waiter_++;
+    ParkedRead& read = parked_[waiter];
+    read.task = std::move(task);
+    read.waiting = static_cast<uint32_t>(covering.size());
+    ParkOn(covering, waiter);
+    return;
+  }
+  PrepareTask(task.get(), plan);
+  ServeWhenPublished(std::move(task));
+}
+
+void LtxLane::OnScanServed(TxnId id) {
+  scan_share_of_.erase(id);
+  // The origin's tracking of its scan ends with its result or its timeout.
+}
+
+// ------------------------------------------------------------ GC
+
+void LtxLane::CollectPins(std::vector<Epoch>* pins) const {
+  // An LTX reads its snapshot on every partition: its reads are not declared.
+  for (TxnId id : unresolved_) pins->push_back(ltxs_.at(id).begin_epoch);
+  for (const auto& [waiter, read] : parked_) {
+    pins->push_back(read.work ? read.work->read_version : read.task->snapshot);
+  }
+  for (const auto& [snapshot, task] : unpublished_) pins->push_back(snapshot);
+  for (const auto& [id, snapshot] : scan_share_of_) pins->push_back(snapshot);
+}
+
+void LtxLane::Forget(Epoch read_only_snapshot) {
+  Epoch needed = read_only_snapshot;
+  std::vector<Epoch> pins;
+  CollectPins(&pins);
+  for (Epoch pin : pins) needed = std::min(needed, pin);
+  // A resolved LTX matters to readers whose snapshot is before its
+  // resolution; none is left below `needed`.
+  for (auto it = ltxs_.begin(); it != ltxs_.end();) {
+    const Entry& entry = it->second;
+    const bool resolved = entry.state == State::kInstalled || entry.state == State::kAborted;
+    if (resolved && entry.resolved_epoch <= needed && !waiters_.count(entry.id)) {
+      it = ltxs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace paxflow

@@ -1,0 +1,230 @@
+// The long-transaction lane (after Shirakami's S-LTX), paxflow mode: every
+// decision here is a function of the ordered input log, so replicas and
+// replays agree.
+//
+// An LTX has a begin record (epoch N: procedure, arguments, its
+// write-preservation (WP) area), then a commit record (its writes) or an
+// abort record; the log may also abort it (timeout). It is serialized at the
+// start of N+1, before that epoch's short txns; LTXs among themselves by
+// begin record. What this lane does with that, on every partition:
+// - defers a short RW txn that touches the WP area of an LTX active at its
+//   position (it holds nothing) and re-examines it right after the
+//   resolution that frees it, as if sequenced there;
+// - installs a commit record's local writes at its position, like a
+//   write-only txn, unless an earlier unresolved LTX with an overlapping WP
+//   area holds it back until that one resolves;
+// - applies the read rule for read-only txns and LTX reads: a key in the WP
+//   area of an LTX pending for the reader waits (parks, holding no thread)
+//   until those LTXs resolve, then reads the last one's written value from
+//   its commit record; other keys are read at the snapshot;
+// - aborts LTXs by timeout and when too many are active (busy), and applies
+//   guards against starvation;
+// - at the origin (replica 0) starts each LTX's procedure on the LTX
+//   threads (LtxExecutor) and reports results that the scheduler thread
+//   knows (aborts, installs with nothing local).
+//
+// Owns: every known LTX (records, areas, state, commit values kept for
+// readers), deferred short txns, parked readers, guards, read requests not
+// yet servable, and the LtxExecutor.
+// In: the records and txns of each epoch in processing order, from the
+// scheduler (Begin/EndEpoch, OnRecord, Defer, CheckReader), read requests.
+// Out: Actions (installs and released txns, in order) for the scheduler to
+// run in the current epoch; read tasks to the executor; guard records.
+// Threads: the scheduler thread, except the executor's own threads.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "applications/application.h"
+#include "backend/store.h"
+#include "common/key_area.h"
+#include "common/stats.h"
+#include "scheduler/ltx_executor.h"
+#include "scheduler/participants.h"
+#include "scheduler/sinks.h"
+#include "scheduler/txn_work.h"
+
+namespace paxflow {
+
+struct LtxLaneOptions {
+  PartitionId partition = 0;
+  uint32_t partitions = 1;
+  bool runs_procedures = true;  // replica 0: runs LTXs, sequences records, answers clients
+  uint32_t ltx_workers = 1;
+  uint64_t ltx_timeout = 1000;    // epochs from the begin record
+  uint32_t max_active_ltx = 16;   // unresolved LTXs; a begin beyond them aborts (busy)
+  uint32_t ltx_max_deferrals = 3; // then a guard record protects the txn
+};
+
+class LtxLane {
+ public:
+  // What the scheduler runs, in order, at the current position: an install
+  // (a write-only txn) or a released txn (deferred RW, parked RO).
+  struct Action {
+    std::unique_ptr<TxnWork> work;
+  };
+
+  LtxLane(const LtxLaneOptions& options, Store* store, const Application* app,
+          PeerSender* peers, RecordSubmitter* records, NodeStats* stats, ResultSink* results,
+          size_t stats_slot, LtxExecutor::Callbacks executor_callbacks);
+
+  void Start() { executor_.Start(); }
+  void Stop() { executor_.Stop(); }
+  size_t RunQueued() { return executor_.RunQueued(); }
+
+  // Epoch boundaries. BeginEpoch applies the timeouts that fall at `epoch`;
+  // EndEpoch fixes what each LTX begun in `epoch` will find pending and
+  // starts it. `read_only_snapshot` is the snapshot of this epoch's ROs.
+  void BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Action>* actions);
+  void EndEpoch(Epoch epoch);
+  // A resolution (install or abort of an active LTX) happened in the epoch
+  // being admitted: it counts as a read-write epoch.
+  bool resolved_this_epoch() const { return resolved_this_epoch_; }
+
+  // An LTX record at its place in the log (`work` stays the scheduler's).
+  void OnRecord(const TxnWork& work, std::vector<Action>* actions);
+  // A short RW txn at its position: true if an active LTX's WP area covers
+  // one of its keys; then the caller hands it over with Defer.
+  bool Covers(const TxnWork& work) const;
+  void Defer(std::unique_ptr<TxnWork> work);
+  // A read-only txn (its read_version set): true if it must wait for LTXs
+  // to resolve (the caller hands it over with Park); otherwise its
+  // overrides are filled and it runs as usual.
+  bool MustPark(TxnWork* work);
+  void Park(std::unique_ptr<TxnWork> work);
+
+  // A read request for an LTX (from its origin, any partition).
+  void OnReadRequest(LtxReadRequest&& request);
+  // publish_epoch advanced: read tasks waiting for it go to the LTX threads.
+  void OnPublish(Epoch published);
+  // A participant's share of a long scan was served.
+  void OnScanServed(TxnId id);
+
+  // Snapshots this lane's readers still need; and drops commit values and
+  // resolved LTXs no reader can need any more (`read_only_snapshot`: the
+  // snapshot of ROs admitted from now on).
+  void CollectPins(std::vector<Epoch>* pins) const;
+  void Forget(Epoch read_only_snapshot);
+
+  // A reply from a participant, for an LTX or scan that started here.
+  void OnReadReply(LtxReadReply&& reply) { executor_.OnReply(std::move(reply)); }
+
+  size_t active() const { return unresolved_.size(); }
+  size_t deferred() const { return deferred_.size(); }
+  size_t parked() const { return parked_.size(); }
+
+ private:
+  enum class State { kActive, kHeld, kInstalled, kAborted };
+  struct Entry {
+    TxnId id = 0;
+    Epoch begin_epoch = 0;
+    std::shared_ptr<const Txn> begin;
+    KeyArea area;
+    State state = State::kActive;
+    Epoch resolved_epoch = 0;
+    std::shared_ptr<const Txn> commit;
+    std::map<Key, const LtxWrite*> local_writes;  // into `commit`, this partition's keys
+    std::vector<TxnId> pending;  // LTXs pending for this one (after EndEpoch of its begin)
+    bool pending_known = false;
+    bool origin_here = false;
+  };
+  // Someone waiting for LTXs to resolve: a deferred txn, a parked RO, a
+  // parked LTX read task or scan share.
+  struct Waiter {
+    uint64_t id = 0;
+    uint32_t waiting = 0;  // unresolved LTXs it waits for
+  };
+  struct Deferred {
+    std::unique_ptr<TxnWork> work;
+    uint32_t waiting = 0;
+    bool guarded = false;  // a guard was sequenced for it
+  };
+  // A reader's request under the read rule: an RO (snapshot S: LTXs pending
+  // at S), an LTX's reads (its pending list), a long scan's share (as an RO).
+  struct ReadPlan {
+    Epoch snapshot = 0;
+    const std::vector<TxnId>* pending = nullptr;  // LTX reader; else by snapshot
+  };
+  struct ParkedRead {
+    std::unique_ptr<TxnWork> work;          // a parked RO, or
+    std::unique_ptr<LtxReadTask> task;      // a parked read task
+    std::vector<TxnId> ltx_pending;         // the LTX reader's pending list
+    uint32_t waiting = 0;
+  };
+  struct Guard {
+    KeyArea keys;
+    std::set<TxnId> waiting_on;  // LTXs begun before the guard, unresolved
+  };
+
+  // Record handlers.
+  void Begin(const Txn& txn, Epoch epoch);
+  void Commit(const Txn& record, Epoch epoch, std::vector<Action>* actions);
+  void Abort(TxnId id, const std::string& reason, Epoch epoch, uint64_t anchor,
+             std::vector<Action>* actions);
+  void ApplyGuard(const Txn& record);
+  void StartScanShare(const TxnWork& work);
+
+  // Resolution machinery: installs or aborts `entry` at (epoch, anchor,
+  // chain), then releases what waited for it, then the held installs it
+  // frees, each with its own releases.
+  void Resolve(Entry* entry, bool install, Epoch epoch, uint64_t anchor, uint64_t* chain,
+               std::vector<Action>* actions);
+  void Install(Entry* entry, Epoch epoch, std::vector<Action>* actions);
+  bool HeldBack(const Entry& entry) const;
+  void ReportAbort(const Txn& begin, const std::string& reason, Epoch snapshot);
+  void ReportLocalInstall(Entry* entry);
+
+  // The read rule.
+  bool KeyCoveredUnresolved(Key key, const ReadPlan& plan, std::vector<TxnId>* covering) const;
+  bool RangeCoveredUnresolved(Key lo, Key hi, const ReadPlan& plan,
+                              std::vector<TxnId>* covering) const;
+  // The value a reader sees for `key` from the LTXs pending for it: false
+  // if none of them wrote it (read the snapshot).
+  bool ChosenValue(Key key, const ReadPlan& plan, bool* found, std::string* value) const;
+  bool IsPendingFor(const Entry& entry, const ReadPlan& plan) const;
+  void FillOverrides(TxnWork* work) const;
+  void PrepareTask(LtxReadTask* task, const ReadPlan& plan) const;
+  void ServeWhenPublished(std::unique_ptr<LtxReadTask> task);
+  void ParkOn(const std::vector<TxnId>& ltxs, uint64_t waiter);
+  void ServeRequest(LtxReadRequest&& request);
+  void ReplyError(const LtxReadRequest& request, const std::string& error);
+
+  Entry* Find(TxnId id);
+  const Entry* Find(TxnId id) const;
+  std::vector<Key> KeysOf(const Txn& txn) const;
+
+  const LtxLaneOptions options_;
+  NodeStats* const stats_;
+  ResultSink* const results_;
+  RecordSubmitter* const records_;
+  PeerSender* const peers_;
+  const size_t stats_slot_;
+  LtxExecutor executor_;
+  ParticipantPlanner planner_;
+
+  std::map<TxnId, Entry> ltxs_;           // by id = begin order
+  std::set<TxnId> unresolved_;            // active or held
+  std::map<TxnId, std::vector<uint64_t>> waiters_;  // LTX -> waiter ids (deferred, parked)
+  std::map<uint64_t, Deferred> deferred_;           // waiter id -> deferred txn
+  std::map<uint64_t, ParkedRead> parked_;           // waiter id -> parked reader
+  uint64_t next_waiter_ = 1;
+  std::vector<Guard> guards_;
+  std::map<TxnId, Epoch> scans_here_;     // long scans started here -> snapshot (timeouts)
+  std::multiset<Epoch> scan_shares_;      // snapshots of scan shares not yet served
+  std::map<TxnId, Epoch> scan_share_of_;  // scan id -> its snapshot, until served
+  std::multimap<Epoch, std::unique_ptr<LtxReadTask>> unpublished_;  // by snapshot
+  std::map<TxnId, std::vector<LtxReadRequest>> early_requests_;    // LTX not begun here yet
+  Epoch published_ = 0;
+  Epoch ended_epoch_ = 0;       // the newest epoch EndEpoch saw
+  Epoch current_epoch_ = 0;
+  bool resolved_this_epoch_ = false;
+  std::vector<TxnId> begun_this_epoch_;
+  mutable std::vector<TxnId> scratch_covering_;
+};
+
+}  // namespace paxflow
