@@ -2,6 +2,9 @@
 
 #include <memory>
 
+#include <algorithm>
+
+#include "applications/long_run.h"
 #include "common/hash.h"
 #include "sequencer/input_log.h"
 
@@ -98,6 +101,88 @@ SerialResult SerialExecute(const std::string& dir, const WorkloadParams& workloa
     }
     result.digest_after_epoch[epoch] = Digest(state);
     if (has_rw) result.epochs_with_rw.push_back(epoch);
+  }
+  result.digest = Digest(state);
+  return result;
+}
+
+OrderResult ExecuteInPositionOrder(const WorkloadParams& workload, uint32_t partitions,
+                                   std::vector<ResultLog::Result> results) {
+  OrderResult result;
+  std::unique_ptr<Application> app = MakeApplication(workload);
+  std::map<Key, std::string> state;
+  MapLoader loader(&state);
+  for (PartitionId p = 0; p < partitions; ++p) app->Load(p, partitions, &loader);
+  // Aborted LTXs (and scans that failed) are not in the order.
+  results.erase(std::remove_if(results.begin(), results.end(),
+                               [](const ResultLog::Result& r) { return r.outcome.aborted; }),
+                results.end());
+  std::stable_sort(results.begin(), results.end(), [](const auto& a, const auto& b) {
+    if (!(a.outcome.position == b.outcome.position)) return a.outcome.position < b.outcome.position;
+    return a.txn.id() < b.txn.id();
+  });
+  ReadValues reads;
+  WriteSet writes;
+  auto name = [](const ResultLog::Result& r) {
+    const SerialPosition& p = r.outcome.position;
+    return "txn " + TxnIdString(r.txn.id()) + " at position (" + std::to_string(p.epoch) + ", " +
+           TxnIdString(p.anchor) + ", " + std::to_string(p.chain) + ", " + TxnIdString(p.txn) +
+           ")";
+  };
+  for (const ResultLog::Result& r : results) {
+    const Txn& txn = r.txn;
+    if (r.outcome.position.epoch == 0) {
+      result.error = name(r) + " reported no position";
+      return result;
+    }
+    TxnOutcome outcome;
+    writes.Clear();
+    if (txn.txn_class() == LTX) {
+      ++result.long_txns;
+      auto fetch = [&](const std::vector<Key>& keys, const std::vector<KeyRange>& scans,
+                       LtxReads* out) -> std::string {
+        for (Key key : keys) {
+          auto it = state.find(key);
+          out->SetPoint(key, it != state.end(), it != state.end() ? it->second : "");
+        }
+        for (const KeyRange& scan : scans) {
+          LtxReads::Rows rows;
+          for (auto it = state.lower_bound(scan.lo()); it != state.end() && it->first <= scan.hi();
+               ++it) {
+            rows.emplace_back(it->first, it->second);
+          }
+          out->AddScan(std::move(rows));
+        }
+        return "";
+      };
+      LtxRound last;
+      std::string reason;
+      RunLongProcedure(*app, txn, fetch, &last, &reason);
+      if (!reason.empty()) {
+        result.error = name(r) + " committed, but serially it aborts: " + reason;
+        return result;
+      }
+      outcome = last.outcome;
+      for (size_t i = 0; i < last.writes.size(); ++i) {
+        state[last.writes.key(i)] = std::string(last.writes.value(i));
+      }
+      for (Key key : last.deletes) state.erase(key);
+    } else {
+      ReadInto(state, txn, &reads);
+      app->Execute(txn, reads, &writes, &outcome);
+      if (outcome.committed) {
+        for (size_t i = 0; i < writes.size(); ++i) {
+          state[writes.key(i)] = std::string(writes.value(i));
+        }
+      }
+    }
+    if (outcome.checksum != r.outcome.checksum) {
+      result.error = name(r) + " read something else than it would serially (checksum " +
+                     std::to_string(r.outcome.checksum) + ", serially " +
+                     std::to_string(outcome.checksum) + ")";
+      return result;
+    }
+    ++result.txns;
   }
   result.digest = Digest(state);
   return result;

@@ -9,6 +9,7 @@
 
 #include "applications/workload.h"
 #include "common/types.h"
+#include "tests/result_log.h"
 
 namespace paxflow::testing {
 
@@ -35,5 +36,18 @@ struct SerialResult {
 // by id, and executes them serially from the application's initial data.
 SerialResult SerialExecute(const std::string& dir, const WorkloadParams& workload,
                            uint32_t replica = 0);
+
+// The serialization-order oracle: executes every committed txn (LTXs
+// included) one at a time in the order of the positions the engine
+// reported, from the application's initial data on `partitions`
+// partitions, and checks that each read what it reported (its checksum).
+struct OrderResult {
+  std::string error;     // the first mismatch, or why nothing could be checked
+  uint64_t digest = 0;   // of the database after the last txn
+  size_t txns = 0;       // txns executed
+  size_t long_txns = 0;  // of them, LTXs and long scans
+};
+OrderResult ExecuteInPositionOrder(const WorkloadParams& workload, uint32_t partitions,
+                                   std::vector<ResultLog::Result> results);
 
 }  // namespace paxflow::testing

@@ -98,10 +98,24 @@ NodeParams TestParams(const std::string& preset, Mode mode, uint64_t run_epochs)
   w.hot_records = 5;
   w.ops_per_ro_txn = 20;
   w.ops_per_rw_txn = 6;
-  if (preset == "bank") {
+  if (preset == "bank" || preset == "bank-ltx") {
     w.application = "bank";
     w.bank_accounts = 60;
     w.audit_fraction = 0.2;
+    if (preset == "bank-ltx") {
+      w.ltx_fraction = 0.03;
+      w.ltx_ops = 8;
+    }
+  } else if (preset == "long" || preset == "long-scan") {
+    // Small long txns, often: their areas cover enough keys that short
+    // txns are deferred and reads wait, every few epochs.
+    w.distribution = "uniform";
+    w.ro_fraction = 0.1;
+    w.read_proportion = 0.5;
+    w.ltx_fraction = 0.02;
+    w.ltx_ops = 60;
+    w.long_kind = preset == "long" ? "update" : "scan";
+    w.scan_length = 300;
   } else if (preset == "rmw") {
     w.ro_fraction = 0;
   } else if (preset == "ro") {

@@ -141,6 +141,10 @@ std::string ApplyPreset(const WorkloadPreset& preset, WorkloadParams* params) {
     else if (name == "bank_accounts") params->bank_accounts = std::stoull(value);
     else if (name == "bank_initial_balance") params->bank_initial_balance = std::stoll(value);
     else if (name == "audit_fraction") params->audit_fraction = std::stod(value);
+    else if (name == "ltx_fraction") params->ltx_fraction = std::stod(value);
+    else if (name == "long_kind") params->long_kind = value;
+    else if (name == "ltx_ops") params->ltx_ops = std::stoul(value);
+    else if (name == "scan_length") params->scan_length = std::stoull(value);
     else if (name == "max_batch") continue;
     else return "unknown setting '" + name + "'";
   }

@@ -1,5 +1,6 @@
 #include "applications/bank.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/hash.h"
@@ -13,6 +14,10 @@ class BankGenerator : public TxnGenerator {
   BankGenerator(const WorkloadParams& params, uint64_t seed) : params_(params), rng_(seed) {}
 
   void Next(Txn* txn) override {
+    if (params_.ltx_fraction > 0 && rng_.UnitDouble() < params_.ltx_fraction) {
+      NextRing(txn);
+      return;
+    }
     if (rng_.UnitDouble() < params_.audit_fraction) {
       txn->set_procedure(BankApplication::kAudit);
       auto* keys = txn->mutable_read_set();
@@ -31,6 +36,31 @@ class BankGenerator : public TxnGenerator {
   }
 
  private:
+  // A long txn over min(ltx_ops, accounts) distinct accounts, which are its
+  // write area (and what calvin mode locks).
+  void NextRing(Txn* txn) {
+    const uint64_t count = std::min<uint64_t>(params_.ltx_ops, params_.bank_accounts);
+    std::vector<Key> accounts;
+    while (accounts.size() < count) {
+      const Key account = rng_.Uniform(params_.bank_accounts);
+      if (std::find(accounts.begin(), accounts.end(), account) == accounts.end()) {
+        accounts.push_back(account);
+      }
+    }
+    txn->set_txn_class(LTX);
+    txn->set_procedure(BankApplication::kRing);
+    txn->mutable_read_write_set()->Add(accounts.begin(), accounts.end());
+    txn->set_args(BankApplication::EncodeBalance(1 + static_cast<int64_t>(rng_.Uniform(100))));
+    LtxRecord* ltx = txn->mutable_ltx();
+    ltx->set_kind(LTX_BEGIN);
+    std::sort(accounts.begin(), accounts.end());
+    for (Key account : accounts) {
+      KeyRange* range = ltx->add_write_area();
+      range->set_lo(account);
+      range->set_hi(account);
+    }
+  }
+
   const WorkloadParams params_;  // a copy: generators may outlive their application
   SplitMix64 rng_;
 };
@@ -91,6 +121,43 @@ void BankApplication::Execute(const Txn& txn, const ReadValues& reads, WriteSet*
   writes->Put(txn.read_write_set(1), EncodeBalance(to + amount));
 }
 
+void BankApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
+                                  LtxRound* out) const {
+  if (txn.procedure() != kRing) {
+    out->abort = true;
+    out->reason = std::string(ProcedureName(txn.procedure())) + " is not a long procedure";
+    return;
+  }
+  if (round == 0) {
+    out->reads.assign(txn.read_write_set().begin(), txn.read_write_set().end());
+    return;
+  }
+  const int64_t amount = DecodeBalance(txn.args());
+  const size_t n = static_cast<size_t>(txn.read_write_set_size());
+  std::vector<int64_t> balance(n);
+  uint64_t checksum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    bool found = false;
+    std::string_view value;
+    if (!reads.Get(txn.read_write_set(static_cast<int>(i)), &found, &value) || !found) {
+      out->abort = true;
+      out->reason = "no account " + std::to_string(txn.read_write_set(static_cast<int>(i)));
+      return;
+    }
+    balance[i] = DecodeBalance(value);
+    checksum = Mix64(checksum ^ static_cast<uint64_t>(balance[i]));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t give = std::max<int64_t>(0, std::min(amount, balance[i]));
+    balance[i] -= give;
+    balance[(i + 1) % n] += give;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    out->writes.Put(txn.read_write_set(static_cast<int>(i)), EncodeBalance(balance[i]));
+  }
+  out->outcome.checksum = checksum;
+}
+
 std::unique_ptr<TxnGenerator> BankApplication::NewGenerator(PartitionId /*partition*/,
                                                             uint32_t /*partitions*/,
                                                             uint64_t seed) const {
@@ -98,7 +165,7 @@ std::unique_ptr<TxnGenerator> BankApplication::NewGenerator(PartitionId /*partit
 }
 
 std::vector<std::pair<std::string, uint32_t>> BankApplication::Procedures() const {
-  return {{"bank-transfer", kTransfer}, {"bank-audit", kAudit}};
+  return {{"bank-transfer", kTransfer}, {"bank-audit", kAudit}, {"bank-ltx", kRing}};
 }
 
 std::string BankApplication::CheckClientTxn(const Txn& txn) const {
@@ -107,6 +174,16 @@ std::string BankApplication::CheckClientTxn(const Txn& txn) const {
   }
   for (Key key : txn.read_write_set()) {
     if (key >= params_.bank_accounts) return "no account " + std::to_string(key);
+  }
+  if (txn.procedure() == kRing) {
+    if (txn.txn_class() != LTX) return "bank-ltx is a long txn: send it as an LTX request";
+    if (txn.read_set_size() > 0 || txn.write_set_size() > 0 || txn.read_write_set_size() < 2) {
+      return "bank-ltx takes two or more accounts in read_write_set";
+    }
+    if (txn.args().size() != sizeof(int64_t) || DecodeBalance(txn.args()) <= 0) {
+      return "bank-ltx needs a positive amount (8-byte little-endian int64 args)";
+    }
+    return "";
   }
   if (txn.procedure() == kAudit) {
     if (txn.read_write_set_size() > 0 || txn.write_set_size() > 0) return "bank-audit only reads";
@@ -126,6 +203,7 @@ const char* BankApplication::ProcedureName(uint32_t procedure) const {
   switch (procedure) {
     case kTransfer: return "bank-transfer";
     case kAudit: return "bank-audit";
+    case kRing: return "bank-ltx";
     default: return "unknown";
   }
 }

@@ -9,7 +9,9 @@ namespace paxflow {
 
 class BankApplication : public Application {
  public:
-  enum Procedure : uint32_t { kTransfer = 1, kAudit = 2 };
+  // bank-ltx (a long txn): every account of read_write_set passes up to
+  // `args` to the next one around the ring, so the total is unchanged.
+  enum Procedure : uint32_t { kTransfer = 1, kAudit = 2, kRing = 3 };
 
   explicit BankApplication(const WorkloadParams& params) : params_(params) {}
   const char* name() const override { return "bank"; }
@@ -22,6 +24,9 @@ class BankApplication : public Application {
   const char* ProcedureName(uint32_t procedure) const override;
   std::vector<std::pair<std::string, uint32_t>> Procedures() const override;
   std::string CheckClientTxn(const Txn& txn) const override;
+  bool IsLongProcedure(uint32_t procedure) const override { return procedure == kRing; }
+  void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
+                   LtxRound* out) const override;
 
   int64_t ExpectedTotal() const {
     return static_cast<int64_t>(params_.bank_accounts) * params_.bank_initial_balance;

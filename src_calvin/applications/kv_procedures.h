@@ -1,7 +1,9 @@
 // Wraps an application with the generic procedures every application
 // offers its clients: "get" (read keys), "put" (write values) and "kv"
-// (read some keys, write others). Everything else goes to the wrapped
-// application unchanged.
+// (read some keys, write others), and the generic long txn "ltx-kv"
+// (reads read_set, scans read_area, writes KvArgs values to
+// read_write_set). Everything else goes to the wrapped application
+// unchanged.
 #pragma once
 #include <memory>
 
@@ -11,7 +13,7 @@ namespace paxflow {
 
 class WithKvProcedures : public Application {
  public:
-  enum Procedure : uint32_t { kGet = 1001, kPut = 1002, kKv = 1003 };
+  enum Procedure : uint32_t { kGet = 1001, kPut = 1002, kKv = 1003, kLongKv = 1004 };
 
   explicit WithKvProcedures(std::unique_ptr<Application> inner) : inner_(std::move(inner)) {}
   const char* name() const override { return inner_->name(); }
@@ -28,6 +30,11 @@ class WithKvProcedures : public Application {
   const char* ProcedureName(uint32_t procedure) const override;
   std::vector<std::pair<std::string, uint32_t>> Procedures() const override;
   std::string CheckClientTxn(const Txn& txn) const override;
+  bool IsLongProcedure(uint32_t procedure) const override {
+    return procedure == kLongKv || inner_->IsLongProcedure(procedure);
+  }
+  void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
+                   LtxRound* out) const override;
   const Application& inner() const { return *inner_; }
 
  private:

@@ -23,6 +23,18 @@ std::string WorkloadParams::Validate(uint32_t partitions) const {
   if (application != "ycsb" && application != "bank") {
     return "unknown application '" + application + "' (expected ycsb or bank)";
   }
+  if (!IsFraction(ltx_fraction)) {
+    return OutOfRange("ltx_fraction", std::to_string(ltx_fraction), "0..1");
+  }
+  if (long_kind != "update" && long_kind != "scan") {
+    return "unknown long_kind '" + long_kind + "' (expected update or scan)";
+  }
+  if (ltx_ops < 1 || ltx_ops > 1000000) {
+    return OutOfRange("ltx_ops", std::to_string(ltx_ops), "1..1000000");
+  }
+  if (scan_length < 1 || scan_length > 100000000) {
+    return OutOfRange("scan_length", std::to_string(scan_length), "1..100000000");
+  }
   if (application == "bank") {
     if (bank_accounts < 2 || bank_accounts > 1000000) {
       return OutOfRange("bank_accounts", std::to_string(bank_accounts), "2..1000000");
@@ -62,6 +74,10 @@ std::string WorkloadParams::Validate(uint32_t partitions) const {
     return OutOfRange("multi_partition_pct", std::to_string(multi_partition_pct), "0..100");
   }
   uint64_t per_partition = records / partitions;
+  if (ltx_fraction > 0 && long_kind == "update" && ltx_ops > per_partition) {
+    return "ltx_ops=" + std::to_string(ltx_ops) + " exceeds the " +
+           std::to_string(per_partition) + " records of a partition";
+  }
   uint32_t max_ops = std::max(ops_per_ro_txn, ops_per_rw_txn);
   if (distribution == "hot") {
     if (hot_records < 1) return OutOfRange("hot_records", std::to_string(hot_records), ">= 1");
@@ -82,37 +98,56 @@ const std::vector<WorkloadPreset>& WorkloadPresets() {
   static const std::vector<WorkloadPreset> kPresets = {
       {"ro",
        "PaxFlow paper: read-only, 100 reads/txn (1 of 10 hot records + 99 cold), 1M records",
-       {{"application", "ycsb"}, {"records", "1000000"}, {"ro_fraction", "1"},
+       {{"application", "ycsb"}, {"records", "1000000"}, {"ltx_fraction", "0"}, {"ro_fraction", "1"},
         {"ops_per_ro_txn", "100"}, {"distribution", "hot"}, {"hot_records", "10"},
         {"max_batch", "2000"}}},
       {"ro-zipf",
        "read-only, 100 zipfian(0.99) reads/txn, 1M records",
-       {{"application", "ycsb"}, {"records", "1000000"}, {"ro_fraction", "1"},
+       {{"application", "ycsb"}, {"records", "1000000"}, {"ltx_fraction", "0"}, {"ro_fraction", "1"},
         {"ops_per_ro_txn", "100"}, {"distribution", "zipfian"}, {"zipfian_constant", "0.99"},
         {"max_batch", "2000"}}},
       {"mixed",
        "90% read-only (100 reads) + 10% read-modify-write of 10 keys, 10 hot records",
-       {{"application", "ycsb"}, {"records", "1000000"}, {"ro_fraction", "0.9"},
+       {{"application", "ycsb"}, {"records", "1000000"}, {"ltx_fraction", "0"}, {"ro_fraction", "0.9"},
         {"ops_per_ro_txn", "100"}, {"ops_per_rw_txn", "10"}, {"read_proportion", "0"},
         {"distribution", "hot"}, {"hot_records", "10"}, {"max_batch", "2000"}}},
       {"mixed50",
        "50% read-only (100 reads) + 50% read-modify-write of 10 keys, 10 hot records",
-       {{"application", "ycsb"}, {"records", "1000000"}, {"ro_fraction", "0.5"},
+       {{"application", "ycsb"}, {"records", "1000000"}, {"ltx_fraction", "0"}, {"ro_fraction", "0.5"},
         {"ops_per_ro_txn", "100"}, {"ops_per_rw_txn", "10"}, {"read_proportion", "0"},
         {"distribution", "hot"}, {"hot_records", "10"}, {"max_batch", "2000"}}},
       {"rmw",
        "Calvin's microbenchmark: 10 read-modify-write keys, 1 of 10,000 hot records, batch 200",
-       {{"application", "ycsb"}, {"records", "1000000"}, {"ro_fraction", "0"},
+       {{"application", "ycsb"}, {"records", "1000000"}, {"ltx_fraction", "0"}, {"ro_fraction", "0"},
         {"ops_per_rw_txn", "10"}, {"read_proportion", "0"}, {"distribution", "hot"},
         {"hot_records", "10000"}, {"max_batch", "200"}}},
       {"rmw-hot",
        "Calvin's microbenchmark under contention: as rmw with 10 hot records",
-       {{"application", "ycsb"}, {"records", "1000000"}, {"ro_fraction", "0"},
+       {{"application", "ycsb"}, {"records", "1000000"}, {"ltx_fraction", "0"}, {"ro_fraction", "0"},
         {"ops_per_rw_txn", "10"}, {"read_proportion", "0"}, {"distribution", "hot"},
         {"hot_records", "10"}, {"max_batch", "200"}}},
       {"bank",
        "bank: transfers between 100 accounts and audits that read them all",
        {{"application", "bank"}, {"bank_accounts", "100"}, {"audit_fraction", "0.1"},
+        {"ltx_fraction", "0"}, {"max_batch", "2000"}}},
+      {"bank-ltx",
+       "bank with long txns: 1% of txns move money around a ring of 20 accounts at once",
+       {{"application", "bank"}, {"bank_accounts", "100"}, {"audit_fraction", "0.1"},
+        {"ltx_fraction", "0.01"}, {"ltx_ops", "20"}, {"max_batch", "2000"}}},
+      {"long",
+       "Shirakami's WL1: 100,000 records, uniform keys; short txns of 10 ops (50% read, 50% "
+       "update); 1 in 1,000 txns is long: ltx_ops ops (default 1,000), half updates, whose keys "
+       "form its write area",
+       {{"application", "ycsb"}, {"records", "100000"}, {"distribution", "uniform"},
+        {"ro_fraction", "0"}, {"ops_per_rw_txn", "10"}, {"read_proportion", "0.5"},
+        {"ltx_fraction", "0.001"}, {"long_kind", "update"}, {"ltx_ops", "1000"},
+        {"max_batch", "2000"}}},
+      {"long-scan",
+       "Shirakami's WL2: 100,000 records; short txns insert 10 new keys; 1 in 1,000 txns is a "
+       "long read-only scan of scan_length consecutive keys (default 10,000)",
+       {{"application", "ycsb"}, {"records", "100000"}, {"distribution", "uniform"},
+        {"ro_fraction", "0"}, {"ops_per_rw_txn", "10"}, {"read_proportion", "0"},
+        {"ltx_fraction", "0.001"}, {"long_kind", "scan"}, {"scan_length", "10000"},
         {"max_batch", "2000"}}},
   };
   return kPresets;

@@ -28,6 +28,13 @@ struct WorkloadParams {
   uint64_t hot_records = 10;         // per partition; each txn touches one per partition
   double multi_partition_pct = 0.0;  // share of txns spanning two partitions, percent
 
+  // Long transactions (the LTX lane; Shirakami's WL1 and WL2)
+  double ltx_fraction = 0.0;         // share of generated txns that are long
+  std::string long_kind = "update";  // update: LTXs of ltx_ops ops (WL1); scan: long scans (WL2)
+  uint32_t ltx_ops = 1000;           // WL1: ops per LTX, half reads, half read-modify-writes
+  uint64_t scan_length = 10000;      // WL2: consecutive keys per long scan
+  // WL2's short txns insert ops_per_rw_txn new keys instead of updating.
+
   // Bank
   uint64_t bank_accounts = 100;
   int64_t bank_initial_balance = 1000;

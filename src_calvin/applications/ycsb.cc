@@ -1,8 +1,10 @@
 #include "applications/ycsb.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "applications/key_picker.h"
+#include "common/key_area.h"
 #include "common/hash.h"
 #include "common/random.h"
 
@@ -13,6 +15,17 @@ uint64_t FirstWord(std::string_view value) {
   uint64_t word = 0;
   if (!value.empty()) std::memcpy(&word, value.data(), value.size() < 8 ? value.size() : 8);
   return word;
+}
+
+// The value a read-modify-write of `old` by txn `id` leaves: the old one
+// with its first word re-hashed with the txn id, so the final state
+// depends on the order writers ran in.
+void Modify(std::string_view old, TxnId id, uint32_t value_size, char* out, size_t size) {
+  if (!old.empty()) std::memcpy(out, old.data(), size);
+  else std::memset(out, 0, size);
+  uint64_t stamp = Mix64(FirstWord(old) ^ id);
+  std::memcpy(out, &stamp, size < 8 ? size : 8);
+  (void)value_size;
 }
 
 // A value's share of a txn's checksum. Every write stamps a value's first
@@ -34,11 +47,25 @@ class YcsbGenerator : public TxnGenerator {
         partitions_(partitions),
         rng_(seed),
         picker_(params.records, partitions, Distribution(params),
-                std::max(params.ops_per_ro_txn, params.ops_per_rw_txn)) {
+                std::max(params.ops_per_ro_txn, params.ops_per_rw_txn)),
+        long_picker_(params.records, partitions, KeyDistribution{KeyDistribution::kUniform},
+                     params.ltx_fraction > 0 ? params.ltx_ops : 1) {
     keys_.reserve(std::max(params.ops_per_ro_txn, params.ops_per_rw_txn));
+    // WL2 inserts new keys above the loaded ones, each on its generator's
+    // partition: key = insert_base_ + r * partitions + partition.
+    insert_base_ = (params.records + partitions - 1) / partitions * partitions;
   }
 
   void Next(Txn* txn) override {
+    if (params_.ltx_fraction > 0 && rng_.UnitDouble() < params_.ltx_fraction) {
+      if (params_.long_kind == "scan") NextScan(txn);
+      else NextLong(txn);
+      return;
+    }
+    if (params_.long_kind == "scan" && rng_.UnitDouble() >= params_.ro_fraction) {
+      NextInsert(txn);
+      return;
+    }
     const bool read_only = rng_.UnitDouble() < params_.ro_fraction;
     const uint32_t ops = read_only ? params_.ops_per_ro_txn : params_.ops_per_rw_txn;
     keys_.clear();
@@ -80,11 +107,76 @@ class YcsbGenerator : public TxnGenerator {
     return d;
   }
 
+  // WL1's long txn: ltx_ops uniform keys, half read, half read-modify-write.
+  void NextLong(Txn* txn) {
+    keys_.clear();
+    long_picker_.StartTxn();
+    const uint32_t ops = params_.ltx_ops;
+    if (partitions_ > 1 && rng_.UnitDouble() * 100.0 < params_.multi_partition_pct) {
+      for (PartitionId p = 0; p < partitions_; ++p) {
+        const uint32_t share = ops / partitions_ + (p < ops % partitions_ ? 1 : 0);
+        long_picker_.Pick(p, share, rng_, &keys_);
+      }
+    } else {
+      long_picker_.Pick(partition_, ops, rng_, &keys_);
+    }
+    txn->set_txn_class(LTX);
+    txn->set_procedure(YcsbApplication::kLong);
+    LtxRecord* ltx = txn->mutable_ltx();
+    ltx->set_kind(LTX_BEGIN);
+    const size_t reads = keys_.size() / 2;
+    std::vector<Key> read_keys(keys_.begin(), keys_.begin() + static_cast<long>(reads));
+    std::vector<Key> write_keys(keys_.begin() + static_cast<long>(reads), keys_.end());
+    txn->mutable_read_set()->Add(read_keys.begin(), read_keys.end());
+    txn->mutable_read_write_set()->Add(write_keys.begin(), write_keys.end());
+    // Its write set is known at begin: that is its write area. Its reads
+    // are declared too, for calvin mode's locks.
+    AddRanges(KeyArea::OfKeys(std::move(write_keys)), ltx->mutable_write_area());
+    AddRanges(KeyArea::OfKeys(std::move(read_keys)), ltx->mutable_read_area());
+  }
+
+  // WL2's long txn: a read-only scan of scan_length consecutive keys,
+  // anywhere in the loaded and the inserted keys.
+  void NextScan(Txn* txn) {
+    const uint64_t space = insert_base_ + params_.records * partitions_;
+    const uint64_t length = std::min<uint64_t>(params_.scan_length, space);
+    const Key start = rng_.Uniform(space - length + 1);
+    txn->set_txn_class(LTX);
+    txn->set_procedure(YcsbApplication::kScan);
+    LtxRecord* ltx = txn->mutable_ltx();
+    ltx->set_kind(LTX_SCAN);
+    KeyRange* range = ltx->add_read_area();
+    range->set_lo(start);
+    range->set_hi(start + length - 1);
+  }
+
+  // WL2's short txn: ops_per_rw_txn new keys.
+  void NextInsert(Txn* txn) {
+    keys_.clear();
+    txn->set_procedure(YcsbApplication::kInsert);
+    while (keys_.size() < params_.ops_per_rw_txn) {
+      const Key key = insert_base_ + rng_.Uniform(params_.records) * partitions_ + partition_;
+      if (std::find(keys_.begin(), keys_.end(), key) == keys_.end()) keys_.push_back(key);
+    }
+    txn->mutable_write_set()->Add(keys_.begin(), keys_.end());
+  }
+
+  static void AddRanges(const KeyArea& area,
+                        google::protobuf::RepeatedPtrField<KeyRange>* out) {
+    for (const auto& [lo, hi] : area.ranges()) {
+      KeyRange* range = out->Add();
+      range->set_lo(lo);
+      range->set_hi(hi);
+    }
+  }
+
   const WorkloadParams params_;  // a copy: generators may outlive their application
   PartitionId partition_;
   uint32_t partitions_;
   SplitMix64 rng_;
   KeyPicker picker_;
+  KeyPicker long_picker_;
+  Key insert_base_ = 0;
   std::vector<Key> keys_;
 };
 
@@ -109,6 +201,16 @@ void YcsbApplication::Load(PartitionId partition, uint32_t partitions, Loader* l
 
 void YcsbApplication::Execute(const Txn& txn, const ReadValues& reads, WriteSet* writes,
                               TxnOutcome* outcome) const {
+  if (txn.procedure() == kInsert) {
+    // New keys get a value of their own, made from the key and the txn.
+    std::string value;
+    for (Key key : txn.write_set()) {
+      InitialValue(Mix64(key ^ txn.id()), params_.value_size, &value);
+      writes->Put(key, value);
+    }
+    outcome->checksum = Mix64(txn.id() ^ static_cast<uint64_t>(txn.write_set_size()));
+    return;
+  }
   // The checksum folds the values read in position order, so it names the
   // exact snapshot a txn saw; tests compare it against a serial execution.
   uint64_t checksum = 0;
@@ -120,16 +222,57 @@ void YcsbApplication::Execute(const Txn& txn, const ReadValues& reads, WriteSet*
     const size_t position = plain_reads + j;
     std::string_view old = reads.Found(position) ? reads.Get(position) : std::string_view();
     checksum = Mix64(checksum ^ ValueFold(old));
-    // New value: the old one with its first word re-hashed with the txn id,
-    // so the final state depends on the order writers ran in.
     const size_t size = old.empty() ? params_.value_size : old.size();
-    char* out = writes->PutUninitialized(txn.read_write_set(j), size);
-    if (!old.empty()) std::memcpy(out, old.data(), size);
-    else std::memset(out, 0, size);
-    uint64_t stamp = Mix64(FirstWord(old) ^ txn.id());
-    std::memcpy(out, &stamp, size < 8 ? size : 8);
+    Modify(old, txn.id(), params_.value_size, writes->PutUninitialized(txn.read_write_set(j), size),
+           size);
   }
   outcome->checksum = checksum;
+}
+
+void YcsbApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
+                                  LtxRound* out) const {
+  if (txn.procedure() == kScan) {
+    if (round == 0) {
+      out->scans.assign(txn.ltx().read_area().begin(), txn.ltx().read_area().end());
+      return;
+    }
+    uint64_t checksum = 0, rows = 0;
+    for (size_t s = 0; s < reads.scans(); ++s) {
+      for (const auto& [key, value] : reads.Scan(s)) {
+        checksum = Mix64(checksum ^ key ^ ValueFold(value));
+        ++rows;
+      }
+    }
+    out->outcome.checksum = checksum;
+    out->outcome.detail = "scanned " + std::to_string(rows) + " keys";
+    return;
+  }
+  if (txn.procedure() != kLong) {
+    out->abort = true;
+    out->reason = std::string(ProcedureName(txn.procedure())) + " is not a long procedure";
+    return;
+  }
+  if (round == 0) {
+    out->reads.assign(txn.read_set().begin(), txn.read_set().end());
+    out->reads.insert(out->reads.end(), txn.read_write_set().begin(), txn.read_write_set().end());
+    return;
+  }
+  // As a short read-modify-write txn would, over many more keys.
+  uint64_t checksum = 0;
+  bool found;
+  std::string_view value;
+  for (Key key : txn.read_set()) {
+    const bool read = reads.Get(key, &found, &value) && found;
+    checksum = Mix64(checksum ^ (read ? ValueFold(value) : 0));
+  }
+  for (Key key : txn.read_write_set()) {
+    std::string_view old;
+    if (reads.Get(key, &found, &value) && found) old = value;
+    checksum = Mix64(checksum ^ ValueFold(old));
+    const size_t size = old.empty() ? params_.value_size : old.size();
+    Modify(old, txn.id(), params_.value_size, out->writes.PutUninitialized(key, size), size);
+  }
+  out->outcome.checksum = checksum;
 }
 
 std::unique_ptr<TxnGenerator> YcsbApplication::NewGenerator(PartitionId partition,
@@ -139,10 +282,29 @@ std::unique_ptr<TxnGenerator> YcsbApplication::NewGenerator(PartitionId partitio
 }
 
 std::vector<std::pair<std::string, uint32_t>> YcsbApplication::Procedures() const {
-  return {{"ycsb-read", kReadOnly}, {"ycsb-rmw", kReadModifyWrite}};
+  return {{"ycsb-read", kReadOnly}, {"ycsb-rmw", kReadModifyWrite}, {"ycsb-ltx", kLong},
+          {"ycsb-scan", kScan}, {"ycsb-insert", kInsert}};
 }
 
 std::string YcsbApplication::CheckClientTxn(const Txn& txn) const {
+  switch (txn.procedure()) {
+    case kInsert:
+      if (txn.write_set_size() == 0) return "ycsb-insert needs the new keys (write_set)";
+      if (txn.read_set_size() + txn.read_write_set_size() > 0) return "ycsb-insert only writes";
+      return "";
+    case kLong:
+      if (txn.txn_class() != LTX) return "ycsb-ltx is a long txn: send it as an LTX request";
+      if (txn.write_set_size() > 0) return "ycsb-ltx takes read_set and read_write_set only";
+      if (txn.read_set_size() + txn.read_write_set_size() == 0) return "no keys";
+      return "";
+    case kScan:
+      if (txn.txn_class() != LTX) return "ycsb-scan is a long txn: send it as an LTX request";
+      if (txn.ltx().read_area_size() == 0) return "ycsb-scan needs the ranges to scan (read_area)";
+      if (txn.ltx().write_area_size() > 0) return "ycsb-scan only reads (empty write area)";
+      return "";
+    default:
+      break;
+  }
   if (txn.write_set_size() > 0) return "ycsb procedures take no blind writes (write_set)";
   if (txn.read_set_size() + txn.read_write_set_size() == 0) return "no keys";
   if (txn.procedure() == kReadOnly && txn.read_write_set_size() > 0) {
@@ -155,6 +317,9 @@ const char* YcsbApplication::ProcedureName(uint32_t procedure) const {
   switch (procedure) {
     case kReadOnly: return "ycsb-read";
     case kReadModifyWrite: return "ycsb-rmw";
+    case kLong: return "ycsb-ltx";
+    case kScan: return "ycsb-scan";
+    case kInsert: return "ycsb-insert";
     default: return "unknown";
   }
 }

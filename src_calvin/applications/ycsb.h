@@ -8,7 +8,13 @@ namespace paxflow {
 
 class YcsbApplication : public Application {
  public:
-  enum Procedure : uint32_t { kReadOnly = 1, kReadModifyWrite = 2 };
+  enum Procedure : uint32_t {
+    kReadOnly = 1,
+    kReadModifyWrite = 2,
+    kLong = 3,    // ycsb-ltx: reads read_set, read-modify-writes read_write_set (WL1)
+    kScan = 4,    // ycsb-scan: a long read-only scan of its read area (WL2)
+    kInsert = 5,  // ycsb-insert: writes new values to write_set (WL2's short txns)
+  };
 
   explicit YcsbApplication(const WorkloadParams& params) : params_(params) {}
   const char* name() const override { return "ycsb"; }
@@ -21,6 +27,11 @@ class YcsbApplication : public Application {
   const char* ProcedureName(uint32_t procedure) const override;
   std::vector<std::pair<std::string, uint32_t>> Procedures() const override;
   std::string CheckClientTxn(const Txn& txn) const override;
+  bool IsLongProcedure(uint32_t procedure) const override {
+    return procedure == kLong || procedure == kScan;
+  }
+  void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
+                   LtxRound* out) const override;
 
   // The value every key starts with.
   static void InitialValue(Key key, uint32_t size, std::string* out);

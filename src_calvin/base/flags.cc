@@ -71,6 +71,13 @@ DEFINE_string(distribution, "hot",
 DEFINE_double(zipfian_constant, 0.99, "Zipfian theta, strictly between 0 and 1");
 DEFINE_uint64(hot_records, 10, "Hot records per partition (distribution=hot)");
 DEFINE_double(multi_partition_pct, 0.0, "Percent of txns that span two partitions");
+DEFINE_double(ltx_fraction, 0.0, "Share of generated txns that are long (the LTX lane), 0..1");
+DEFINE_string(long_kind, "update",
+              "Long txns the generator makes: update (WL1: ltx_ops ops, half read-modify-writes, "
+              "whose keys form the write area) or scan (WL2: read-only scans of scan_length keys; "
+              "short txns then insert new keys)");
+DEFINE_uint32(ltx_ops, 1000, "Operations per generated long txn (WL1; bank-ltx: accounts)");
+DEFINE_uint64(scan_length, 10000, "Consecutive keys per generated long scan (WL2)");
 DEFINE_uint64(bank_accounts, 100, "Bank: number of accounts");
 DEFINE_int64(bank_initial_balance, 1000, "Bank: initial balance of every account");
 DEFINE_double(audit_fraction, 0.1, "Bank: share of audit txns (read every account)");
@@ -120,7 +127,8 @@ const std::vector<std::string>& NodeFlagNames() {
       "peer_wait_s", "drain_timeout_s", "gc", "ltx_workers", "ltx_timeout", "max_active_ltx",
       "ltx_max_deferrals", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
-      "zipfian_constant", "hot_records", "multi_partition_pct", "bank_accounts",
+      "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
+      "ltx_ops", "scan_length", "bank_accounts",
       "bank_initial_balance", "audit_fraction"};
   return kNames;
 }
@@ -198,6 +206,10 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   w.zipfian_constant = FLAGS_zipfian_constant;
   w.hot_records = FLAGS_hot_records;
   w.multi_partition_pct = FLAGS_multi_partition_pct;
+  w.ltx_fraction = FLAGS_ltx_fraction;
+  w.long_kind = FLAGS_long_kind;
+  w.ltx_ops = FLAGS_ltx_ops;
+  w.scan_length = FLAGS_scan_length;
   w.bank_accounts = FLAGS_bank_accounts;
   w.bank_initial_balance = FLAGS_bank_initial_balance;
   w.audit_fraction = FLAGS_audit_fraction;

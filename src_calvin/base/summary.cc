@@ -26,6 +26,25 @@ std::string DigestHex(uint64_t digest) {
   return buffer;
 }
 
+bool LtxSummary::any() const {
+  uint64_t aborted = 0;
+  for (uint64_t n : aborts) aborted += n;
+  return aborted + deferrals + parked_reads + guards + late_records > 0;
+}
+
+void LtxSummary::Add(const LtxSummary& other) {
+  for (int r = 0; r < kLtxAbortReasons; ++r) aborts[r] += other.aborts[r];
+  deferrals += other.deferrals;
+  deferred_txns += other.deferred_txns;
+  max_deferrals = std::max(max_deferrals, other.max_deferrals);
+  parked_reads += other.parked_reads;
+  held_installs += other.held_installs;
+  guards += other.guards;
+  late_records += other.late_records;
+  deferred_wait_us.Merge(other.deferred_wait_us);
+  parked_wait_us.Merge(other.parked_wait_us);
+}
+
 uint64_t RunSummary::Committed() const {
   uint64_t total = 0;
   for (const auto& kind : kinds) total += kind.committed;
@@ -51,14 +70,49 @@ std::string RunSummary::ToText() const {
   out << "latency (ms)     count      p50      p95      p99      max  declined\n";
   for (int k = 0; k < kTxnKinds; ++k) {
     const KindSummary& s = kinds[k];
-    if (s.committed == 0) continue;
+    if (s.committed + s.aborted == 0) continue;
     char line[200];
     snprintf(line, sizeof(line), "  %-6s %12" PRIu64 " %8s %8s %8s %8s %9" PRIu64 "\n",
-             TxnKindName(k), s.committed, Millis(s.latency_us.Quantile(0.50)).c_str(),
+             TxnKindName(k), s.committed + s.aborted,
+             Millis(s.latency_us.Quantile(0.50)).c_str(),
              Millis(s.latency_us.Quantile(0.95)).c_str(),
              Millis(s.latency_us.Quantile(0.99)).c_str(), Millis(s.latency_us.max()).c_str(),
              s.declined);
     out << line;
+  }
+  const KindSummary& long_txns = kinds[kKindLong];
+  if (long_txns.committed + long_txns.aborted > 0) {
+    out << "long txns: " << long_txns.committed << " committed, " << long_txns.aborted
+        << " aborted";
+    if (long_txns.aborted > 0) {
+      out << " (";
+      bool first = true;
+      for (int r = 0; r < kLtxAbortReasons; ++r) {
+        if (ltx.aborts[r] == 0) continue;
+        out << (first ? "" : ", ") << LtxAbortReasonName(r) << " " << ltx.aborts[r];
+        first = false;
+      }
+      out << ")";
+    }
+    out << "\n";
+  }
+  if (ltx.deferred_txns > 0) {
+    out << "short txns deferred by an LTX's write area: " << ltx.deferred_txns << " ("
+        << ltx.deferrals << " deferrals, at most " << ltx.max_deferrals
+        << " for one txn); added latency (ms) p50 " << Millis(ltx.deferred_wait_us.Quantile(0.5))
+        << "  p99 " << Millis(ltx.deferred_wait_us.Quantile(0.99)) << "  max "
+        << Millis(ltx.deferred_wait_us.max()) << "\n";
+  }
+  if (ltx.parked_reads > 0) {
+    out << "read-only txns that waited for an LTX: " << ltx.parked_reads << "; waited (ms) p50 "
+        << Millis(ltx.parked_wait_us.Quantile(0.5)) << "  p99 "
+        << Millis(ltx.parked_wait_us.Quantile(0.99)) << "  max "
+        << Millis(ltx.parked_wait_us.max()) << "\n";
+  }
+  if (ltx.held_installs + ltx.guards + ltx.late_records > 0) {
+    out << "LTX installs held behind an earlier LTX: " << ltx.held_installs
+        << "; guards against starvation: " << ltx.guards
+        << "; commit/abort records too late: " << ltx.late_records << "\n";
   }
   if (visibility_us.count() > 0) {
     out << "RO visibility delay (ms): p50 " << Millis(visibility_us.Quantile(0.5)) << "  p99 "
@@ -167,11 +221,13 @@ RunSummary RunSummary::Combine(const std::vector<RunSummary>& nodes) {
     for (int k = 0; k < kTxnKinds; ++k) {
       total.kinds[k].committed += node.kinds[k].committed;
       total.kinds[k].declined += node.kinds[k].declined;
+      total.kinds[k].aborted += node.kinds[k].aborted;
       total.kinds[k].latency_us.Merge(node.kinds[k].latency_us);
     }
     total.visibility_us.Merge(node.visibility_us);
     total.invariant_failures += node.invariant_failures;
     total.waited_ro += node.waited_ro;
+    total.ltx.Add(node.ltx);
     total.digest += node.digest;
     total.digest_epoch = std::max(total.digest_epoch, node.digest_epoch);
   }

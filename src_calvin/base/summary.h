@@ -16,7 +16,24 @@ namespace paxflow {
 struct KindSummary {
   uint64_t committed = 0;
   uint64_t declined = 0;  // procedure chose not to write (e.g. insufficient funds)
-  Histogram latency_us;
+  uint64_t aborted = 0;   // LTX lane: did not commit (see LtxSummary::aborts)
+  Histogram latency_us;   // committed and aborted alike
+};
+
+// What the long-transaction lane did on a node.
+struct LtxSummary {
+  uint64_t aborts[kLtxAbortReasons] = {};  // LTXs aborted, by reason
+  uint64_t deferrals = 0;       // times a short txn was set aside by an LTX's write area
+  uint64_t deferred_txns = 0;   // short txns deferred at least once
+  uint64_t max_deferrals = 0;   // most deferrals any one txn took
+  uint64_t parked_reads = 0;    // read-only txns that waited for an LTX to resolve
+  uint64_t held_installs = 0;   // installs held behind an earlier overlapping LTX
+  uint64_t guards = 0;          // guard records against starvation
+  uint64_t late_records = 0;    // commit or abort records for an LTX already resolved
+  Histogram deferred_wait_us;   // what deferral added to a short txn's latency
+  Histogram parked_wait_us;     // how long a read-only txn waited for an LTX
+  bool any() const;
+  void Add(const LtxSummary& other);
 };
 
 struct RunSummary {
@@ -32,6 +49,7 @@ struct RunSummary {
   uint64_t invariant_failures = 0;
   uint64_t dropped_messages = 0;
   uint64_t waited_ro = 0;  // read-only txns that waited for their snapshot
+  LtxSummary ltx;
   Epoch digest_epoch = 0;
   uint64_t digest = 0;
   std::vector<std::pair<Epoch, uint64_t>> epoch_digests;

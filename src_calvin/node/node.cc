@@ -480,6 +480,15 @@ void Node::ReportLoop() {
               std::to_string(metrics.longest_chain);
       last_reclaimed = metrics.reclaimed_versions;
     }
+    if (status.active_ltx + status.deferred + status.parked > 0 ||
+        options_.params.workload.ltx_fraction > 0) {
+      const LtxCounters& ltx = stats_->ltx();
+      uint64_t aborted = 0;
+      for (const auto& n : ltx.aborts) aborted += n.load(std::memory_order_relaxed);
+      line += " | LTX active " + std::to_string(status.active_ltx) + "  aborted " +
+              std::to_string(aborted) + "  deferred " + std::to_string(status.deferred) +
+              "  parked-RO " + std::to_string(status.parked);
+    }
     if (!status.waiting_for.empty() && status.buffered_epochs > 0) {
       line += " | " + status.waiting_for;
     }
@@ -498,6 +507,7 @@ RunSummary Node::Summary() const {
   for (int k = 0; k < kTxnKinds; ++k) {
     summary.kinds[k].committed = stats_->Committed(k);
     summary.kinds[k].declined = stats_->Declined(k);
+    summary.kinds[k].aborted = stats_->Aborted(k);
     summary.kinds[k].latency_us = stats_->Latency(k);
   }
   summary.visibility_us = stats_->Visibility();
@@ -505,6 +515,17 @@ RunSummary Node::Summary() const {
   summary.dropped_messages = scheduler_->dropped_messages() +
                              (transport_ ? transport_->garbled() : 0) + dropped_.load();
   summary.waited_ro = scheduler_->Status().waited_ro;
+  const LtxCounters& ltx = stats_->ltx();
+  for (int r = 0; r < kLtxAbortReasons; ++r) summary.ltx.aborts[r] = ltx.aborts[r].load();
+  summary.ltx.deferrals = ltx.deferrals.load();
+  summary.ltx.deferred_txns = ltx.deferred_txns.load();
+  summary.ltx.max_deferrals = ltx.max_deferrals.load();
+  summary.ltx.parked_reads = ltx.parked_reads.load();
+  summary.ltx.held_installs = ltx.held_installs.load();
+  summary.ltx.guards = ltx.guards.load();
+  summary.ltx.late_records = ltx.late_records.load();
+  summary.ltx.deferred_wait_us = stats_->LtxWait(kKindReadWrite);
+  summary.ltx.parked_wait_us = stats_->LtxWait(kKindReadOnly);
   summary.digest_epoch = final_epoch_;
   summary.digest = final_digest_;
   std::lock_guard<std::mutex> lock(digest_mu_);

@@ -5,12 +5,14 @@
 namespace paxflow {
 
 LocalPartitions::LocalPartitions(const NodeParams& params, const Application* app,
-                                 uint32_t partitions, uint32_t sequencers, ResultSink* results) {
+                                 uint32_t partitions, uint32_t sequencers, ResultSink* results,
+                                 bool runs_procedures) {
   for (PartitionId p = 0; p < partitions; ++p) {
     stores_.push_back(MakeStore(params.engine, p, partitions, *app, params.workload.value_size));
     LoadPartition(*app, p, partitions, stores_.back().get());
     owner_slots_.push_back(stores_.back()->RegisterThread());
-    const SchedulerOptions options = SchedulerOptionsFor(params.engine, p, partitions, sequencers);
+    SchedulerOptions options = SchedulerOptionsFor(params.engine, p, partitions, sequencers);
+    options.runs_procedures = runs_procedures;
     stats_.push_back(std::make_unique<NodeStats>(options.stats_slots()));
     schedulers_.push_back(std::make_unique<Scheduler>(options, stores_.back().get(), app, this,
                                                       stats_.back().get(), results));

@@ -19,9 +19,11 @@ namespace paxflow {
 
 class LocalPartitions : public PeerSender {
  public:
-  // Loads every partition's initial data. `sequencers`: 0 for one per partition.
+  // Loads every partition's initial data. `sequencers`: 0 for one per
+  // partition. `runs_procedures`: as replica 0 does (LTX procedures run
+  // here); a replay only installs what the log's commit records say.
   LocalPartitions(const NodeParams& params, const Application* app, uint32_t partitions,
-                  uint32_t sequencers, ResultSink* results);
+                  uint32_t sequencers, ResultSink* results, bool runs_procedures = true);
   ~LocalPartitions() override;
 
   uint32_t size() const { return static_cast<uint32_t>(schedulers_.size()); }

@@ -99,7 +99,9 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
   }
 
   std::unique_ptr<Application> app = MakeApplication(params.workload);
-  LocalPartitions engine(params, app.get(), partitions, logs.sequencers, nullptr);
+  // A replay never re-runs an LTX: it installs from the logged commit records.
+  LocalPartitions engine(params, app.get(), partitions, logs.sequencers, nullptr,
+                         /*runs_procedures=*/false);
   const int64_t start = NowMicros();
   engine.Start();
 

@@ -419,7 +419,9 @@ void LtxExecutor::SubmitAbort(const Run& run, int reason, const std::string& tex
 
 void LtxExecutor::ReportScan(Run* run, const TxnOutcome& outcome, size_t index) {
   const Txn& txn = *run->txn;
-  WorkerStats& stats = stats_->worker(options_.first_stats_slot + index);
+  // RunQueued's caller (a test) counts as the first LTX thread.
+  WorkerStats& stats =
+      stats_->worker(options_.first_stats_slot + std::min<size_t>(index, options_.threads - 1));
   const int64_t latency = NowMicros() - txn.submit_time_us();
   stats.latency_us[kKindLong].Record(latency > 0 ? static_cast<uint64_t>(latency) : 0);
   WorkerStats::Add(outcome.aborted ? stats.aborted[kKindLong] : stats.committed[kKindLong]);

@@ -345,6 +345,8 @@ void Scheduler::Dispatch(TxnWork* work) {
   if (read_only && paxflow) {
     work->snapshot_read = true;
     work->read_version = ro_lane_.snapshot();
+    // Serialized right after its snapshot, before any LTX begun since.
+    work->position = SerialPosition{work->read_version + 1, 0, 0, 0};
     if (ltx_lane_.MustPark(work)) {
       ltx_lane_.Park(Detach(work));
       return;

@@ -1,0 +1,86 @@
+// The LTX lane under load: whole nodes in this process (inproc transport,
+// real sequencers and LTX threads), the long workloads and bank with long
+// txns, in both modes. Whatever the interleavings were, every committed
+// txn must read what a serial execution in the reported order reads, the
+// state must be that execution's, and replays of the input logs with any
+// number of workers must reach the same digest.
+#include <gtest/gtest.h>
+
+#include "replay/replay.h"
+#include "tests/result_log.h"
+#include "tests/serial_reference.h"
+#include "tests/test_util.h"
+
+namespace paxflow {
+namespace {
+
+using testing::InProcessCluster;
+using testing::MakeConfig;
+using testing::ResultLog;
+using testing::TempDir;
+using testing::TestParams;
+
+struct LongCase {
+  Mode mode;
+  uint32_t partitions;
+  const char* preset;
+};
+
+class LtxEngineTest : public ::testing::TestWithParam<LongCase> {};
+
+TEST_P(LtxEngineTest, CommittedTxnsMatchASerialExecutionInTheirOrderAndReplaysAgree) {
+  const LongCase c = GetParam();
+  TempDir logs;
+  NodeParams params = TestParams(c.preset, c.mode, /*run_epochs=*/150);
+  params.engine.log_dir = logs.path();
+  params.engine.ltx_timeout = 400;
+  if (c.partitions > 1) params.workload.multi_partition_pct = 30;
+  ResultLog results;
+  InProcessCluster cluster(MakeConfig("ltx", c.partitions, 1, "inproc"), params, &results);
+  ASSERT_EQ(cluster.Start(), "");
+  ASSERT_TRUE(cluster.WaitFinished(120000));
+  const uint64_t live = cluster.DatabaseDigest();
+
+  testing::OrderResult order =
+      testing::ExecuteInPositionOrder(params.workload, c.partitions, results.all());
+  ASSERT_EQ(order.error, "");
+  EXPECT_EQ(order.digest, live) << "the state is not the serial execution's";
+  EXPECT_GT(order.txns, 1000u) << "too little work to prove anything";
+  EXPECT_GT(order.long_txns, 3u) << "no long txn committed";
+  EXPECT_EQ(results.invariant_failures(), 0);
+  if (c.mode == Mode::kPaxflow && std::string(c.preset) != "long-scan") {
+    uint64_t deferrals = 0;
+    for (size_t i = 0; i < cluster.size(); ++i) {
+      deferrals += cluster.node(i).stats()->ltx().deferrals.load();
+    }
+    EXPECT_GT(deferrals, 0u) << "no short txn met an LTX's write area";
+  }
+  for (uint32_t workers : {1u, 2u, 4u}) {
+    NodeParams replay_params = params;
+    replay_params.engine.workers = workers;
+    ReplayResult replay = ReplayLogs(logs.path(), 0, replay_params);
+    ASSERT_EQ(replay.error, "");
+    EXPECT_EQ(replay.digest, live) << workers << " worker(s)";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Workloads, LtxEngineTest,
+    ::testing::Values(LongCase{Mode::kPaxflow, 1, "long"}, LongCase{Mode::kPaxflow, 3, "long"},
+                      LongCase{Mode::kPaxflow, 1, "long-scan"},
+                      LongCase{Mode::kPaxflow, 3, "long-scan"},
+                      LongCase{Mode::kPaxflow, 1, "bank-ltx"},
+                      LongCase{Mode::kPaxflow, 3, "bank-ltx"}, LongCase{Mode::kCalvin, 1, "long"},
+                      LongCase{Mode::kCalvin, 3, "long-scan"},
+                      LongCase{Mode::kCalvin, 3, "bank-ltx"}),
+    [](const ::testing::TestParamInfo<LongCase>& info) {
+      std::string name = std::string(ModeName(info.param.mode)) + "_" +
+                         std::to_string(info.param.partitions) + "p_" + info.param.preset;
+      for (char& ch : name) {
+        if (ch == '-') ch = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace paxflow

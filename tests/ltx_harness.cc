@@ -1,0 +1,228 @@
+#include "tests/ltx_harness.h"
+
+#include "applications/kv_procedures.h"
+#include "applications/ycsb.h"
+#include "common/clock.h"
+#include "partition/partition_setup.h"
+#include "sequencer/sequencer.h"
+#include "tests/serial_reference.h"
+
+namespace paxflow::testing {
+
+LtxBench::LtxBench(const LtxBenchOptions& options) : options_(options) {
+  workload_.application = "ycsb";
+  workload_.records = options.records;
+  workload_.value_size = 16;
+  workload_.distribution = "uniform";
+  app_ = MakeApplication(workload_);
+  EngineParams engine;
+  engine.mode = options.mode;
+  engine.workers = 1;
+  engine.ltx_workers = 1;
+  engine.ltx_timeout = options.ltx_timeout;
+  engine.max_active_ltx = options.max_active_ltx;
+  engine.ltx_max_deferrals = options.ltx_max_deferrals;
+  engine.gc = options.gc;
+  for (PartitionId p = 0; p < options.partitions; ++p) {
+    stores_.push_back(MakeStore(engine, p, options.partitions, *app_, workload_.value_size));
+    LoadPartition(*app_, p, options.partitions, stores_.back().get());
+    slots_.push_back(stores_.back()->RegisterThread());
+    SchedulerOptions scheduler = SchedulerOptionsFor(engine, p, options.partitions, 1);
+    stats_.push_back(std::make_unique<NodeStats>(scheduler.stats_slots()));
+    schedulers_.push_back(std::make_unique<Scheduler>(scheduler, stores_.back().get(), app_.get(),
+                                                      this, stats_.back().get(), &results_,
+                                                      this));
+  }
+}
+
+LtxBench::~LtxBench() {
+  for (auto& scheduler : schedulers_) scheduler->Stop();
+}
+
+Txn LtxBench::Rmw(std::vector<Key> keys, std::vector<Key> reads) {
+  Txn txn;
+  txn.set_procedure(YcsbApplication::kReadModifyWrite);
+  txn.mutable_read_set()->Add(reads.begin(), reads.end());
+  txn.mutable_read_write_set()->Add(keys.begin(), keys.end());
+  return txn;
+}
+
+Txn LtxBench::Read(std::vector<Key> keys) {
+  Txn txn;
+  txn.set_procedure(YcsbApplication::kReadOnly);
+  txn.mutable_read_set()->Add(keys.begin(), keys.end());
+  return txn;
+}
+
+Txn LtxBench::Long(std::vector<Key> reads, std::vector<Key> rmw) {
+  Txn txn;
+  txn.set_txn_class(LTX);
+  txn.set_procedure(YcsbApplication::kLong);
+  txn.mutable_read_set()->Add(reads.begin(), reads.end());
+  txn.mutable_read_write_set()->Add(rmw.begin(), rmw.end());
+  LtxRecord* ltx = txn.mutable_ltx();
+  ltx->set_kind(LTX_BEGIN);
+  for (Key key : rmw) {
+    KeyRange* range = ltx->add_write_area();
+    range->set_lo(key);
+    range->set_hi(key);
+  }
+  for (Key key : reads) {
+    KeyRange* range = ltx->add_read_area();
+    range->set_lo(key);
+    range->set_hi(key);
+  }
+  return txn;
+}
+
+Txn LtxBench::LongKv(std::vector<Key> reads, std::vector<std::pair<Key, std::string>> writes,
+                     std::vector<std::pair<Key, Key>> write_area) {
+  Txn txn;
+  txn.set_txn_class(LTX);
+  txn.set_procedure(WithKvProcedures::kLongKv);
+  txn.mutable_read_set()->Add(reads.begin(), reads.end());
+  KvArgs args;
+  for (const auto& [key, value] : writes) {
+    txn.add_read_write_set(key);
+    args.add_values(value);
+  }
+  txn.set_args(args.SerializeAsString());
+  LtxRecord* ltx = txn.mutable_ltx();
+  ltx->set_kind(LTX_BEGIN);
+  for (const auto& [lo, hi] : write_area) {
+    KeyRange* range = ltx->add_write_area();
+    range->set_lo(lo);
+    range->set_hi(hi);
+  }
+  return txn;
+}
+
+Txn LtxBench::Scan(Key lo, Key hi) {
+  Txn txn;
+  txn.set_txn_class(LTX);
+  txn.set_procedure(YcsbApplication::kScan);
+  LtxRecord* ltx = txn.mutable_ltx();
+  ltx->set_kind(LTX_SCAN);
+  KeyRange* range = ltx->add_read_area();
+  range->set_lo(lo);
+  range->set_hi(hi);
+  return txn;
+}
+
+Txn LtxBench::Insert(std::vector<Key> keys) {
+  Txn txn;
+  txn.set_procedure(YcsbApplication::kInsert);
+  txn.mutable_write_set()->Add(keys.begin(), keys.end());
+  return txn;
+}
+
+std::vector<TxnId> LtxBench::Sequence(Epoch epoch, std::vector<Txn> txns, PartitionId origin) {
+  const uint32_t partitions = options_.partitions;
+  std::vector<std::unique_ptr<Batch>> out(partitions);
+  bool has_rw = false;
+  std::vector<TxnId> ids;
+  for (PartitionId p = 0; p < partitions; ++p) {
+    out[p] = std::make_unique<Batch>();
+    out[p]->set_epoch(epoch);
+    out[p]->set_sequencer(0);
+    out[p]->set_partition(p);
+    out[p]->set_close_time_us(NowMicros());
+  }
+  uint32_t position = 0;
+  for (Txn& txn : txns) {
+    txn.set_id(MakeTxnId(epoch, 0, position++));
+    txn.set_txn_class(Sequencer::Classify(txn));
+    // Records the LTX lanes made keep the origin they name.
+    const bool record = txn.txn_class() == LTX && txn.ltx().kind() != LTX_BEGIN &&
+                        txn.ltx().kind() != LTX_SCAN;
+    if (!record) txn.set_origin_partition(origin);
+    txn.set_submit_time_us(NowMicros());
+    has_rw |= txn.txn_class() == RW;
+    ids.push_back(txn.id());
+    if (txn.txn_class() == LTX) {
+      Sequencer::SplitLtxRecord(txn, partitions, &out);
+      continue;
+    }
+    std::vector<bool> touched(partitions, false);
+    touched[txn.origin_partition()] = true;
+    for (Key key : txn.read_set()) touched[PartitionOf(key, partitions)] = true;
+    for (Key key : txn.read_write_set()) touched[PartitionOf(key, partitions)] = true;
+    for (Key key : txn.write_set()) touched[PartitionOf(key, partitions)] = true;
+    for (PartitionId p = 0; p < partitions; ++p) {
+      if (touched[p]) *out[p]->add_txns() = txn;
+    }
+  }
+  for (PartitionId p = 0; p < partitions; ++p) {
+    out[p]->set_has_rw(has_rw);
+    schedulers_[p]->DeliverBatch(std::move(out[p]));
+  }
+  return ids;
+}
+
+void LtxBench::Drain(bool ltx_threads) {
+  // Each pass moves every partition as far as it goes; messages between
+  // partitions land in inboxes that the next pass reads.
+  for (int pass = 0; pass < 50; ++pass) {
+    for (auto& scheduler : schedulers_) {
+      scheduler->Step();
+      scheduler->RunQueuedWork();
+      if (ltx_threads) scheduler->RunQueuedLtxWork();
+      scheduler->Step();
+    }
+  }
+}
+
+std::vector<Txn> LtxBench::TakeRecords() {
+  std::lock_guard<std::mutex> lock(records_mu_);
+  std::vector<Txn> records;
+  records.swap(records_);
+  return records;
+}
+
+uint64_t LtxBench::Digest(Epoch epoch) {
+  uint64_t digest = 0;
+  for (PartitionId p = 0; p < options_.partitions; ++p) digest += stores_[p]->Digest(slots_[p], epoch);
+  return digest;
+}
+
+Epoch LtxBench::Published() const {
+  Epoch published = UINT64_MAX;
+  for (const auto& scheduler : schedulers_) {
+    published = std::min(published, scheduler->Status().published_epoch);
+  }
+  return published;
+}
+
+std::string LtxBench::CheckSerialOrder(uint64_t* serial_digest) {
+  OrderResult order = ExecuteInPositionOrder(workload_, options_.partitions, results_.all());
+  if (!order.error.empty()) return order.error;
+  const uint64_t live = Digest(Published());
+  if (serial_digest) *serial_digest = order.digest;
+  if (order.digest != live) {
+    return "the serial execution in position order ends at digest " + std::to_string(order.digest) +
+           ", the engine at " + std::to_string(live);
+  }
+  return "";
+}
+
+void LtxBench::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
+  RemoteReads copy = reads;
+  schedulers_[to]->DeliverRemoteReads(std::move(copy));
+}
+
+void LtxBench::SendLtxReadRequest(PartitionId to, const LtxReadRequest& request) {
+  LtxReadRequest copy = request;
+  schedulers_[to]->DeliverLtxReadRequest(std::move(copy));
+}
+
+void LtxBench::SendLtxReadReply(PartitionId to, const LtxReadReply& reply) {
+  LtxReadReply copy = reply;
+  schedulers_[to]->DeliverLtxReadReply(std::move(copy));
+}
+
+void LtxBench::SubmitRecord(Txn record) {
+  std::lock_guard<std::mutex> lock(records_mu_);
+  records_.push_back(std::move(record));
+}
+
+}  // namespace paxflow::testing
