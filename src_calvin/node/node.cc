@@ -1,6 +1,7 @@
 #include "node/node.h"
 
 #include <glog/logging.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -515,6 +516,10 @@ RunSummary Node::Summary() const {
   summary.dropped_messages = scheduler_->dropped_messages() +
                              (transport_ ? transport_->garbled() : 0) + dropped_.load();
   summary.waited_ro = scheduler_->Status().waited_ro;
+  rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    summary.peak_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
+  }
   const LtxCounters& ltx = stats_->ltx();
   for (int r = 0; r < kLtxAbortReasons; ++r) summary.ltx.aborts[r] = ltx.aborts[r].load();
   summary.ltx.deferrals = ltx.deferrals.load();
