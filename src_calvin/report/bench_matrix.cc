@@ -47,7 +47,7 @@ std::string Mib(uint64_t bytes) { return bytes ? std::to_string(bytes >> 20) : "
 
 }  // namespace
 
-const char kUncappedOverrides[] = "max_batch=10000:max_inflight=20000";
+const char kUncappedOverrides[] = "max_batch=10000";
 
 std::vector<std::string> MatrixRuns() {
   std::vector<std::string> runs;

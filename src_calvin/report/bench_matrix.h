@@ -14,8 +14,9 @@
 namespace paxflow {
 
 // Overrides that lift the batch cap: a sequencer may cut 10,000 txns an
-// epoch (1M txn/s at 10 ms epochs, beyond what one node reaches here), and
-// the generator keeps two such batches in flight.
+// epoch (1M txn/s at 10 ms epochs, beyond what one node reaches here). The
+// generator's in-flight window (--max_inflight) stays: it bounds queues, and
+// a deeper queue only adds latency (and lock-table size in calvin mode).
 extern const char kUncappedOverrides[];
 
 // Every workload preset at its own batch size and uncapped, then the
