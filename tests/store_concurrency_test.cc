@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -69,17 +70,54 @@ class Pinning {
   std::multiset<Epoch> readers_;
 };
 
-class StoreConcurrencyTest : public ::testing::TestWithParam<GcPolicy> {};
+// The writer's part of an epoch for the dense keys.
+void WriteDenseKeys(MultiVersionStore* store, size_t writer, Epoch epoch) {
+  for (Key key = 0; key < kKeys; ++key) {
+    if (WrittenIn(key, epoch)) store->Write(writer, key, Value(key, epoch), epoch);
+  }
+}
 
-TEST_P(StoreConcurrencyTest, ReadersSeeExactSnapshotsWhileWritersAndCollectorsRun) {
-  GcOptions gc;
-  gc.policy = GetParam();
-  MultiVersionStore store(0, 1, kKeys, 16, gc);
-  for (Key key = 0; key < kKeys; ++key) store.Load(key, Value(key, 0));
-  Pinning pinning(&store);
+// Two short readers, each running `check` `checks` times at a snapshot it
+// pins, over and over, and a collector sweeping, until `done`.
+std::vector<std::thread> StartReadersAndCollector(
+    MultiVersionStore* store, Pinning* pinning, std::atomic<bool>* done,
+    const std::function<void(size_t, Epoch)>& check, int checks) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([=, slot = store->RegisterThread()] {
+      while (!done->load()) {
+        const Epoch version = pinning->Register();
+        for (int i = 0; i < checks; ++i) check(slot, version);
+        pinning->Unregister(version);
+      }
+    });
+  }
+  threads.emplace_back([=, slot = store->RegisterThread()] {
+    while (!done->load()) store->Sweep(slot);
+  });
+  return threads;
+}
+
+// A store of kKeys dense keys under the test's GC policy, pinned as the
+// scheduler would, and the readers' shared flags.
+class StoreConcurrencyTest : public ::testing::TestWithParam<GcPolicy> {
+ protected:
+  StoreConcurrencyTest() : store(0, 1, kKeys, 16, Options()), pinning(&store) {
+    for (Key key = 0; key < kKeys; ++key) store.Load(key, Value(key, 0));
+  }
+  static GcOptions Options() {
+    GcOptions gc;
+    gc.policy = GetParam();
+    return gc;
+  }
+  MultiVersionStore store;
+  Pinning pinning;
   std::atomic<bool> done{false};
   std::atomic<uint64_t> checked{0};
   std::atomic<int> wrong{0};
+};
+
+TEST_P(StoreConcurrencyTest, ReadersSeeExactSnapshotsWhileWritersAndCollectorsRun) {
 
   auto check = [&](size_t slot, Epoch version) {
     store.EnterSnapshot(slot);
@@ -99,31 +137,16 @@ TEST_P(StoreConcurrencyTest, ReadersSeeExactSnapshotsWhileWritersAndCollectorsRu
     while (!done.load()) check(slot, old_snapshot);
     check(slot, old_snapshot);
   });
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
-    readers.emplace_back([&, slot = store.RegisterThread()] {
-      while (!done.load()) {
-        const Epoch version = pinning.Register();
-        for (int i = 0; i < 3; ++i) check(slot, version);
-        pinning.Unregister(version);
-      }
-    });
-  }
-  std::thread collector([&, slot = store.RegisterThread()] {
-    while (!done.load()) store.Sweep(slot);
-  });
+  std::vector<std::thread> threads = StartReadersAndCollector(&store, &pinning, &done, check, 3);
   const size_t writer = store.RegisterThread();
   for (Epoch epoch = 1; epoch <= kEpochs; ++epoch) {
     pinning.Advance(epoch, epoch - 1);
-    for (Key key = 0; key < kKeys; ++key) {
-      if (WrittenIn(key, epoch)) store.Write(writer, key, Value(key, epoch), epoch);
-    }
+    WriteDenseKeys(&store, writer, epoch);
   }
   pinning.Advance(kEpochs, kEpochs);
   done.store(true);
   long_reader.join();
-  for (auto& reader : readers) reader.join();
-  collector.join();
+  for (auto& thread : threads) thread.join();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_GT(checked.load(), 10u);
 
@@ -150,14 +173,6 @@ TEST_P(StoreConcurrencyTest, ScansSeeExactSnapshotsWhileKeysComeAndGo) {
   auto sparse_key = [](Epoch epoch, int i) {
     return kKeys + (Mix64(epoch * 8 + static_cast<uint64_t>(i)) >> 4);
   };
-  GcOptions gc;
-  gc.policy = GetParam();
-  MultiVersionStore store(0, 1, kKeys, 16, gc);
-  for (Key key = 0; key < kKeys; ++key) store.Load(key, Value(key, 0));
-  Pinning pinning(&store);
-  std::atomic<bool> done{false};
-  std::atomic<uint64_t> checked{0};
-  std::atomic<int> wrong{0};
   auto check = [&](size_t slot, Epoch version) {
     std::vector<std::pair<Key, std::string>> expected;
     for (Key key = 0; key < kKeys; ++key) {
@@ -178,25 +193,11 @@ TEST_P(StoreConcurrencyTest, ScansSeeExactSnapshotsWhileKeysComeAndGo) {
     if (seen != expected) wrong.fetch_add(1);
     checked.fetch_add(1);
   };
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
-    readers.emplace_back([&, slot = store.RegisterThread()] {
-      while (!done.load()) {
-        const Epoch version = pinning.Register();
-        check(slot, version);
-        pinning.Unregister(version);
-      }
-    });
-  }
-  std::thread collector([&, slot = store.RegisterThread()] {
-    while (!done.load()) store.Sweep(slot);
-  });
+  std::vector<std::thread> threads = StartReadersAndCollector(&store, &pinning, &done, check, 1);
   const size_t writer = store.RegisterThread();
   for (Epoch epoch = 1; epoch <= kScanEpochs; ++epoch) {
     pinning.Advance(epoch, epoch - 1);
-    for (Key key = 0; key < kKeys; ++key) {
-      if (WrittenIn(key, epoch)) store.Write(writer, key, Value(key, epoch), epoch);
-    }
+    WriteDenseKeys(&store, writer, epoch);
     for (int i = 0; i < kInserts; ++i) {
       store.Write(writer, sparse_key(epoch, i), Value(sparse_key(epoch, i), epoch), epoch);
     }
@@ -210,8 +211,7 @@ TEST_P(StoreConcurrencyTest, ScansSeeExactSnapshotsWhileKeysComeAndGo) {
   }
   pinning.Advance(kScanEpochs, kScanEpochs);
   done.store(true);
-  for (auto& reader : readers) reader.join();
-  collector.join();
+  for (auto& thread : threads) thread.join();
   check(writer, kScanEpochs);
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_GT(checked.load(), 2 * kScanEpochs / 50);

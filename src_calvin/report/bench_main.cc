@@ -97,16 +97,6 @@ std::string Ms(uint64_t micros, bool present) {
   return buffer;
 }
 
-std::string Thousands(double x) {
-  std::string digits = std::to_string(static_cast<long long>(x + 0.5));
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string Table(const std::vector<BenchRow>& rows) {
   std::map<std::string, double> calvin;
   // The workload column fits the longest label, so runs with several

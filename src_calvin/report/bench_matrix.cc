@@ -33,7 +33,11 @@ std::string AfterColon(const std::string& line) {
   return start == std::string::npos ? "" : line.substr(start);
 }
 
-std::string Grouped(double x) {
+std::string Mib(uint64_t bytes) { return bytes ? std::to_string(bytes >> 20) : "-"; }
+
+}  // namespace
+
+std::string Thousands(double x) {
   std::string digits = std::to_string(static_cast<long long>(x + 0.5));
   std::string out;
   for (size_t i = 0; i < digits.size(); ++i) {
@@ -42,10 +46,6 @@ std::string Grouped(double x) {
   }
   return out;
 }
-
-std::string Mib(uint64_t bytes) { return bytes ? std::to_string(bytes >> 20) : "-"; }
-
-}  // namespace
 
 const char kUncappedOverrides[] = "max_batch=10000";
 
@@ -107,7 +107,7 @@ std::string MarkdownTable(const std::vector<BenchRow>& rows, const std::string& 
     const BenchRow* paxflow = modes.count("paxflow") ? modes.at("paxflow") : nullptr;
     auto throughput = [](const BenchRow* row) {
       if (!row) return std::string("-");
-      return Grouped(row->summary.Throughput()) + (row->code != 0 ? " (failed)" : "");
+      return Thousands(row->summary.Throughput()) + (row->code != 0 ? " (failed)" : "");
     };
     std::string ratio = "-";
     if (calvin && paxflow && calvin->summary.Throughput() > 0) {

@@ -29,6 +29,9 @@ std::vector<std::string> MatrixRuns();
 // memory stay those of one real run. `runs` must not be empty.
 BenchRow MedianRun(std::vector<BenchRow> runs);
 
+// `x` rounded, with thousands separators: "1,234,567".
+std::string Thousands(double x);
+
 // "<CPU model>, <n> vCPUs, <memory> GiB RAM, L3 <size>" from /proc and /sys.
 std::string MachineDescription();
 
