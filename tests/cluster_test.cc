@@ -88,6 +88,49 @@ INSTANTIATE_TEST_SUITE_P(Modes, BankClusterTest, ::testing::Values(Mode::kCalvin
                            return std::string(ModeName(info.param));
                          });
 
+class BankLtxClusterTest : public ::testing::TestWithParam<Mode> {};
+
+// Bank with long txns (each moves money around a ring of accounts) on
+// three processes: audits never see a wrong total while LTXs run, some
+// LTXs commit, and replays of the input logs with 1, 2 and 4 workers print
+// the live digest (a replay installs from the logged commit records).
+TEST_P(BankLtxClusterTest, AuditsHoldWithLongTxnsAndReplaysReachTheLiveDigest) {
+  TempDir dir;
+  ClusterConfig config = MakeConfig("bankltx", 3, 1, "tcp");
+  const std::string config_path = WriteConfig(dir, config);
+  std::string output;
+  const int rc = RunProcess({Cluster(), "--config=" + config_path, "--workload=bank-ltx",
+                             std::string("--mode=") + ModeName(GetParam()), "--run_epochs=200",
+                             "--epoch_ms=5", "--max_batch=300", "--max_inflight=600",
+                             "--bank_accounts=90", "--audit_fraction=0.2",
+                             "--ltx_fraction=0.02", "--ltx_ops=12",
+                             "--progress_ms=100", "--logs=" + dir.path() + "/logs",
+                             "--log_dir=" + dir.path() + "/input"},
+                            &output);
+  ASSERT_EQ(rc, 0) << output;
+  RunSummary cluster;
+  ASSERT_EQ(RunSummary::FromJson(ReadFile(dir.path() + "/logs/cluster.json"), &cluster), "");
+  EXPECT_EQ(cluster.invariant_failures, 0u) << output;
+  EXPECT_GT(cluster.kinds[kKindReadOnly].committed, 100u) << "too few audits ran";
+  EXPECT_GT(cluster.kinds[kKindLong].committed, 5u) << "too few long txns committed\n" << output;
+  for (const char* workers : {"1", "2", "4"}) {
+    std::string replay;
+    ASSERT_EQ(RunProcess({BinaryDir() + "/paxflow-node", "--replay=" + dir.path() + "/input",
+                          std::string("--workers=") + workers},
+                         &replay),
+              0)
+        << replay;
+    EXPECT_NE(replay.find(": " + DigestHex(cluster.digest)), std::string::npos)
+        << workers << " worker(s): replay printed another digest:\n" << replay;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, BankLtxClusterTest,
+                         ::testing::Values(Mode::kCalvin, Mode::kPaxflow),
+                         [](const ::testing::TestParamInfo<Mode>& info) {
+                           return std::string(ModeName(info.param));
+                         });
+
 // Each bad config is refused before any node starts, naming the problem.
 TEST(ClusterConfigTest, BadConfigsFailFastWithAClearMessage) {
   TempDir dir;

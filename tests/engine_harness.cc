@@ -1,15 +1,34 @@
 #include "tests/engine_harness.h"
 
+#include <thread>
+
 #include "common/clock.h"
 #include "partition/partition_setup.h"
 
 namespace paxflow::testing {
+namespace {
+
+std::vector<std::unique_ptr<RecordQueue>> MakeQueues(uint32_t partitions) {
+  std::vector<std::unique_ptr<RecordQueue>> queues;
+  for (uint32_t p = 0; p < partitions; ++p) queues.push_back(std::make_unique<RecordQueue>());
+  return queues;
+}
+
+std::vector<RecordSubmitter*> Submitters(const std::vector<std::unique_ptr<RecordQueue>>& queues) {
+  std::vector<RecordSubmitter*> submitters;
+  for (const auto& queue : queues) submitters.push_back(queue.get());
+  return submitters;
+}
+
+}  // namespace
 
 EngineHarness::EngineHarness(const NodeParams& params, uint32_t partitions, ResultSink* results,
                              const std::string& log_dir)
     : partitions_(partitions),
       app_(MakeApplication(params.workload)),
-      engine_(std::make_unique<LocalPartitions>(params, app_.get(), partitions, 0, results)) {
+      records_(MakeQueues(partitions)),
+      engine_(std::make_unique<LocalPartitions>(params, app_.get(), partitions, 0, results,
+                                                /*runs_procedures=*/true, Submitters(records_))) {
   for (PartitionId p = 0; p < partitions; ++p) {
     if (!log_dir.empty()) {
       logs_.push_back(std::make_unique<InputLogWriter>());
@@ -30,8 +49,10 @@ EngineHarness::EngineHarness(const NodeParams& params, uint32_t partitions, Resu
       sequencer.partitions = partitions;
       sequencer.node = p;
       sequencer.max_batch = params.engine.max_batch;
+      // The first sequencer of a node takes the LTX lane's records.
       sequencers_.push_back(std::make_unique<Sequencer>(
-          sequencer, std::vector<TxnSource*>{generators_.back().get()}));
+          sequencer, std::vector<TxnSource*>{generators_.back().get()},
+          index == 0 ? records_[p].get() : nullptr));
     }
   }
 }
@@ -50,6 +71,41 @@ bool EngineHarness::Run(Epoch epochs, int64_t timeout_ms) {
   engine_->Start();
   for (PartitionId p = 0; p < partitions_; ++p) {
     if (!scheduler(p).WaitFinished(timeout_ms)) return false;
+  }
+  return true;
+}
+
+bool EngineHarness::RunLive(Epoch epochs, int64_t timeout_ms) {
+  engine_->Start();
+  const int64_t deadline = NowMicros() + timeout_ms * 1000;
+  // Epochs close as execution keeps up (a few epochs ahead at most): the
+  // flow control of a sequencer whose clock waits for nobody, without the
+  // clock.
+  constexpr Epoch kAhead = 4;
+  for (Epoch epoch = 1;; ++epoch) {
+    for (PartitionId p = 0; p < partitions_; ++p) {
+      while (scheduler(p).Status().admitted_epoch + kAhead < epoch) {
+        if (NowMicros() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));  // flow control, not sync
+      }
+    }
+    bool owed = false;
+    for (PartitionId p = 0; p < partitions_; ++p) {
+      owed |= records_[p]->size() > 0 || scheduler(p).OwesLtxWork(epoch - 1);
+    }
+    const bool final = epoch >= epochs && !owed;
+    for (auto& sequencer : sequencers_) {
+      auto batches = sequencer->CloseEpoch(epoch, NowMicros(), final, epoch <= epochs);
+      for (PartitionId p = 0; p < partitions_; ++p) {
+        scheduler(p).DeliverBatch(std::move(batches[p]));
+      }
+    }
+    if (final) break;
+    if (NowMicros() > deadline) return false;
+  }
+  for (PartitionId p = 0; p < partitions_; ++p) {
+    const int64_t left_ms = std::max<int64_t>(1, (deadline - NowMicros()) / 1000);
+    if (!scheduler(p).WaitFinished(left_ms)) return false;
   }
   return true;
 }

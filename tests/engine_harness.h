@@ -26,6 +26,11 @@ class EngineHarness {
   // every batch over, then starts the schedulers and waits until everything
   // ran. Call once. False on timeout.
   bool Run(Epoch epochs, int64_t timeout_ms = 120000);
+  // With the schedulers running from the start: closes epochs one after
+  // the other as execution keeps up, the LTX lanes' records going into the
+  // next ones, and after `epochs` keeps closing record-only epochs until no
+  // LTX is unresolved. Call once instead of Run. False on timeout.
+  bool RunLive(Epoch epochs, int64_t timeout_ms = 120000);
 
   uint64_t DatabaseDigest();  // after Run
   Scheduler& scheduler(PartitionId p) { return engine_->scheduler(p); }
@@ -37,6 +42,7 @@ class EngineHarness {
   uint32_t partitions_;
   std::unique_ptr<Application> app_;
   std::vector<std::unique_ptr<InputLogWriter>> logs_;  // outlive the schedulers' hooks
+  std::vector<std::unique_ptr<RecordQueue>> records_;  // the LTX lanes' records, by partition
   std::unique_ptr<LocalPartitions> engine_;
   std::vector<std::unique_ptr<GeneratorSource>> generators_;
   std::vector<std::unique_ptr<Sequencer>> sequencers_;

@@ -9,6 +9,9 @@ passed=0
 failed=0
 tmp=$(mktemp -d /tmp/paxflow-tests.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+# The component layering (tools/check-layout.sh) counts as one test.
+echo "== layout"
+if tools/check-layout.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 for suite in "${suites[@]}"; do
   name=$(basename "$suite")
   if [ ! -x "$suite" ]; then

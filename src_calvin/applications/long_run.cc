@@ -4,7 +4,7 @@
 #include <map>
 
 #include "common/key_area.h"
-#include "common/stats.h"
+#include "common/types.h"
 
 namespace paxflow {
 namespace {

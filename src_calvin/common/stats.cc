@@ -10,16 +10,6 @@ const char* TxnKindName(int kind) {
   }
 }
 
-const char* LtxAbortReasonName(int reason) {
-  switch (reason) {
-    case kAbortBusy: return "busy";
-    case kAbortTimeout: return "timeout";
-    case kAbortWriteArea: return "write-area";
-    case kAbortProcedure: return "procedure";
-    default: return "restart";
-  }
-}
-
 NodeStats::NodeStats(size_t slots) {
   for (size_t i = 0; i < slots; ++i) slots_.push_back(std::make_unique<WorkerStats>());
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/histogram.h"
+#include "common/types.h"
 
 namespace paxflow {
 
@@ -36,17 +37,6 @@ struct alignas(64) WorkerStats {
     counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
 };
-
-// Why an LTX did not commit.
-enum LtxAbortReason : int {
-  kAbortBusy = 0,        // max_active_ltx reached, or its area touches a guard
-  kAbortTimeout = 1,     // not committed within ltx_timeout epochs
-  kAbortWriteArea = 2,   // wrote outside its write-preservation area
-  kAbortProcedure = 3,   // its procedure gave up (bad arguments, undeclared read, ...)
-  kAbortRestart = 4,     // a participant restarted and lost its reads
-};
-constexpr int kLtxAbortReasons = 5;
-const char* LtxAbortReasonName(int reason);  // "busy", "timeout", ...
 
 // The LTX lane's counters (its scheduler thread writes, anyone reads).
 struct LtxCounters {

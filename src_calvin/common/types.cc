@@ -20,4 +20,14 @@ bool ParseMode(const std::string& text, Mode* mode) {
   return true;
 }
 
+const char* LtxAbortReasonName(int reason) {
+  switch (reason) {
+    case kAbortBusy: return "busy";
+    case kAbortTimeout: return "timeout";
+    case kAbortWriteArea: return "write-area";
+    case kAbortProcedure: return "procedure";
+    default: return "restart";
+  }
+}
+
 }  // namespace paxflow

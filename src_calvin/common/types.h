@@ -37,6 +37,17 @@ enum class Mode {
 const char* ModeName(Mode mode);
 bool ParseMode(const std::string& text, Mode* mode);
 
+// Why an LTX did not commit.
+enum LtxAbortReason : int {
+  kAbortBusy = 0,        // max_active_ltx reached, or its area touches a guard
+  kAbortTimeout = 1,     // not committed within ltx_timeout epochs
+  kAbortWriteArea = 2,   // wrote outside its write-preservation area
+  kAbortProcedure = 3,   // its procedure gave up (bad arguments, undeclared read, ...)
+  kAbortRestart = 4,     // a participant restarted and lost its reads
+};
+constexpr int kLtxAbortReasons = 5;
+const char* LtxAbortReasonName(int reason);  // "busy", "timeout", ...
+
 // The partition that owns a key.
 inline PartitionId PartitionOf(Key key, uint32_t partitions) {
   return static_cast<PartitionId>(key % partitions);

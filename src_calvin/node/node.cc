@@ -207,6 +207,13 @@ std::string Node::Start() {
           },
           start));
     }
+    // After the load ends, LTXs begun here still resolve: through their
+    // records (which the first sequencer takes), or through the log's
+    // timeout, which needs epochs to pass.
+    SequencerRunner* first = runners_.front().get();
+    first->SetDrain([this, first] {
+      return ltx_records_.size() > 0 || scheduler_->OwesLtxWork(first->current_epoch());
+    });
   }
   start_us_ = NowMicros();
   for (auto& runner : runners_) runner->Start();
@@ -423,7 +430,7 @@ void Node::Run(const std::function<bool()>& interrupted) {
 void Node::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
-  for (auto& runner : runners_) runner->RequestStop();
+  for (auto& runner : runners_) runner->Abort();
   for (auto& runner : runners_) runner->Join();
   if (reporter_.joinable()) {
     {

@@ -6,7 +6,8 @@ namespace paxflow {
 
 LocalPartitions::LocalPartitions(const NodeParams& params, const Application* app,
                                  uint32_t partitions, uint32_t sequencers, ResultSink* results,
-                                 bool runs_procedures) {
+                                 bool runs_procedures,
+                                 const std::vector<RecordSubmitter*>& records) {
   for (PartitionId p = 0; p < partitions; ++p) {
     stores_.push_back(MakeStore(params.engine, p, partitions, *app, params.workload.value_size));
     LoadPartition(*app, p, partitions, stores_.back().get());
@@ -15,7 +16,8 @@ LocalPartitions::LocalPartitions(const NodeParams& params, const Application* ap
     options.runs_procedures = runs_procedures;
     stats_.push_back(std::make_unique<NodeStats>(options.stats_slots()));
     schedulers_.push_back(std::make_unique<Scheduler>(options, stores_.back().get(), app, this,
-                                                      stats_.back().get(), results));
+                                                      stats_.back().get(), results,
+                                                      p < records.size() ? records[p] : nullptr));
   }
 }
 

@@ -22,8 +22,11 @@ class LocalPartitions : public PeerSender {
   // Loads every partition's initial data. `sequencers`: 0 for one per
   // partition. `runs_procedures`: as replica 0 does (LTX procedures run
   // here); a replay only installs what the log's commit records say.
+  // `records`: where partition p's LTX lane submits its records (one per
+  // partition; empty: nowhere).
   LocalPartitions(const NodeParams& params, const Application* app, uint32_t partitions,
-                  uint32_t sequencers, ResultSink* results, bool runs_procedures = true);
+                  uint32_t sequencers, ResultSink* results, bool runs_procedures = true,
+                  const std::vector<RecordSubmitter*>& records = {});
   ~LocalPartitions() override;
 
   uint32_t size() const { return static_cast<uint32_t>(schedulers_.size()); }

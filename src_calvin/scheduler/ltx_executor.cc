@@ -3,6 +3,8 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <set>
+#include <unordered_set>
 
 #include "common/clock.h"
 
@@ -22,11 +24,12 @@ struct LtxExecutor::Run {
   KeyArea write_area;
   uint32_t round = 0;  // the procedure round that runs next
   LtxReads reads;
-  // The round in flight: what each partition was asked, and who answered.
-  uint32_t awaiting = 0;
-  std::map<PartitionId, std::vector<Key>> asked;
+  // The round in flight: the keys still unanswered, and the partitions
+  // whose scans are.
+  std::unordered_set<Key> unanswered;
+  std::set<PartitionId> scans_unanswered;
   std::vector<LtxReads::Rows> scan_rows;
-  std::vector<PartitionId> answered;
+  bool waiting() const { return !unanswered.empty() || !scans_unanswered.empty(); }
   bool finished = false;  // its record went to the sequencer, or its result out
   int64_t started_us = 0;
 };
@@ -150,7 +153,7 @@ void LtxExecutor::StartScan(std::shared_ptr<const Txn> scan, Epoch snapshot) {
   // Every partition sends its share of the declared ranges; the procedure
   // then runs once, as its round 1, over the whole ranges.
   run->round = 1;
-  run->awaiting = options_.partitions;
+  for (PartitionId p = 0; p < options_.partitions; ++p) run->scans_unanswered.insert(p);
   run->scan_rows.resize(static_cast<size_t>(run->txn->ltx().read_area_size()));
   run->started_us = NowMicros();
   std::lock_guard<std::mutex> lock(mu_);
@@ -222,37 +225,37 @@ void LtxExecutor::RunRound(const std::shared_ptr<Run>& run, size_t index) {
 void LtxExecutor::AskForReads(const std::shared_ptr<Run>& run, const LtxRound& round) {
   const PartitionId self = options_.partition;
   std::vector<LtxReadRequest> requests(options_.partitions);
+  bool asked_any = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (run->finished || !runs_.count(run->txn->id())) return;
-    run->asked.clear();
-    run->answered.clear();
+    std::vector<std::vector<Key>> keys(options_.partitions);
     for (Key key : round.reads) {
       bool found;
       std::string_view value;
       if (run->reads.Get(key, &found, &value)) continue;  // read in an earlier round
-      std::vector<Key>& keys = run->asked[PartitionOf(key, options_.partitions)];
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+      keys[PartitionOf(key, options_.partitions)].push_back(key);
     }
+    run->unanswered.clear();
+    run->scans_unanswered.clear();
     run->scan_rows.assign(round.scans.size(), {});
-    uint32_t asked = 0;
     for (PartitionId p = 0; p < options_.partitions; ++p) {
-      auto keys = run->asked.find(p);
-      const bool has_keys = keys != run->asked.end() && !keys->second.empty();
-      if (!has_keys && round.scans.empty()) continue;
-      if (!has_keys) run->asked[p];  // scans reach every partition
+      std::sort(keys[p].begin(), keys[p].end());
+      keys[p].erase(std::unique(keys[p].begin(), keys[p].end()), keys[p].end());
+      if (keys[p].empty() && round.scans.empty()) continue;  // scans reach every partition
+      run->unanswered.insert(keys[p].begin(), keys[p].end());
+      if (!round.scans.empty()) run->scans_unanswered.insert(p);
       LtxReadRequest& request = requests[p];
       request.set_ltx_id(run->txn->id());
       request.set_round(run->round);
       request.set_from_partition(self);
-      if (has_keys) request.mutable_keys()->Add(keys->second.begin(), keys->second.end());
+      request.mutable_keys()->Add(keys[p].begin(), keys[p].end());
       for (const KeyRange& scan : round.scans) *request.add_scans() = scan;
-      ++asked;
+      asked_any = true;
     }
-    run->awaiting = asked;
-    if (asked == 0) ++run->round;  // everything asked was read before
+    if (!asked_any) ++run->round;  // everything asked was read before
   }
-  if (run->awaiting == 0) {
+  if (!asked_any) {
     auto task = std::make_unique<Task>();
     task->kind = Task::kRound;
     task->ltx = run->txn->id();
@@ -280,47 +283,42 @@ void LtxExecutor::OnReply(LtxReadReply&& reply) {
     if (it == runs_.end()) return;  // resolved, or never ours: nothing waits for it
     run = it->second;
     const PartitionId from = reply.from_partition();
-    if (run->finished || reply.round() != run->round || run->awaiting == 0 ||
-        std::find(run->answered.begin(), run->answered.end(), from) != run->answered.end()) {
-      return;
-    }
-    const bool scan_record = run->scan;
-    auto asked = run->asked.find(from);
-    if (!scan_record && asked == run->asked.end()) return;  // not asked: a stray reply
+    if (run->finished || reply.round() != run->round || !run->waiting()) return;
+    const size_t scans = run->scan_rows.size();
+    const bool shaped =
+        reply.keys_size() == reply.value_size() && reply.keys_size() == reply.found_size() &&
+        reply.scan_key_size() == reply.scan_value_size() &&
+        (!reply.scans_included() ||
+         (static_cast<size_t>(reply.scan_begin_size()) == scans &&
+          std::is_sorted(reply.scan_begin().begin(), reply.scan_begin().end()) &&
+          (scans == 0 || reply.scan_begin(static_cast<int>(scans) - 1) <=
+                             static_cast<uint32_t>(reply.scan_key_size()))));
     if (!reply.error().empty()) {
       failure = "partition " + std::to_string(from) + ": " + reply.error();
       run->finished = true;
+    } else if (!shaped) {
+      LOG(ERROR) << "partition " << options_.partition << ": dropped a malformed LTX reply for "
+                 << TxnIdString(reply.ltx_id()) << " from partition " << from;
+      return;
     } else {
-      const size_t keys = scan_record ? 0 : asked->second.size();
-      const size_t scans = run->scan_rows.size();
-      const bool shaped =
-          static_cast<size_t>(reply.value_size()) == keys &&
-          static_cast<size_t>(reply.found_size()) == keys &&
-          reply.scan_key_size() == reply.scan_value_size() &&
-          static_cast<size_t>(reply.scan_begin_size()) == scans &&
-          std::is_sorted(reply.scan_begin().begin(), reply.scan_begin().end()) &&
-          (scans == 0 || reply.scan_begin(static_cast<int>(scans) - 1) <=
-                             static_cast<uint32_t>(reply.scan_key_size()));
-      if (!shaped) {
-        LOG(ERROR) << "partition " << options_.partition << ": dropped a malformed LTX reply for "
-                   << TxnIdString(reply.ltx_id()) << " from partition " << from;
-        return;
+      // Only keys asked and not answered yet count (a repeat is ignored).
+      for (int i = 0; i < reply.keys_size(); ++i) {
+        const Key key = reply.keys(i);
+        if (PartitionOf(key, options_.partitions) != from || !run->unanswered.erase(key)) continue;
+        run->reads.SetPoint(key, reply.found(i), reply.value(i));
       }
-      for (size_t i = 0; i < keys; ++i) {
-        run->reads.SetPoint(asked->second[i], reply.found(static_cast<int>(i)),
-                            reply.value(static_cast<int>(i)));
-      }
-      for (size_t s = 0; s < scans; ++s) {
-        const size_t begin = reply.scan_begin(static_cast<int>(s));
-        const size_t end = s + 1 < scans ? reply.scan_begin(static_cast<int>(s) + 1)
-                                         : static_cast<size_t>(reply.scan_key_size());
-        for (size_t r = begin; r < end; ++r) {
-          run->scan_rows[s].emplace_back(reply.scan_key(static_cast<int>(r)),
-                                         reply.scan_value(static_cast<int>(r)));
+      if (reply.scans_included() && run->scans_unanswered.erase(from)) {
+        for (size_t s = 0; s < scans; ++s) {
+          const size_t begin = reply.scan_begin(static_cast<int>(s));
+          const size_t end = s + 1 < scans ? reply.scan_begin(static_cast<int>(s) + 1)
+                                           : static_cast<size_t>(reply.scan_key_size());
+          for (size_t r = begin; r < end; ++r) {
+            run->scan_rows[s].emplace_back(reply.scan_key(static_cast<int>(r)),
+                                           reply.scan_value(static_cast<int>(r)));
+          }
         }
       }
-      run->answered.push_back(from);
-      if (--run->awaiting == 0) {
+      if (!run->waiting()) {
         for (auto& rows : run->scan_rows) {
           std::sort(rows.begin(), rows.end(),
                     [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -430,6 +428,7 @@ void LtxExecutor::ReportScan(Run* run, const TxnOutcome& outcome, size_t index) 
     ReadValues none;
     results_->OnResult(txn, outcome, run->snapshot, none);
   }
+  if (callbacks_.scan_finished) callbacks_.scan_finished(txn.id());
 }
 
 // -------------------------------------------------------- participant side
@@ -448,6 +447,8 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
   reply.set_round(task.round);
   reply.set_from_partition(options_.partition);
   store_->EnterSnapshot(slot);
+  reply.mutable_keys()->Add(task.keys.begin(), task.keys.end());
+  reply.set_scans_included(!task.scans.empty());
   for (size_t i = 0; i < task.keys.size(); ++i) {
     if (task.key_chosen[i]) {
       reply.add_found(task.key_values[i].first);

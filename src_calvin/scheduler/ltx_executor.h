@@ -65,6 +65,8 @@ class LtxExecutor {
     std::function<void(LtxReadRequest&&)> deliver_request;
     // A participant's share of long scan `id` was read and sent.
     std::function<void(TxnId id)> scan_served;
+    // Origin: long scan `id` has its result (or failed).
+    std::function<void(TxnId id)> scan_finished;
   };
 
   LtxExecutor(const LtxExecutorOptions& options, Store* store, const Application* app,

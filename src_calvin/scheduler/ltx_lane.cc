@@ -188,6 +188,7 @@ void LtxLane::Begin(const Txn& txn, Epoch epoch) {
   entry.area = std::move(area);
   entry.origin_here = origin_here;
   unresolved_.insert(txn.id());
+  areas_.Add(txn.id(), entry.area);
   begun_this_epoch_.push_back(txn.id());
 }
 
@@ -258,6 +259,7 @@ void LtxLane::Resolve(Entry* entry, bool install, Epoch epoch, uint64_t anchor, 
   }
   entry->resolved_epoch = epoch;
   unresolved_.erase(id);
+  areas_.Remove(id, entry->area);
   resolved_this_epoch_ = true;
   executor_.Forget(id);
   for (auto guard = guards_.begin(); guard != guards_.end();) {
@@ -332,6 +334,7 @@ void LtxLane::Resolve(Entry* entry, bool install, Epoch epoch, uint64_t anchor, 
 
 void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
   entry->state = State::kInstalled;
+  for (const auto& [key, write] : entry->local_writes) written_[key].push_back(entry->id);
   const bool report = entry->origin_here && options_.runs_procedures;
   TxnOutcome outcome;
   outcome.checksum = entry->commit->ltx().checksum();
@@ -390,18 +393,21 @@ void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch sna
 
 bool LtxLane::Covers(const TxnWork& work) const {
   scratch_covering_.clear();
-  if (unresolved_.empty()) return false;
-  const std::vector<Key> keys = KeysOf(*work.txn);
-  for (TxnId id : unresolved_) {
-    const Entry& entry = ltxs_.at(id);
-    if (entry.begin_epoch >= current_epoch_) continue;  // active from the epoch after its begin
-    for (Key key : keys) {
-      if (entry.area.Contains(key)) {
+  if (areas_.empty()) return false;
+  auto check = [&](Key key) {
+    areas_.ForEachCovering(key, [&](TxnId id) {
+      // Active from the epoch after its begin.
+      if (ltxs_.at(id).begin_epoch >= current_epoch_) return;
+      if (std::find(scratch_covering_.begin(), scratch_covering_.end(), id) ==
+          scratch_covering_.end()) {
         scratch_covering_.push_back(id);
-        break;
       }
-    }
-  }
+    });
+  };
+  const Txn& txn = *work.txn;
+  for (Key key : txn.read_set()) check(key);
+  for (Key key : txn.read_write_set()) check(key);
+  for (Key key : txn.write_set()) check(key);
   return !scratch_covering_.empty();
 }
 
@@ -454,15 +460,13 @@ bool LtxLane::IsPendingFor(const Entry& entry, const ReadPlan& plan) const {
 bool LtxLane::KeyCoveredUnresolved(Key key, const ReadPlan& plan,
                                    std::vector<TxnId>* covering) const {
   bool any = false;
-  for (TxnId id : unresolved_) {
-    const Entry& entry = ltxs_.at(id);
-    if (IsPendingFor(entry, plan) && entry.area.Contains(key)) {
-      if (std::find(covering->begin(), covering->end(), id) == covering->end()) {
-        covering->push_back(id);
-      }
-      any = true;
+  areas_.ForEachCovering(key, [&](TxnId id) {
+    if (!IsPendingFor(ltxs_.at(id), plan)) return;
+    if (std::find(covering->begin(), covering->end(), id) == covering->end()) {
+      covering->push_back(id);
     }
-  }
+    any = true;
+  });
   return any;
 }
 
@@ -483,13 +487,14 @@ bool LtxLane::RangeCoveredUnresolved(Key lo, Key hi, const ReadPlan& plan,
 
 bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::string* value) const {
   // The last LTX (in LTX order) pending for the reader that wrote the key.
-  for (auto it = ltxs_.rbegin(); it != ltxs_.rend(); ++it) {
-    const Entry& entry = it->second;
-    if (entry.state != State::kInstalled || !IsPendingFor(entry, plan)) continue;
-    auto write = entry.local_writes.find(key);
-    if (write == entry.local_writes.end()) continue;
-    *found = !write->second->deleted();
-    *value = *found ? write->second->value() : std::string();
+  auto writers = written_.find(key);
+  if (writers == written_.end()) return false;
+  for (auto it = writers->second.rbegin(); it != writers->second.rend(); ++it) {
+    const Entry& entry = ltxs_.at(*it);
+    if (!IsPendingFor(entry, plan)) continue;
+    const LtxWrite* write = entry.local_writes.at(key);
+    *found = !write->deleted();
+    *value = *found ? write->value() : std::string();
     return true;
   }
   return false;
@@ -618,32 +623,41 @@ void LtxLane::OnReadRequest(LtxReadRequest&& request) {
 
 void LtxLane::ServeRequest(LtxReadRequest&& request) {
   const Entry& entry = ltxs_.at(request.ltx_id());
-  auto task = std::make_unique<LtxReadTask>();
-  task->ltx = request.ltx_id();
-  task->round = request.round();
-  task->reply_to = request.from_partition();
-  task->snapshot = entry.begin_epoch;
-  task->keys.assign(request.keys().begin(), request.keys().end());
-  task->scans.assign(request.scans().begin(), request.scans().end());
   ReadPlan plan;
   plan.snapshot = entry.begin_epoch;
   plan.pending = &entry.pending;
+  auto make_task = [&] {
+    auto task = std::make_unique<LtxReadTask>();
+    task->ltx = request.ltx_id();
+    task->round = request.round();
+    task->reply_to = request.from_partition();
+    task->snapshot = entry.begin_epoch;
+    return task;
+  };
+  // What no pending LTX covers is served now; the rest waits for the LTXs
+  // whose areas hold it (the scans as a whole: they answer in one piece).
+  auto ready = make_task();
+  auto waiting = make_task();
   std::vector<TxnId> covering;
-  for (Key key : task->keys) KeyCoveredUnresolved(key, plan, &covering);
-  for (const KeyRange& scan : task->scans) {
-    RangeCoveredUnresolved(scan.lo(), scan.hi(), plan, &covering);
+  for (Key key : request.keys()) {
+    (KeyCoveredUnresolved(key, plan, &covering) ? waiting : ready)->keys.push_back(key);
   }
-  if (!covering.empty()) {
-    const uint64_t waiter = next_waiter_++;
-    ParkedRead& read = parked_[waiter];
-    read.task = std::move(task);
-    read.ltx_pending = entry.pending;
-    read.waiting = static_cast<uint32_t>(covering.size());
-    ParkOn(covering, waiter);
-    return;
+  bool scans_wait = false;
+  for (const KeyRange& scan : request.scans()) {
+    scans_wait |= RangeCoveredUnresolved(scan.lo(), scan.hi(), plan, &covering);
   }
-  PrepareTask(task.get(), plan);
-  ServeWhenPublished(std::move(task));
+  (scans_wait ? waiting : ready)->scans.assign(request.scans().begin(), request.scans().end());
+  if (!ready->keys.empty() || !ready->scans.empty()) {
+    PrepareTask(ready.get(), plan);
+    ServeWhenPublished(std::move(ready));
+  }
+  if (covering.empty()) return;
+  const uint64_t waiter = next_waiter_++;
+  ParkedRead& read = parked_[waiter];
+  read.task = std::move(waiting);
+  read.ltx_pending = entry.pending;
+  read.waiting = static_cast<uint32_t>(covering.size());
+  ParkOn(covering, waiter);
 }
 
 void LtxLane::StartScanShare(const TxnWork& work) {
@@ -685,6 +699,12 @@ void LtxLane::OnScanServed(TxnId id) {
   // The origin's tracking of its scan ends with its result or its timeout.
 }
 
+size_t LtxLane::unresolved_here() const {
+  size_t count = scans_here_.size();
+  for (TxnId id : unresolved_) count += ltxs_.at(id).origin_here ? 1 : 0;
+  return count;
+}
+
 // ------------------------------------------------------------ GC
 
 void LtxLane::CollectPins(std::vector<Epoch>* pins) const {
@@ -708,6 +728,13 @@ void LtxLane::Forget(Epoch read_only_snapshot) {
     const Entry& entry = it->second;
     const bool resolved = entry.state == State::kInstalled || entry.state == State::kAborted;
     if (resolved && entry.resolved_epoch <= needed && !waiters_.count(entry.id)) {
+      for (const auto& [key, write] : entry.local_writes) {
+        auto writers = written_.find(key);
+        if (writers == written_.end()) continue;
+        auto& ltxs = writers->second;
+        ltxs.erase(std::remove(ltxs.begin(), ltxs.end(), entry.id), ltxs.end());
+        if (ltxs.empty()) written_.erase(writers);
+      }
       it = ltxs_.erase(it);
     } else {
       ++it;

@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@
 #include "backend/store.h"
 #include "common/key_area.h"
 #include "common/stats.h"
+#include "scheduler/area_index.h"
 #include "scheduler/ltx_executor.h"
 #include "scheduler/participants.h"
 #include "scheduler/sinks.h"
@@ -102,8 +104,10 @@ class LtxLane {
   void OnReadRequest(LtxReadRequest&& request);
   // publish_epoch advanced: read tasks waiting for it go to the LTX threads.
   void OnPublish(Epoch published);
-  // A participant's share of a long scan was served.
+  // A participant's share of a long scan was served; a scan begun here
+  // has its result.
   void OnScanServed(TxnId id);
+  void OnScanFinished(TxnId id) { scans_here_.erase(id); }
 
   // Snapshots this lane's readers still need; and drops commit values and
   // resolved LTXs no reader can need any more (`read_only_snapshot`: the
@@ -115,6 +119,8 @@ class LtxLane {
   void OnReadReply(LtxReadReply&& reply) { executor_.OnReply(std::move(reply)); }
 
   size_t active() const { return unresolved_.size(); }
+  // LTXs and long scans begun at this partition, not resolved yet.
+  size_t unresolved_here() const;
   size_t deferred() const { return deferred_.size(); }
   size_t parked() const { return parked_.size(); }
 
@@ -209,6 +215,10 @@ class LtxLane {
 
   std::map<TxnId, Entry> ltxs_;           // by id = begin order
   std::set<TxnId> unresolved_;            // active or held
+  AreaIndex areas_;                       // the WP areas of unresolved LTXs
+  // For each key a known installed LTX wrote on this partition, those
+  // LTXs (ascending): where readers look for the values they must see.
+  std::unordered_map<Key, std::vector<TxnId>> written_;
   std::map<TxnId, std::vector<uint64_t>> waiters_;  // LTX -> waiter ids (deferred, parked)
   std::map<uint64_t, Deferred> deferred_;           // waiter id -> deferred txn
   std::map<uint64_t, ParkedRead> parked_;           // waiter id -> parked reader

@@ -50,14 +50,8 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
                     [this](LtxReadRequest&& request) {
                       DeliverLtxReadRequest(std::move(request));
                     },
-                    [this](TxnId id) {
-                      {
-                        std::lock_guard<std::mutex> lock(inbox_mu_);
-                        inbox_scans_served_.push_back(id);
-                        wake_ = true;
-                      }
-                      inbox_cv_.notify_one();
-                    }}),
+                    [this](TxnId id) { PostScanEvent(&inbox_scans_served_, id); },
+                    [this](TxnId id) { PostScanEvent(&inbox_scans_finished_, id); }}),
       workers_(WorkerOptionsOf(options), store, app, peers, stats, results,
                WorkerPool::Callbacks{
                    [this](TxnWork* work, bool finished) { PostDone(work, finished); },
@@ -125,6 +119,15 @@ void Scheduler::PostDone(TxnWork* work, bool finished) {
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
     inbox_done_.push_back(DoneMessage{work, finished});
+    wake_ = true;
+  }
+  inbox_cv_.notify_one();
+}
+
+void Scheduler::PostScanEvent(std::vector<TxnId>* events, TxnId id) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    events->push_back(id);
     wake_ = true;
   }
   inbox_cv_.notify_one();
@@ -208,6 +211,8 @@ void Scheduler::TakeInbox(std::vector<std::unique_ptr<Batch>>* batches,
   inbox_ltx_requests_.clear();
   for (TxnId id : inbox_scans_served_) ltx_lane_.OnScanServed(id);
   inbox_scans_served_.clear();
+  for (TxnId id : inbox_scans_finished_) ltx_lane_.OnScanFinished(id);
+  inbox_scans_finished_.clear();
 }
 
 void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
@@ -255,6 +260,7 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   active_ltx_.store(ltx_lane_.active(), std::memory_order_relaxed);
   deferred_.store(ltx_lane_.deferred(), std::memory_order_relaxed);
   parked_.store(ltx_lane_.parked(), std::memory_order_relaxed);
+  origin_ltx_.store(ltx_lane_.unresolved_here(), std::memory_order_release);
   {
     std::string waiting;
     if (!merger_.Finished()) {

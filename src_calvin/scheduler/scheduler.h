@@ -116,6 +116,13 @@ class Scheduler {
   Epoch last_epoch() const { return published_.load(std::memory_order_acquire); }
 
   SchedulerStatus Status() const;
+  // Work of the LTX lane that this node's sequencer owes the log: an LTX or
+  // long scan begun here is unresolved, or an epoch up to `sequenced` is
+  // not admitted yet (it may begin one). Any thread.
+  bool OwesLtxWork(Epoch sequenced) const {
+    return origin_ltx_.load(std::memory_order_acquire) > 0 ||
+           admitted_.load(std::memory_order_acquire) < sequenced;
+  }
   uint64_t dropped_messages() const {
     return dropped_messages_.load(std::memory_order_relaxed) + workers_.dropped_messages();
   }
@@ -162,6 +169,7 @@ class Scheduler {
   void FlushReady();
   void UpdatePins();
   void PostDone(TxnWork* work, bool finished);
+  void PostScanEvent(std::vector<TxnId>* events, TxnId id);
   void Wake();
 
   const SchedulerOptions options_;
@@ -188,7 +196,7 @@ class Scheduler {
   LtxLane ltx_lane_;
   std::vector<LtxLane::Action> actions_;  // scratch
   std::vector<LtxReadRequest> inbox_ltx_requests_, ltx_requests_;
-  std::vector<TxnId> inbox_scans_served_;
+  std::vector<TxnId> inbox_scans_served_, inbox_scans_finished_;
   std::vector<TxnWork*> ready_locked_;
   std::vector<WorkItem> ready_rw_, ready_ro_;
   std::vector<DigestRequest> digests_;
@@ -209,7 +217,7 @@ class Scheduler {
   std::atomic<uint64_t> locked_keys_{0};
   std::atomic<uint64_t> buffered_epochs_{0};
   std::atomic<uint64_t> dropped_messages_{0};
-  std::atomic<uint64_t> active_ltx_{0}, deferred_{0}, parked_{0};
+  std::atomic<uint64_t> active_ltx_{0}, deferred_{0}, parked_{0}, origin_ltx_{0};
   // Every epoch up to here is done and freed (later ones may be freed too).
   std::atomic<Epoch> freed_through_{0};
   mutable std::mutex status_mu_;

@@ -21,10 +21,10 @@ TxnClass Sequencer::Classify(const Txn& txn) {
 }
 
 std::vector<std::unique_ptr<Batch>> Sequencer::CloseEpoch(Epoch epoch, int64_t now_us,
-                                                          bool final) {
+                                                          bool final, bool take_new) {
   auto all = std::make_unique<Batch>();
   if (records_) records_->TakeAll(now_us, all.get());
-  size_t room = options_.max_batch;
+  size_t room = take_new ? options_.max_batch : 0;
   for (TxnSource* source : sources_) {
     if (room == 0) break;
     room -= source->Fill(room, now_us, all.get());
@@ -129,20 +129,35 @@ void SequencerRunner::RequestStop() {
   cv_.notify_all();
 }
 
+void SequencerRunner::Abort() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    abort_.store(true);
+    stop_.store(true);
+  }
+  cv_.notify_all();
+}
+
 void SequencerRunner::Join() {
   if (thread_.joinable()) thread_.join();
 }
 
 void SequencerRunner::Run() {
   const auto period = std::chrono::milliseconds(epoch_ms_);
+  bool ended = false;  // the load has ended; draining what is owed
   for (Epoch epoch = 1;; ++epoch) {
     const auto deadline = start_ + period * static_cast<int64_t>(epoch);
     {
+      // Once the load has ended, epochs keep their schedule (a stop request
+      // no longer hurries them); only an abort does.
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_until(lock, deadline, [&] { return stop_.load(); });
+      cv_.wait_until(lock, deadline, [&] { return ended ? abort_.load() : stop_.load(); });
     }
-    const bool final = stop_.load() || (run_epochs_ > 0 && epoch >= run_epochs_);
-    auto batches = sequencer_->CloseEpoch(epoch, NowMicros(), final);
+    // The epoch the load ends in still takes new txns, as every epoch did.
+    const bool take_new = !ended;
+    ended |= stop_.load() || (run_epochs_ > 0 && epoch >= run_epochs_);
+    const bool final = ended && (abort_.load() || !drain_ || !drain_());
+    auto batches = sequencer_->CloseEpoch(epoch, NowMicros(), final, take_new);
     epoch_.store(epoch, std::memory_order_relaxed);
     for (PartitionId p = 0; p < batches.size(); ++p) deliver_(p, std::move(batches[p]));
     if (final) break;

@@ -44,8 +44,10 @@ class Sequencer {
             RecordQueue* records = nullptr);
 
   // Closes `epoch`: one batch per partition, indexed by partition; empty
-  // ones included so no scheduler waits for them.
-  std::vector<std::unique_ptr<Batch>> CloseEpoch(Epoch epoch, int64_t now_us, bool final);
+  // ones included so no scheduler waits for them. Without `take_new` only
+  // LTX records go in (the load has ended; the lane is draining).
+  std::vector<std::unique_ptr<Batch>> CloseEpoch(Epoch epoch, int64_t now_us, bool final,
+                                                 bool take_new = true);
 
   // RO when the txn writes nothing; the client's LTX request is kept.
   static TxnClass Classify(const Txn& txn);
@@ -73,7 +75,14 @@ class SequencerRunner {
                   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
   ~SequencerRunner();
   void Start();
-  void RequestStop();  // the next epoch is the final one
+  // Ends the load: no new txns from the next epoch on. That epoch is the
+  // final one unless `drain` (SetDrain) says work this sequencer owes is
+  // unresolved (an LTX begun here, a record not yet sequenced): then epochs
+  // keep closing on schedule, with records only, until it says no.
+  void RequestStop();
+  // Ends at the next epoch whatever is unresolved (shutdown).
+  void Abort();
+  void SetDrain(std::function<bool()> drain) { drain_ = std::move(drain); }
   void Join();
   Epoch current_epoch() const { return epoch_.load(std::memory_order_relaxed); }
   bool done() const { return done_.load(); }
@@ -88,7 +97,9 @@ class SequencerRunner {
   const std::chrono::steady_clock::time_point start_;
   std::atomic<Epoch> epoch_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> abort_{false};
   std::atomic<bool> done_{false};
+  std::function<bool()> drain_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::thread thread_;
