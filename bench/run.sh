@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
-# Benchmarks. Run nothing else heavy meanwhile: the machine has 2 cores.
-#  1. Google Benchmark micro-benchmarks (lock manager, stores, GC).
-#  2. The presets on one node, calvin and paxflow side by side, one run.
-# Results land in results/bench-<date>/.
+# `make bench`: the benchmarks. Run nothing else heavy meanwhile: the
+# machine's cores are the instrument.
+#  1. Google Benchmark micro-benchmarks: lock manager, stores, versioned
+#     reads and writes, GC under a long reader, whole txns' store work.
+#  2. The benchmark matrix on one node (deployment/local-1.conf): every
+#     workload preset in calvin and paxflow mode, at its own batch size and
+#     with the batch cap lifted, plus ro and mixed with two sequencers per
+#     node; a table with the ratio and each run's peak resident memory.
+# Results land in results/bench-<date>/ (compare.md is the README's table).
+#
+# Knobs: DURATION (seconds per run, default 10), REPEAT (runs per cell,
+# median kept; default 1), MICRO_FILTER (a --benchmark_filter regex),
+# SKIP_MICRO=1, UPDATE_README=1 (rewrite README.md's performance section).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 build=${1:-build}
 out=results/bench-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
-echo "== micro-benchmarks"
-"$build/bin/micro_bench" --benchmark_out="$out/micro.json" --benchmark_out_format=json \
-  ${MICRO_FILTER:+--benchmark_filter="$MICRO_FILTER"}
-echo "== workloads on deployment/local-1.conf, calvin vs paxflow"
-"$build/bin/paxflow-bench" --config=deployment/local-1.conf --quiet \
-  --duration="${DURATION:-10}" --results="$out" \
-  --runs="${RUNS:-ro,ro:ro_workers=1,ro:ro_workers=2,ro:max_batch=5000:max_inflight=10000,mixed,mixed50,rmw,rmw-hot}"
+if [ -z "${SKIP_MICRO:-}" ]; then
+  echo "== micro-benchmarks"
+  "$build/bin/micro_bench" --benchmark_out="$out/micro.json" --benchmark_out_format=json \
+    ${MICRO_FILTER:+--benchmark_filter="$MICRO_FILTER"}
+fi
+echo "== benchmark matrix on deployment/local-1.conf, calvin vs paxflow"
+"$build/bin/paxflow-bench" --config=deployment/local-1.conf --quiet --matrix \
+  --duration="${DURATION:-10}" --repeat="${REPEAT:-1}" --results="$out" \
+  ${UPDATE_README:+--update_readme=README.md}

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <mutex>
+#include <set>
 
 #include "applications/ycsb.h"
 #include "backend/single_version_store.h"
 #include "replay/replay.h"
 #include "scheduler/scheduler.h"
+#include "sequencer/input_log.h"
 #include "tests/result_log.h"
 #include "tests/serial_reference.h"
 #include "tests/test_util.h"
@@ -28,6 +30,7 @@ struct Topology {
   Mode mode;
   uint32_t partitions;
   const char* preset;
+  uint32_t sequencers_per_node = 1;
 };
 
 class DeterminismTest : public ::testing::TestWithParam<Topology> {};
@@ -37,12 +40,20 @@ TEST_P(DeterminismTest, RunReplaysAndSerialExecutionAgree) {
   TempDir logs;
   NodeParams params = TestParams(topology.preset, topology.mode, /*run_epochs=*/80);
   params.engine.log_dir = logs.path();
+  params.engine.sequencers_per_node = topology.sequencers_per_node;
   if (topology.partitions > 1) params.workload.multi_partition_pct = 30;
   ResultLog results;
   InProcessCluster cluster(MakeConfig("det", topology.partitions, 1, "inproc"), params, &results);
   ASSERT_EQ(cluster.Start(), "");
   ASSERT_TRUE(cluster.WaitFinished(120000));
   const uint64_t live = cluster.DatabaseDigest();
+  // Every sequencer of every node fed the order, and the logs say how many.
+  std::set<uint32_t> sequencers;
+  for (TxnId id : results.order()) sequencers.insert(TxnSequencer(id));
+  EXPECT_EQ(sequencers.size(), topology.partitions * topology.sequencers_per_node);
+  InputLogReader log;
+  ASSERT_EQ(log.Open(InputLogPath(logs.path(), 0)), "");
+  EXPECT_EQ(log.header().sequencers(), topology.partitions * topology.sequencers_per_node);
 
   testing::SerialResult serial = SerialExecute(logs.path(), params.workload);
   ASSERT_EQ(serial.error, "");
@@ -77,10 +88,16 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Topology{Mode::kCalvin, 1, "mixed"}, Topology{Mode::kCalvin, 3, "mixed"},
                       Topology{Mode::kCalvin, 3, "bank"}, Topology{Mode::kCalvin, 1, "rmw"},
                       Topology{Mode::kPaxflow, 1, "mixed"}, Topology{Mode::kPaxflow, 3, "mixed"},
-                      Topology{Mode::kPaxflow, 1, "bank"}, Topology{Mode::kPaxflow, 3, "bank"}),
+                      Topology{Mode::kPaxflow, 1, "bank"}, Topology{Mode::kPaxflow, 3, "bank"},
+                      // Several sequencers per node (--sequencers_per_node).
+                      Topology{Mode::kPaxflow, 1, "mixed", 3}, Topology{Mode::kCalvin, 3, "mixed", 2},
+                      Topology{Mode::kPaxflow, 3, "bank", 2}),
     [](const ::testing::TestParamInfo<Topology>& info) {
       return std::string(ModeName(info.param.mode)) + "_" +
-             std::to_string(info.param.partitions) + "p_" + info.param.preset;
+             std::to_string(info.param.partitions) + "p_" + info.param.preset +
+             (info.param.sequencers_per_node > 1
+                  ? "_" + std::to_string(info.param.sequencers_per_node) + "seq"
+                  : "");
     });
 
 TEST(DeterminismTest, ReplicasReachTheSameDigest) {

@@ -37,15 +37,23 @@ EngineHarness::EngineHarness(const NodeParams& params, uint32_t partitions, Resu
       InputLogWriter* log = logs_.back().get();
       scheduler(p).SetBeforeExecute([log](const MergedEpoch& epoch) { log->Append(epoch); });
     }
-    generators_.push_back(std::make_unique<GeneratorSource>(
-        app_->NewGenerator(p, partitions, params.engine.seed + p), /*max_inflight=*/0, nullptr));
-    SequencerOptions sequencer;
-    sequencer.sequencer_id = p;
-    sequencer.partitions = partitions;
-    sequencer.node = p;
-    sequencer.max_batch = params.engine.max_batch;
-    sequencers_.push_back(std::make_unique<Sequencer>(
-        sequencer, std::vector<TxnSource*>{generators_.back().get()}, records_[p].get()));
+    // As a node: sequencers_per_node sequencers, each with its own generator.
+    const uint32_t per_node = params.engine.sequencers_per_node;
+    for (uint32_t index = 0; index < per_node; ++index) {
+      generators_.push_back(std::make_unique<GeneratorSource>(
+          app_->NewGenerator(p, partitions, params.engine.seed + p + (uint64_t{index} << 32)),
+          /*window=*/nullptr));
+      SequencerOptions sequencer;
+      sequencer.sequencer_id = SequencerId(p, index, per_node);
+      sequencer.partition = p;
+      sequencer.partitions = partitions;
+      sequencer.node = p;
+      sequencer.max_batch = params.engine.max_batch;
+      // The first sequencer of a node takes the LTX lane's records.
+      sequencers_.push_back(std::make_unique<Sequencer>(
+          sequencer, std::vector<TxnSource*>{generators_.back().get()},
+          index == 0 ? records_[p].get() : nullptr));
+    }
   }
 }
 

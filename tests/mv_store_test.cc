@@ -103,6 +103,51 @@ TEST_P(MultiVersionStoreTest, GarbageCollectionKeepsWhatPinnedSnapshotsNeed) {
   EXPECT_GT(store_.Metrics().reclaimed_versions, 0u);
 }
 
+// A write-only load (no snapshot reader ever reads most keys) must not grow
+// the store under any policy: versions that no pin needs go, at the latest
+// by the collector's next sweep. Driven step by step: the sweep runs once
+// per epoch, as the collector would between epochs.
+TEST_P(MultiVersionStoreTest, WriteOnlyLoadStaysBounded) {
+  for (Epoch epoch = 1; epoch <= 200; ++epoch) {
+    // The scheduler's pins: the epoch being written, and a reader (e.g. a
+    // digest or a read-only txn) at the previous one.
+    store_.SetSnapshotPins({epoch - 1, epoch});
+    for (Key key = 0; key < 10; ++key) store_.Write(slot_, key, Value(key, epoch), epoch);
+    store_.Write(slot_, 100 + epoch % 7, Value(100, epoch), epoch);  // sparse keys too
+    store_.Sweep(slot_);
+    // Each key: the head, and at most the version the reader at epoch - 1 needs.
+    ASSERT_LE(store_.Metrics().live_versions, 2u * 17) << "epoch " << epoch;
+  }
+  EXPECT_EQ(ReadAt(3, 199), Value(3, 199));
+  EXPECT_EQ(ReadAt(3, 200), Value(3, 200));
+  store_.SetSnapshotPins({200});
+  store_.Sweep(slot_);
+  EXPECT_EQ(store_.Metrics().live_versions, 17u);
+  EXPECT_EQ(store_.ChainLength(3), 1u);
+}
+
+// Without readers between them, a write reuses the block of the head it
+// supersedes (no allocation, no garbage); with one, the old version stays.
+TEST_P(MultiVersionStoreTest, WritesReuseAHeadNoPinNeeds) {
+  store_.SetSnapshotPins({5});
+  store_.Write(slot_, 2, Value(2, 5), 5);
+  EXPECT_EQ(store_.ChainLength(2), 1u);
+  EXPECT_EQ(ReadAt(2, 5), Value(2, 5));
+  const uint64_t pool = store_.pool_bytes();
+  for (Epoch epoch = 6; epoch < 5000; ++epoch) {
+    store_.SetSnapshotPins({epoch});
+    store_.Write(slot_, 2, Value(2, epoch), epoch);
+  }
+  EXPECT_EQ(store_.ChainLength(2), 1u);
+  EXPECT_EQ(store_.pool_bytes(), pool);
+  EXPECT_EQ(store_.Metrics().live_versions, 10u);
+  store_.SetSnapshotPins({4999, 5000});  // a reader stays at 4999
+  store_.Write(slot_, 2, Value(2, 5000), 5000);
+  EXPECT_EQ(store_.ChainLength(2), 2u);
+  EXPECT_EQ(ReadAt(2, 4999), Value(2, 4999));
+  EXPECT_EQ(ReadAt(2, 5000), Value(2, 5000));
+}
+
 INSTANTIATE_TEST_SUITE_P(Policies, MultiVersionStoreTest,
                          ::testing::Values(GcPolicy::kBackground, GcPolicy::kEpo,
                                            GcPolicy::kEpoRead),

@@ -8,12 +8,14 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "backend/key_index.h"
 #include "backend/multi_version_store.h"
+#include "common/hash.h"
 
 namespace paxflow {
 namespace {
@@ -68,17 +70,54 @@ class Pinning {
   std::multiset<Epoch> readers_;
 };
 
-class StoreConcurrencyTest : public ::testing::TestWithParam<GcPolicy> {};
+// The writer's part of an epoch for the dense keys.
+void WriteDenseKeys(MultiVersionStore* store, size_t writer, Epoch epoch) {
+  for (Key key = 0; key < kKeys; ++key) {
+    if (WrittenIn(key, epoch)) store->Write(writer, key, Value(key, epoch), epoch);
+  }
+}
 
-TEST_P(StoreConcurrencyTest, ReadersSeeExactSnapshotsWhileWritersAndCollectorsRun) {
-  GcOptions gc;
-  gc.policy = GetParam();
-  MultiVersionStore store(0, 1, kKeys, 16, gc);
-  for (Key key = 0; key < kKeys; ++key) store.Load(key, Value(key, 0));
-  Pinning pinning(&store);
+// Two short readers, each running `check` `checks` times at a snapshot it
+// pins, over and over, and a collector sweeping, until `done`.
+std::vector<std::thread> StartReadersAndCollector(
+    MultiVersionStore* store, Pinning* pinning, std::atomic<bool>* done,
+    const std::function<void(size_t, Epoch)>& check, int checks) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([=, slot = store->RegisterThread()] {
+      while (!done->load()) {
+        const Epoch version = pinning->Register();
+        for (int i = 0; i < checks; ++i) check(slot, version);
+        pinning->Unregister(version);
+      }
+    });
+  }
+  threads.emplace_back([=, slot = store->RegisterThread()] {
+    while (!done->load()) store->Sweep(slot);
+  });
+  return threads;
+}
+
+// A store of kKeys dense keys under the test's GC policy, pinned as the
+// scheduler would, and the readers' shared flags.
+class StoreConcurrencyTest : public ::testing::TestWithParam<GcPolicy> {
+ protected:
+  StoreConcurrencyTest() : store(0, 1, kKeys, 16, Options()), pinning(&store) {
+    for (Key key = 0; key < kKeys; ++key) store.Load(key, Value(key, 0));
+  }
+  static GcOptions Options() {
+    GcOptions gc;
+    gc.policy = GetParam();
+    return gc;
+  }
+  MultiVersionStore store;
+  Pinning pinning;
   std::atomic<bool> done{false};
   std::atomic<uint64_t> checked{0};
   std::atomic<int> wrong{0};
+};
+
+TEST_P(StoreConcurrencyTest, ReadersSeeExactSnapshotsWhileWritersAndCollectorsRun) {
 
   auto check = [&](size_t slot, Epoch version) {
     store.EnterSnapshot(slot);
@@ -98,31 +137,16 @@ TEST_P(StoreConcurrencyTest, ReadersSeeExactSnapshotsWhileWritersAndCollectorsRu
     while (!done.load()) check(slot, old_snapshot);
     check(slot, old_snapshot);
   });
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
-    readers.emplace_back([&, slot = store.RegisterThread()] {
-      while (!done.load()) {
-        const Epoch version = pinning.Register();
-        for (int i = 0; i < 3; ++i) check(slot, version);
-        pinning.Unregister(version);
-      }
-    });
-  }
-  std::thread collector([&, slot = store.RegisterThread()] {
-    while (!done.load()) store.Sweep(slot);
-  });
+  std::vector<std::thread> threads = StartReadersAndCollector(&store, &pinning, &done, check, 3);
   const size_t writer = store.RegisterThread();
   for (Epoch epoch = 1; epoch <= kEpochs; ++epoch) {
     pinning.Advance(epoch, epoch - 1);
-    for (Key key = 0; key < kKeys; ++key) {
-      if (WrittenIn(key, epoch)) store.Write(writer, key, Value(key, epoch), epoch);
-    }
+    WriteDenseKeys(&store, writer, epoch);
   }
   pinning.Advance(kEpochs, kEpochs);
   done.store(true);
   long_reader.join();
-  for (auto& reader : readers) reader.join();
-  collector.join();
+  for (auto& thread : threads) thread.join();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_GT(checked.load(), 10u);
 
@@ -137,6 +161,60 @@ TEST_P(StoreConcurrencyTest, ReadersSeeExactSnapshotsWhileWritersAndCollectorsRu
   if (GetParam() == GcPolicy::kEpoRead) check(writer, kEpochs);
   EXPECT_LE(store.Metrics().live_versions, (GetParam() == GcPolicy::kEpo ? 6 : 2) * kKeys);
   EXPECT_GT(store.Metrics().reclaimed_versions, kEpochs * kKeys / 4 / 2);
+}
+
+// Snapshot scans over dense and sparse keys while the writer inserts new
+// sparse keys and deletes old ones every epoch and the collector sweeps:
+// each scan sees exactly the keys and values of its snapshot, in order.
+TEST_P(StoreConcurrencyTest, ScansSeeExactSnapshotsWhileKeysComeAndGo) {
+  constexpr Epoch kScanEpochs = 600;
+  constexpr int kInserts = 3;      // new sparse keys per epoch
+  constexpr Epoch kLifetime = 10;  // the first of them is deleted this many epochs later
+  auto sparse_key = [](Epoch epoch, int i) {
+    return kKeys + (Mix64(epoch * 8 + static_cast<uint64_t>(i)) >> 4);
+  };
+  auto check = [&](size_t slot, Epoch version) {
+    std::vector<std::pair<Key, std::string>> expected;
+    for (Key key = 0; key < kKeys; ++key) {
+      expected.emplace_back(key, Value(key, ExpectedEpoch(key, version)));
+    }
+    for (Epoch e = 1; e <= version; ++e) {
+      for (int i = 0; i < kInserts; ++i) {
+        if (i == 0 && e + kLifetime <= version) continue;  // deleted by now
+        expected.emplace_back(sparse_key(e, i), Value(sparse_key(e, i), e));
+      }
+    }
+    std::sort(expected.begin(), expected.end());
+    std::vector<std::pair<Key, std::string>> seen;
+    store.EnterSnapshot(slot);
+    store.ScanAt(slot, 0, UINT64_MAX, version,
+                 [&](Key key, std::string_view value) { seen.emplace_back(key, value); });
+    store.ExitSnapshot(slot);
+    if (seen != expected) wrong.fetch_add(1);
+    checked.fetch_add(1);
+  };
+  std::vector<std::thread> threads = StartReadersAndCollector(&store, &pinning, &done, check, 1);
+  const size_t writer = store.RegisterThread();
+  for (Epoch epoch = 1; epoch <= kScanEpochs; ++epoch) {
+    pinning.Advance(epoch, epoch - 1);
+    WriteDenseKeys(&store, writer, epoch);
+    for (int i = 0; i < kInserts; ++i) {
+      store.Write(writer, sparse_key(epoch, i), Value(sparse_key(epoch, i), epoch), epoch);
+    }
+    if (epoch > kLifetime) store.Delete(writer, sparse_key(epoch - kLifetime, 0), epoch);
+    if (epoch % 50 == 0) {
+      // Let the readers scan a few times at this stage before going on, so
+      // the scans overlap the whole run whatever the scheduling.
+      const uint64_t target = checked.load() + 2;
+      while (checked.load() < target) std::this_thread::yield();
+    }
+  }
+  pinning.Advance(kScanEpochs, kScanEpochs);
+  done.store(true);
+  for (auto& thread : threads) thread.join();
+  check(writer, kScanEpochs);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(checked.load(), 2 * kScanEpochs / 50);
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, StoreConcurrencyTest,

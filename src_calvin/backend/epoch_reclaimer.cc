@@ -7,13 +7,15 @@ namespace {
 constexpr size_t kCollectEvery = 128;
 }  // namespace
 
-EpochReclaimer::EpochReclaimer(size_t slots) {
+EpochReclaimer::EpochReclaimer(size_t slots, void* context) : context_(context) {
   for (size_t i = 0; i < slots; ++i) slots_.push_back(std::make_unique<Slot>());
 }
 
 EpochReclaimer::~EpochReclaimer() {
-  for (auto& slot : slots_) {
-    for (const Retired& retired : slot->retired) retired.deleter(retired.pointer);
+  for (size_t slot = 0; slot < slots_.size(); ++slot) {
+    for (const Retired& retired : slots_[slot]->retired) {
+      retired.deleter(context_, slot, retired.pointer);
+    }
   }
 }
 
@@ -61,7 +63,7 @@ void EpochReclaimer::Collect(size_t slot) {
   uint64_t freed = 0;
   for (const Retired& retired : owner.retired) {
     if (retired.epoch < oldest) {
-      retired.deleter(retired.pointer);
+      retired.deleter(context_, slot, retired.pointer);
       ++freed;
     } else {
       owner.retired[kept++] = retired;

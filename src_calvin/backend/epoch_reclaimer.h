@@ -5,6 +5,9 @@
 // A reader announces the reclamation epoch it started in (Enter) and
 // withdraws (Exit); memory unlinked while any reader that started at or
 // before its retirement is still inside is kept. Only then is it freed.
+// Memory is freed by the slot that retired it, on that slot's thread (in
+// Retire or Collect), so a deleter may use per-slot state such as a pool's
+// free lists; it gets the reclaimer's context and the slot.
 // Threads: slot i is used by one thread at a time; slots are independent.
 #pragma once
 #include <atomic>
@@ -16,9 +19,10 @@ namespace paxflow {
 
 class EpochReclaimer {
  public:
-  using Deleter = void (*)(void*);
+  using Deleter = void (*)(void* context, size_t slot, void* pointer);
 
-  explicit EpochReclaimer(size_t slots);
+  // `context` is passed to every deleter.
+  explicit EpochReclaimer(size_t slots, void* context = nullptr);
   ~EpochReclaimer();  // frees everything still retired
   EpochReclaimer(const EpochReclaimer&) = delete;
   EpochReclaimer& operator=(const EpochReclaimer&) = delete;
@@ -47,6 +51,7 @@ class EpochReclaimer {
   uint64_t OldestActive() const;
 
   mutable std::atomic<uint64_t> global_epoch_{1};  // mutable: scans use it as a barrier
+  void* const context_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::atomic<uint64_t> freed_{0};
 };

@@ -5,10 +5,15 @@
 // keys a bucket, a four times larger one takes new keys; lookups try the
 // newest generation first. Nothing ever moves, so readers need no lock.
 //
-// Threads: Find from any thread, lock-free. FindOrCreate from a thread that
-// holds the key's exclusive lock (so one key is never created twice).
+// Sparse keys are also kept in key order (OrderedKeys), so a range visit
+// costs in proportion to the keys present in the range, not to its span.
+//
+// Threads: Find and ForEachInRange from any thread, lock-free (a range
+// visit takes a mutex briefly). FindOrCreate from a thread that holds the
+// key's exclusive lock (so one key is never created twice).
 // Records never move and are never removed while the index lives.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "backend/huge_buffer.h"
+#include "backend/ordered_keys.h"
 #include "common/types.h"
 
 namespace paxflow {
@@ -85,6 +91,7 @@ class KeyIndex {
     } while (!head.compare_exchange_weak(expected, node, std::memory_order_acq_rel));
     generation->count.fetch_add(1, std::memory_order_relaxed);
     sparse_count_.fetch_add(1, std::memory_order_relaxed);
+    order_.Insert(key, &node->record);
     return &node->record;
   }
 
@@ -110,6 +117,40 @@ class KeyIndex {
     }
   }
 
+  // Visits, in ascending key order, every record of this partition's keys
+  // in [lo, hi] (dense ones whether or not they hold a value). Keys created
+  // during the visit may or may not be seen.
+  template <typename Visitor>
+  void ForEachInRange(Key lo, Key hi, Visitor&& visit) {
+    if (lo > hi) return;
+    // Every dense key of the partition lies below dense_limit_, every
+    // sparse one at or above it: dense first keeps the order.
+    if (dense_count_ > 0 && lo < dense_limit_) {
+      const Key last = std::min(hi, dense_limit_ - 1);
+      if (last >= partition_) {
+        const uint64_t first_slot =
+            lo <= partition_ ? 0 : (lo - partition_ + partitions_ - 1) / partitions_;
+        const uint64_t last_slot = std::min<uint64_t>((last - partition_) / partitions_,
+                                                      dense_count_ - 1);
+        for (uint64_t slot = first_slot; slot <= last_slot; ++slot) {
+          visit(slot * partitions_ + partition_, dense_[slot]);
+        }
+      }
+    }
+    if (hi < dense_limit_) return;
+    OrderedKeys::Cursor cursor = order_.Scan(std::max(lo, dense_limit_), hi);
+    OrderedKeys::Entry entry;
+    while (cursor.Next(&entry)) {
+      if (entry.key % partitions_ == partition_) {
+        visit(entry.key, *static_cast<Record*>(entry.record));
+      }
+    }
+  }
+
+  // Merges the sparse key order's large runs (a background thread's job).
+  void CompactOrder() { order_.Compact(); }
+
+  uint32_t partitions() const { return partitions_; }
   uint64_t dense_count() const { return dense_count_; }
   uint64_t sparse_count() const { return sparse_count_.load(std::memory_order_relaxed); }
 
@@ -153,6 +194,7 @@ class KeyIndex {
   std::atomic<int> newest_{0};
   std::mutex grow_mu_;  // writers only, once per generation
   std::atomic<uint64_t> sparse_count_{0};
+  OrderedKeys order_;  // sparse keys in key order
 };
 
 }  // namespace paxflow

@@ -27,16 +27,23 @@ bool ParseGcPolicy(const std::string& text, GcPolicy* policy) {
   return true;
 }
 
+bool MultiVersionStore::Pins::Needed(Epoch epoch, Epoch newer_epoch) const {
+  if (epoch > epochs.back()) return true;  // the newest pin stands for every later snapshot
+  auto pin = std::lower_bound(epochs.begin(), epochs.end(), epoch);
+  return *pin < newer_epoch;
+}
+
 MultiVersionStore::MultiVersionStore(PartitionId partition, uint32_t partitions,
-                                     uint64_t dense_keys, uint32_t value_size, GcOptions gc)
+                                     uint64_t dense_keys, uint32_t /*value_size*/, GcOptions gc)
     : index_(partition, partitions, dense_keys),
-      slab_stride_((sizeof(Version) + value_size + 7) / 8 * 8),
-      slab_(index_.dense_count() * slab_stride_),
       gc_(gc),
-      reclaimer_(gc.max_threads),
+      pool_(gc.max_threads),
+      reclaimer_(gc.max_threads, this),
       pins_(new Pins{{0}}) {
+  for (size_t i = 0; i < gc.max_threads; ++i) slots_.push_back(std::make_unique<SlotState>());
   pins_slot_ = RegisterThread();
   collector_slot_ = RegisterThread();
+  load_slot_ = RegisterThread();
 }
 
 MultiVersionStore::~MultiVersionStore() {
@@ -48,11 +55,12 @@ MultiVersionStore::~MultiVersionStore() {
     collector_cv_.notify_all();
     collector_.join();
   }
+  // Pooled versions go with the pool's chunks; only malloc'ed ones are freed.
   index_.ForEach([](Key, Record& record) {
     Version* version = record.head.load(std::memory_order_relaxed);
     while (version) {
       Version* next = version->next.load(std::memory_order_relaxed);
-      FreeVersion(version);
+      if (version->size_class == BlockPool::kUnpooled) std::free(version);
       version = next;
     }
   });
@@ -65,58 +73,83 @@ size_t MultiVersionStore::RegisterThread() {
   return slot;
 }
 
-MultiVersionStore::Version* MultiVersionStore::NewVersion(Epoch epoch, std::string_view value) {
-  void* memory = std::malloc(sizeof(Version) + value.size());
-  if (!memory) throw std::bad_alloc();
-  auto* version = new (memory) Version;
-  version->epoch = epoch;
+void MultiVersionStore::Fill(Version* version, std::string_view value, bool tombstone) {
+  version->tombstone = tombstone;
+  version->size = tombstone ? 0 : static_cast<uint32_t>(value.size());
+  if (!tombstone && !value.empty()) std::memcpy(version->data(), value.data(), value.size());
+}
+
+MultiVersionStore::Version* MultiVersionStore::NewVersion(size_t slot, Epoch epoch,
+                                                          std::string_view value,
+                                                          bool tombstone) {
+  const size_t bytes = sizeof(Version) + (tombstone ? 0 : value.size());
+  const uint16_t size_class = BlockPool::ClassFor(bytes);
+  auto* version = new (pool_.Allocate(slot, size_class, bytes)) Version;
+  version->epoch.store(epoch, std::memory_order_relaxed);
   version->next.store(nullptr, std::memory_order_relaxed);
-  version->size = static_cast<uint32_t>(value.size());
-  version->in_slab = false;
-  std::memcpy(version->data(), value.data(), value.size());
+  version->size_class = size_class;
+  Fill(version, value, tombstone);
   return version;
 }
 
-void MultiVersionStore::FreeVersion(void* memory) {
+// Runs on the thread of the slot that retired the version (EpochReclaimer),
+// or at destruction; touches only the pool.
+void MultiVersionStore::FreeVersion(void* store, size_t slot, void* memory) {
   auto* version = static_cast<Version*>(memory);
-  const bool in_slab = version->in_slab;
+  const uint16_t size_class = version->size_class;
   version->~Version();
-  if (!in_slab) std::free(memory);
+  static_cast<MultiVersionStore*>(store)->pool_.Free(slot, memory, size_class);
 }
 
-void MultiVersionStore::Lock(Record* record) {
-  uint32_t expected = 0;
+void MultiVersionStore::Retire(size_t slot, Version* version) {
+  Count(slot, -1, -static_cast<int64_t>(version->size));
+  reclaimer_.Retire(slot, version, &FreeVersion);
+}
+
+void MultiVersionStore::Count(size_t slot, int64_t versions, int64_t bytes) {
+  // One thread per slot: plain read-modify-write, atomic only for Metrics.
+  SlotState& state = *slots_[slot];
+  state.live_versions.store(state.live_versions.load(std::memory_order_relaxed) + versions,
+                            std::memory_order_relaxed);
+  state.live_bytes.store(state.live_bytes.load(std::memory_order_relaxed) + bytes,
+                         std::memory_order_relaxed);
+}
+
+uint32_t MultiVersionStore::Lock(Record* record) {
+  uint32_t state = record->state.load(std::memory_order_relaxed);
   int spins = 0;
-  while (!record->latch.compare_exchange_weak(expected, 1, std::memory_order_acquire)) {
-    expected = 0;
+  while (true) {
+    if (!(state & kLatched)) {
+      if (record->state.compare_exchange_weak(state, state | kLatched,
+                                              std::memory_order_acquire,
+                                              std::memory_order_relaxed)) {
+        return state | kLatched;
+      }
+      continue;
+    }
     // Held only for a few pointer updates; yield rather than burn the core.
     if (++spins > 64) std::this_thread::yield();
+    state = record->state.load(std::memory_order_relaxed);
   }
 }
 
-bool MultiVersionStore::TryLock(Record* record) {
-  uint32_t expected = 0;
-  return record->latch.compare_exchange_strong(expected, 1, std::memory_order_acquire);
+bool MultiVersionStore::TryLock(Record* record, uint32_t* state) {
+  uint32_t expected = record->state.load(std::memory_order_relaxed);
+  if (expected & kLatched) return false;
+  if (!record->state.compare_exchange_strong(expected, expected | kLatched,
+                                             std::memory_order_acquire)) {
+    return false;
+  }
+  *state = expected | kLatched;
+  return true;
 }
 
 void MultiVersionStore::Load(Key key, std::string_view value) {
   Record* record = index_.FindOrCreate(key);
-  const int64_t slot = index_.DenseSlot(key);
-  Version* version;
-  if (slot >= 0 && !record->head.load(std::memory_order_relaxed) &&
-      sizeof(Version) + value.size() <= slab_stride_) {
-    version = new (slab_.data() + static_cast<uint64_t>(slot) * slab_stride_) Version;
-    version->epoch = 0;
-    version->size = static_cast<uint32_t>(value.size());
-    version->in_slab = true;
-    std::memcpy(version->data(), value.data(), value.size());
-  } else {
-    version = NewVersion(0, value);
-  }
+  Version* version = NewVersion(load_slot_, 0, value, false);
   version->next.store(record->head.load(std::memory_order_relaxed), std::memory_order_relaxed);
   record->head.store(version, std::memory_order_release);
-  live_versions_.fetch_add(1, std::memory_order_relaxed);
-  live_bytes_.fetch_add(value.size(), std::memory_order_relaxed);
+  Count(load_slot_, 1, static_cast<int64_t>(value.size()));
 }
 
 bool MultiVersionStore::ReadLatest(size_t, Key key, std::string_view* value) {
@@ -125,46 +158,95 @@ bool MultiVersionStore::ReadLatest(size_t, Key key, std::string_view* value) {
   // The caller's lock keeps writers away, and collectors never unlink a head.
   Version* head = record->head.load(std::memory_order_acquire);
   if (!head) return false;
+  // A value spills into the block's second cache line: fetch both at once.
+  __builtin_prefetch(reinterpret_cast<const char*>(head) + 64);
+  if (head->tombstone) return false;
   *value = std::string_view(head->data(), head->size);
   return true;
 }
 
 void MultiVersionStore::Write(size_t slot, Key key, std::string_view value, Epoch epoch) {
   Record* record = index_.FindOrCreate(key);
-  Version* fresh = NewVersion(epoch, value);
-  live_versions_.fetch_add(1, std::memory_order_relaxed);
-  live_bytes_.fetch_add(value.size(), std::memory_order_relaxed);
-  Lock(record);
-  // Versions stay sorted newest first. Short txns always write at or above
-  // the head's epoch; the general walk keeps any other writer correct too.
-  std::atomic<Version*>* link = &record->head;
-  Version* current = link->load(std::memory_order_relaxed);
-  while (current && current->epoch > epoch) {
-    link = &current->next;
-    current = link->load(std::memory_order_relaxed);
-  }
-  if (current && current->epoch == epoch) {
-    // Same epoch: the later writer in order replaces the version.
-    fresh->next.store(current->next.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    link->store(fresh, std::memory_order_release);
-    live_versions_.fetch_sub(1, std::memory_order_relaxed);
-    live_bytes_.fetch_sub(current->size, std::memory_order_relaxed);
-    reclaimer_.Retire(slot, current, &FreeVersion);
-  } else {
-    fresh->next.store(current, std::memory_order_relaxed);
-    link->store(fresh, std::memory_order_release);
-  }
-  if (gc_.policy == GcPolicy::kEpo) {
-    reclaimer_.Enter(slot);
-    Prune(slot, record, /*below_oldest_only=*/false);
-    reclaimer_.Exit(slot);
-  }
-  Unlock(record);
+  reclaimer_.Enter(slot);  // for the pins
+  Install(slot, record, value, epoch, /*tombstone=*/false);
+  reclaimer_.Exit(slot);
 }
 
-bool MultiVersionStore::ReadAt(size_t slot, Key key, Epoch version, std::string_view* value) {
+void MultiVersionStore::Delete(size_t slot, Key key, Epoch epoch) {
   Record* record = index_.Find(key);
-  if (!record) return false;
+  if (!record) return;  // never existed: nothing to hide
+  reclaimer_.Enter(slot);
+  Install(slot, record, std::string_view(), epoch, /*tombstone=*/true);
+  reclaimer_.Exit(slot);
+}
+
+void MultiVersionStore::Install(size_t slot, Record* record, std::string_view value, Epoch epoch,
+                                bool tombstone) {
+  uint32_t state = Lock(record);
+  Version* head = record->head.load(std::memory_order_relaxed);
+  const int64_t size = tombstone ? 0 : static_cast<int64_t>(value.size());
+  if (tombstone && (!head || (head->tombstone &&
+                              head->epoch.load(std::memory_order_relaxed) <= epoch))) {
+    Unlock(record, state);  // already absent at `epoch` and after
+    return;
+  }
+  bool done = false;
+  if (head && head->capacity() >= static_cast<size_t>(size)) {
+    const Epoch head_epoch = head->epoch.load(std::memory_order_relaxed);
+    if (head_epoch == epoch) {
+      // Same epoch: the later writer in order wins. No snapshot reader reads
+      // an epoch before it is published, so the version is rewritten in place.
+      Count(slot, 0, size - head->size);
+      Fill(head, value, tombstone);
+      done = true;
+    } else if (head_epoch < epoch &&
+               !pins_.load(std::memory_order_acquire)->Needed(head_epoch, epoch)) {
+      // No pin lies in [head_epoch, epoch): the head is garbage the moment a
+      // version at `epoch` exists, and no reader will read its value (new
+      // pins start at or above the newest). Its block becomes that version.
+      Count(slot, 0, size - head->size);
+      head->epoch.store(epoch, std::memory_order_relaxed);
+      Fill(head, value, tombstone);
+      done = true;
+    }
+  }
+  if (!done) {
+    Version* fresh = NewVersion(slot, epoch, value, tombstone);
+    Count(slot, 1, size);
+    // Versions stay sorted newest first. Short txns always write at or above
+    // the head's epoch; the general walk keeps any other writer correct too.
+    std::atomic<Version*>* link = &record->head;
+    Version* current = head;
+    while (current && current->epoch.load(std::memory_order_relaxed) > epoch) {
+      link = &current->next;
+      current = link->load(std::memory_order_relaxed);
+    }
+    if (current && current->epoch.load(std::memory_order_relaxed) == epoch) {
+      fresh->next.store(current->next.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      link->store(fresh, std::memory_order_release);
+      Retire(slot, current);
+    } else {
+      fresh->next.store(current, std::memory_order_relaxed);
+      link->store(fresh, std::memory_order_release);
+    }
+  }
+  head = record->head.load(std::memory_order_relaxed);
+  size_t length = head->next.load(std::memory_order_relaxed) ? 2 : 1;
+  if (length > 1 && gc_.policy == GcPolicy::kEpo) {
+    length = Prune(slot, record, /*below_oldest_only=*/false);
+  }
+  if (length > 1 && !(state & kListed)) {
+    // Older versions stay for now: the collector revisits the key.
+    state |= kListed;
+    SlotState& owner = *slots_[slot];
+    std::lock_guard<std::mutex> lock(owner.mu);
+    owner.listed.push_back(record);
+  }
+  Unlock(record, state);
+}
+
+MultiVersionStore::Version* MultiVersionStore::Visible(size_t slot, Record* record,
+                                                       Epoch version) {
   Version* head = record->head.load(std::memory_order_acquire);
   Version* current = head;
   // EPO-R looks at the versions this read walks anyway: a skipped version
@@ -174,29 +256,56 @@ bool MultiVersionStore::ReadAt(size_t slot, Key key, Epoch version, std::string_
   const Pins* pins = nullptr;
   auto dead = [&](const Version* v, Epoch newer_epoch) {
     if (!pins) pins = pins_.load(std::memory_order_acquire);
-    const std::vector<Epoch>& epochs = pins->epochs;
-    if (v->epoch > epochs.back()) return false;
-    auto pin = std::lower_bound(epochs.begin(), epochs.end(), v->epoch);
-    return pin == epochs.end() || *pin >= newer_epoch;
+    return !pins->Needed(v->epoch.load(std::memory_order_relaxed), newer_epoch);
   };
   bool saw_dead = false;
   Epoch newer_epoch = UINT64_MAX;
-  while (current && current->epoch > version) {
+  while (current) {
+    const Epoch epoch = current->epoch.load(std::memory_order_relaxed);
+    if (epoch <= version) break;
     if (collect && current != head && !saw_dead) saw_dead = dead(current, newer_epoch);
-    newer_epoch = current->epoch;
+    newer_epoch = epoch;
     current = current->next.load(std::memory_order_acquire);
   }
-  if (!current) return false;
-  *value = std::string_view(current->data(), current->size);
-  if (collect) {
+  if (collect && current) {
     const Version* older = current->next.load(std::memory_order_acquire);
-    if (!saw_dead && older) saw_dead = dead(older, current->epoch);
-    if (saw_dead && TryLock(record)) {
+    if (!saw_dead && older) saw_dead = dead(older, current->epoch.load(std::memory_order_relaxed));
+    uint32_t state;
+    if (saw_dead && TryLock(record, &state)) {
       Prune(slot, record, /*below_oldest_only=*/false);
-      Unlock(record);
+      Unlock(record, state);
     }
   }
+  // Even if a collector unlinked it meanwhile, `current` stays readable until
+  // the caller leaves its EBR section.
+  return current;
+}
+
+bool MultiVersionStore::ReadAt(size_t slot, Key key, Epoch version, std::string_view* value) {
+  Record* record = index_.Find(key);
+  if (!record) return false;
+  Version* found = Visible(slot, record, version);
+  if (!found || found->tombstone) return false;
+  *value = std::string_view(found->data(), found->size);
   return true;
+}
+
+void MultiVersionStore::ScanAt(size_t slot, Key lo, Key hi, Epoch version,
+                               const ScanVisitor& visit) {
+  const Key ahead = Key{8} * index_.partitions();
+  index_.ForEachInRange(lo, hi, [&](Key key, Record& record) {
+    // Dense records are consecutive; fetch the values a few keys ahead.
+    if (key + ahead > key && index_.DenseSlot(key + ahead) >= 0) Prefetch(key + ahead, 2);
+    Version* found = Visible(slot, &record, version);
+    if (found && !found->tombstone) visit(key, std::string_view(found->data(), found->size));
+  });
+}
+
+void MultiVersionStore::ScanLatest(size_t, Key lo, Key hi, const ScanVisitor& visit) {
+  index_.ForEachInRange(lo, hi, [&](Key key, Record& record) {
+    Version* head = record.head.load(std::memory_order_acquire);
+    if (head && !head->tombstone) visit(key, std::string_view(head->data(), head->size));
+  });
 }
 
 void MultiVersionStore::Prefetch(Key key, int stage) {
@@ -210,38 +319,56 @@ void MultiVersionStore::Prefetch(Key key, int stage) {
   }
 }
 
-void MultiVersionStore::Prune(size_t slot, Record* record, bool below_oldest_only) {
-  const std::vector<Epoch>& pins = pins_.load(std::memory_order_acquire)->epochs;
-  const Epoch oldest = pins.front();
-  const Epoch horizon = pins.back();
-  Version* kept = record->head.load(std::memory_order_relaxed);
-  if (!kept) return;
-  Epoch newer_epoch = kept->epoch;
-  Version* current = kept->next.load(std::memory_order_relaxed);
+size_t MultiVersionStore::Prune(size_t slot, Record* record, bool below_oldest_only) {
+  const Pins& pins = *pins_.load(std::memory_order_acquire);
+  const Epoch oldest = pins.epochs.front();
+  const Epoch horizon = pins.epochs.back();
+  Version* head = record->head.load(std::memory_order_relaxed);
+  if (!head) return 0;
+  SlotState& counters = *slots_[slot];
+  uint64_t reclaimed = 0;
+  size_t length = 1;
+  Version* kept = head;
+  Version* before_kept = nullptr;
+  Epoch newer_epoch = head->epoch.load(std::memory_order_relaxed);
+  Version* current = head->next.load(std::memory_order_relaxed);
   while (current) {
     Version* older = current->next.load(std::memory_order_relaxed);
+    const Epoch epoch = current->epoch.load(std::memory_order_relaxed);
     bool needed;
-    if (current->epoch > horizon) {
+    if (epoch > horizon) {
       needed = true;
     } else if (below_oldest_only) {
-      needed = current->epoch > oldest || newer_epoch > oldest;
+      needed = epoch > oldest || newer_epoch > oldest;
     } else {
-      // Needed iff it is the newest version at or below some pin.
-      auto pin = std::lower_bound(pins.begin(), pins.end(), current->epoch);
-      needed = pin != pins.end() && *pin < newer_epoch;
+      needed = pins.Needed(epoch, newer_epoch);
     }
-    newer_epoch = current->epoch;
+    newer_epoch = epoch;
     if (needed) {
+      before_kept = kept;
       kept = current;
+      ++length;
     } else {
       kept->next.store(older, std::memory_order_release);
-      live_versions_.fetch_sub(1, std::memory_order_relaxed);
-      live_bytes_.fetch_sub(current->size, std::memory_order_relaxed);
-      reclaimed_.fetch_add(1, std::memory_order_relaxed);
-      reclaimer_.Retire(slot, current, &FreeVersion);
+      Retire(slot, current);
+      ++reclaimed;
     }
     current = older;
   }
+  // A tombstone at the tail hides nothing: a reader that reaches it sees the
+  // key absent, as it would past the end of the chain. (The head stays:
+  // lock holders read it without an EBR section.)
+  if (before_kept && kept->tombstone) {
+    before_kept->next.store(nullptr, std::memory_order_release);
+    Retire(slot, kept);
+    ++reclaimed;
+    --length;
+  }
+  if (reclaimed) {
+    counters.reclaimed.store(counters.reclaimed.load(std::memory_order_relaxed) + reclaimed,
+                             std::memory_order_relaxed);
+  }
+  return length;
 }
 
 void MultiVersionStore::SetSnapshotPins(std::vector<Epoch> pins) {
@@ -249,7 +376,8 @@ void MultiVersionStore::SetSnapshotPins(std::vector<Epoch> pins) {
   std::sort(pins.begin(), pins.end());
   pins.erase(std::unique(pins.begin(), pins.end()), pins.end());
   const Pins* old = pins_.exchange(new Pins{std::move(pins)}, std::memory_order_acq_rel);
-  reclaimer_.Retire(pins_slot_, const_cast<Pins*>(old), &FreePins);
+  reclaimer_.Retire(pins_slot_, const_cast<Pins*>(old),
+                    [](void*, size_t, void* p) { delete static_cast<Pins*>(p); });
 }
 
 uint64_t MultiVersionStore::Digest(size_t slot, Epoch epoch) {
@@ -258,8 +386,8 @@ uint64_t MultiVersionStore::Digest(size_t slot, Epoch epoch) {
   index_.ForEach([&](Key key, Record& record) {
     for (Version* v = record.head.load(std::memory_order_acquire); v;
          v = v->next.load(std::memory_order_acquire)) {
-      if (v->epoch <= epoch) {
-        digest += DigestTerm(key, std::string_view(v->data(), v->size));
+      if (v->epoch.load(std::memory_order_relaxed) <= epoch) {
+        if (!v->tombstone) digest += DigestTerm(key, std::string_view(v->data(), v->size));
         break;
       }
     }
@@ -269,22 +397,35 @@ uint64_t MultiVersionStore::Digest(size_t slot, Epoch epoch) {
 }
 
 void MultiVersionStore::Sweep(size_t slot) {
-  uint64_t longest = 0;
-  const bool prune = gc_.policy == GcPolicy::kBackground;
+  std::lock_guard<std::mutex> sweeping(sweep_mu_);
+  std::vector<Record*> listed;
+  listed.swap(carried_);
+  for (auto& owner : slots_) {
+    std::lock_guard<std::mutex> lock(owner->mu);
+    listed.insert(listed.end(), owner->listed.begin(), owner->listed.end());
+    owner->listed.clear();
+  }
+  const bool below_oldest_only = gc_.policy == GcPolicy::kBackground;
+  uint64_t longest = 1;
   reclaimer_.Enter(slot);
-  index_.ForEach([&](Key, Record& record) {
-    Version* head = record.head.load(std::memory_order_acquire);
-    if (!head) return;
-    uint64_t length = 0;
-    for (Version* v = head; v; v = v->next.load(std::memory_order_acquire)) ++length;
-    longest = std::max(longest, length);
-    if (prune && length > 1 && TryLock(&record)) {
-      Prune(slot, &record, /*below_oldest_only=*/true);
-      Unlock(&record);
+  for (Record* record : listed) {
+    uint32_t state;
+    if (!TryLock(record, &state)) {
+      carried_.push_back(record);  // a writer has it; next time
+      continue;
     }
-  });
+    const size_t length = Prune(slot, record, below_oldest_only);
+    longest = std::max<uint64_t>(longest, length);
+    if (length > 1) {
+      carried_.push_back(record);
+    } else {
+      state &= ~kListed;
+    }
+    Unlock(record, state);
+  }
   reclaimer_.Exit(slot);
   reclaimer_.Collect(slot);
+  index_.CompactOrder();
   longest_chain_.store(longest, std::memory_order_relaxed);
 }
 
@@ -293,10 +434,7 @@ void MultiVersionStore::StartCollector() {
 }
 
 void MultiVersionStore::CollectorLoop() {
-  // Background policy: prune on every sweep. EPO and EPO-R prune on their
-  // own triggers; for them the sweep only measures chains, less often.
-  const auto period = std::chrono::milliseconds(
-      gc_.policy == GcPolicy::kBackground ? gc_.scan_period_ms : 5 * gc_.scan_period_ms);
+  const auto period = std::chrono::milliseconds(gc_.scan_period_ms);
   std::unique_lock<std::mutex> lock(collector_mu_);
   while (!collector_cv_.wait_for(lock, period, [&] { return collector_stop_; })) {
     lock.unlock();
@@ -319,9 +457,14 @@ size_t MultiVersionStore::ChainLength(Key key) {
 StoreMetrics MultiVersionStore::Metrics() {
   StoreMetrics metrics;
   metrics.keys = index_.dense_count() + index_.sparse_count();
-  metrics.live_versions = static_cast<uint64_t>(std::max<int64_t>(0, live_versions_.load()));
-  metrics.bytes = static_cast<uint64_t>(std::max<int64_t>(0, live_bytes_.load()));
-  metrics.reclaimed_versions = reclaimed_.load(std::memory_order_relaxed);
+  int64_t versions = 0, bytes = 0;
+  for (const auto& owner : slots_) {
+    versions += owner->live_versions.load(std::memory_order_relaxed);
+    bytes += owner->live_bytes.load(std::memory_order_relaxed);
+    metrics.reclaimed_versions += owner->reclaimed.load(std::memory_order_relaxed);
+  }
+  metrics.live_versions = static_cast<uint64_t>(std::max<int64_t>(0, versions));
+  metrics.bytes = static_cast<uint64_t>(std::max<int64_t>(0, bytes));
   metrics.freed_versions = reclaimer_.freed();
   metrics.longest_chain = longest_chain_.load(std::memory_order_relaxed);
   return metrics;

@@ -3,17 +3,29 @@
 //
 // The write buffer is the chain's prefix of versions whose epoch is not yet
 // published; the committed layer is the rest. Publishing an epoch is one
-// atomic store of publish_epoch: nothing is copied, readers at an older
-// version simply skip the newer versions. Within an epoch the last writer
-// in order replaces the epoch's version.
+// atomic store of publish_epoch in the scheduler: nothing is copied, readers
+// at an older version simply skip the newer versions. Within an epoch the
+// last writer in order replaces the epoch's version. A delete installs a
+// tombstone version: readers at or after its epoch see the key absent.
 //
 // Readers of a snapshot take no lock: they walk the chain inside an
 // epoch-reclamation section. Garbage collection unlinks versions that no
 // snapshot pin needs, under a per-key latch that only writers and
 // collectors take; unlinked versions are freed once no reader can reach
-// them. Policies (GcPolicy): background scans below the oldest pin; EPO
-// prunes between pins on every write; EPO-R prunes between pins when a read
-// walks past a dead version.
+// them, into a pool of fixed-size blocks (block_pool.h) that new versions
+// reuse. Policies (GcPolicy) choose the trigger: background prunes below
+// the oldest pin on its sweeps only; EPO prunes between pins on every
+// write; EPO-R when a read walks past a dead version. Under every policy a
+// write that leaves more than one version lists its key for the collector,
+// whose sweep (every scan_period_ms) prunes listed keys by the policy's
+// rule, so keys written but never read again are reclaimed too, at a cost
+// in proportion to the keys written, not to the database.
+//
+// Writes avoid allocating where no reader can notice: a second write in
+// the same epoch overwrites that epoch's version in place (no snapshot
+// reader reads an unpublished epoch), and a write whose older head no pin
+// needs reuses the head's block (it would be garbage the moment the new
+// version is linked).
 //
 // Threads: see store.h. The background collector runs on its own thread.
 #pragma once
@@ -25,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/block_pool.h"
 #include "backend/epoch_reclaimer.h"
 #include "backend/key_index.h"
 #include "backend/store.h"
@@ -37,14 +50,13 @@ bool ParseGcPolicy(const std::string& text, GcPolicy* policy);
 
 struct GcOptions {
   GcPolicy policy = GcPolicy::kEpo;
-  uint32_t scan_period_ms = 200;  // background sweep (all policies; EPO/EPO-R rely on it less)
+  uint32_t scan_period_ms = 200;  // the collector's sweep of listed keys (every policy)
   size_t max_threads = 64;        // reader/writer slots
 };
 
 class MultiVersionStore : public Store {
  public:
-  // `value_size`: the size of loaded values, to lay the initial versions of
-  // dense keys out in one huge-page slab (others are allocated one by one).
+  // `value_size` is a hint (the size of loaded values); values of any size work.
   MultiVersionStore(PartitionId partition, uint32_t partitions, uint64_t dense_keys,
                     uint32_t value_size, GcOptions gc);
   ~MultiVersionStore() override;
@@ -53,8 +65,11 @@ class MultiVersionStore : public Store {
   void Load(Key key, std::string_view value) override;
   bool ReadLatest(size_t slot, Key key, std::string_view* value) override;
   void Write(size_t slot, Key key, std::string_view value, Epoch epoch) override;
+  void Delete(size_t slot, Key key, Epoch epoch) override;
+  void ScanLatest(size_t slot, Key lo, Key hi, const ScanVisitor& visit) override;
   void EnterSnapshot(size_t slot) override { reclaimer_.Enter(slot); }
   bool ReadAt(size_t slot, Key key, Epoch version, std::string_view* value) override;
+  void ScanAt(size_t slot, Key lo, Key hi, Epoch version, const ScanVisitor& visit) override;
   void ExitSnapshot(size_t slot) override { reclaimer_.Exit(slot); }
   bool multi_version() const override { return true; }
   void Prefetch(Key key, int stage) override;
@@ -62,54 +77,89 @@ class MultiVersionStore : public Store {
   uint64_t Digest(size_t slot, Epoch epoch) override;
   StoreMetrics Metrics() override;
 
-  // One full garbage-collection sweep over every key (the background
-  // collector's step; tests call it directly).
+  // One garbage-collection sweep over the listed keys (the background
+  // collector's step; tests call it directly). One sweep at a time.
   void Sweep(size_t slot);
   // Starts the background collector thread.
   void StartCollector();
-  // Versions linked for `key`; only while no collector or writer runs (tests).
+  // Versions linked for `key`, tombstones included; only while no collector
+  // or writer runs (tests).
   size_t ChainLength(Key key);
+  // Bytes of memory the version pool has taken from the system.
+  uint64_t pool_bytes() const { return pool_.reserved_bytes(); }
 
  private:
   struct Version {
-    Epoch epoch;
+    // Changes only while no reader may read this version's value: when a
+    // writer reuses a head that no pin needs (see Install).
+    std::atomic<Epoch> epoch;
     std::atomic<Version*> next;
     uint32_t size;
-    bool in_slab;  // part of the initial-load slab: never freed on its own
+    uint16_t size_class;  // BlockPool class; kUnpooled: malloc'ed, exactly `size` bytes
+    bool tombstone;
     char* data() { return reinterpret_cast<char*>(this + 1); }
+    size_t capacity() const {
+      return size_class == BlockPool::kUnpooled ? size
+                                                : BlockPool::ClassBytes(size_class) - sizeof(Version);
+    }
   };
   struct Record {
     std::atomic<Version*> head{nullptr};
-    std::atomic<uint32_t> latch{0};  // writers and collectors; never readers
+    std::atomic<uint32_t> state{0};  // kLatched | kListed
   };
+  static constexpr uint32_t kLatched = 1;  // writers and collectors; never readers
+  static constexpr uint32_t kListed = 2;   // in a prune list (chain may hold garbage)
   struct Pins {
     std::vector<Epoch> epochs;  // ascending, non-empty
+    // Whether a version at `epoch`, below a newer one at `newer_epoch`, is
+    // the newest version at or below some pin (or above the newest pin).
+    bool Needed(Epoch epoch, Epoch newer_epoch) const;
+  };
+  // Per-slot state, touched by the slot's thread (and the collector, which
+  // drains `listed` under `mu`).
+  struct alignas(64) SlotState {
+    std::atomic<int64_t> live_versions{0};
+    std::atomic<int64_t> live_bytes{0};
+    std::atomic<uint64_t> reclaimed{0};
+    std::mutex mu;
+    std::vector<Record*> listed;  // records whose chains the collector revisits
   };
 
-  static Version* NewVersion(Epoch epoch, std::string_view value);
-  static void FreeVersion(void* version);
-  void Lock(Record* record);
-  bool TryLock(Record* record);
-  void Unlock(Record* record) { record->latch.store(0, std::memory_order_release); }
-  // Unlinks the versions of `record` that no pin needs. Caller holds the latch.
-  void Prune(size_t slot, Record* record, bool below_oldest_only);
-  static void FreePins(void* pins) { delete static_cast<const Pins*>(pins); }
+  Version* NewVersion(size_t slot, Epoch epoch, std::string_view value, bool tombstone);
+  static void FreeVersion(void* store, size_t slot, void* version);
+  void Retire(size_t slot, Version* version);
+  static void Fill(Version* version, std::string_view value, bool tombstone);
+  void Count(size_t slot, int64_t versions, int64_t bytes);
+  uint32_t Lock(Record* record);  // returns the state with kLatched set
+  bool TryLock(Record* record, uint32_t* state);
+  void Unlock(Record* record, uint32_t state) {
+    record->state.store(state & ~kLatched, std::memory_order_release);
+  }
+  // Writes or deletes under the latch. Caller is in an EBR section.
+  void Install(size_t slot, Record* record, std::string_view value, Epoch epoch, bool tombstone);
+  // The version a reader at `version` sees (nullptr: none), pruning for
+  // EPO-R on the way. Caller is in an EBR section.
+  Version* Visible(size_t slot, Record* record, Epoch version);
+  // Unlinks the versions of `record` that no pin needs (below the oldest
+  // pin only if `below_oldest_only`), and a tombstone left at the tail.
+  // Caller holds the latch and is in an EBR section. Returns the chain length.
+  size_t Prune(size_t slot, Record* record, bool below_oldest_only);
   void CollectorLoop();
 
   KeyIndex<Record> index_;
-  size_t slab_stride_ = 0;
-  HugeBuffer slab_;
   const GcOptions gc_;
+  BlockPool pool_;             // before reclaimer_: freed versions go back to it
   EpochReclaimer reclaimer_;
+  std::vector<std::unique_ptr<SlotState>> slots_;
   std::atomic<size_t> next_slot_{0};
   size_t collector_slot_ = 0;
+  size_t load_slot_ = 0;
   // Read inside an epoch-reclamation section; replaced copies are retired.
   std::atomic<const Pins*> pins_;
   size_t pins_slot_ = 0;  // the scheduler thread's, for retiring old pins
 
-  std::atomic<int64_t> live_versions_{0};
-  std::atomic<int64_t> live_bytes_{0};
-  std::atomic<uint64_t> reclaimed_{0};
+  std::mutex sweep_mu_;             // one sweep at a time
+  std::vector<Record*> carried_;    // under sweep_mu_: still listed after a sweep
   std::atomic<uint64_t> longest_chain_{0};
 
   std::thread collector_;

@@ -19,6 +19,7 @@ SingleVersionStore::~SingleVersionStore() {
 }
 
 void SingleVersionStore::Assign(Record* record, std::string_view value) {
+  record->present = true;
   if (record->data && value.size() <= record->capacity) {
     std::memmove(record->data, value.data(), value.size());
     record->size = static_cast<uint32_t>(value.size());
@@ -46,13 +47,38 @@ void SingleVersionStore::Load(Key key, std::string_view value) {
 
 bool SingleVersionStore::ReadLatest(size_t, Key key, std::string_view* value) {
   Record* record = index_.Find(key);
-  if (!record || !record->data) return false;
+  if (!record || !record->present) return false;
   *value = std::string_view(record->data, record->size);
   return true;
 }
 
 void SingleVersionStore::Write(size_t, Key key, std::string_view value, Epoch) {
   Assign(index_.FindOrCreate(key), value);
+}
+
+void SingleVersionStore::Delete(size_t, Key key, Epoch) {
+  Record* record = index_.Find(key);
+  if (!record || !record->present) return;
+  // The value goes; a large buffer of its own goes too, a slab slot stays
+  // for the key's next value.
+  record->present = false;
+  record->size = 0;
+  if (record->owns_data) {
+    delete[] record->data;
+    record->data = nullptr;
+    record->capacity = 0;
+    record->owns_data = false;
+  }
+}
+
+void SingleVersionStore::ScanLatest(size_t, Key lo, Key hi, const ScanVisitor& visit) {
+  index_.ForEachInRange(lo, hi, [&](Key key, Record& record) {
+    if (record.present) visit(key, std::string_view(record.data, record.size));
+  });
+}
+
+void SingleVersionStore::ScanAt(size_t slot, Key lo, Key hi, Epoch, const ScanVisitor& visit) {
+  ScanLatest(slot, lo, hi, visit);
 }
 
 bool SingleVersionStore::ReadAt(size_t slot, Key key, Epoch, std::string_view* value) {
@@ -65,7 +91,7 @@ void SingleVersionStore::Prefetch(Key key, int stage) {
   Record* record = index_.Find(key);
   if (stage == 1) {
     __builtin_prefetch(record);
-  } else if (const char* data = record->data) {
+  } else if (const char* data = record->present ? record->data : nullptr) {
     __builtin_prefetch(data);
     __builtin_prefetch(data + 64);
   }
@@ -74,7 +100,7 @@ void SingleVersionStore::Prefetch(Key key, int stage) {
 uint64_t SingleVersionStore::Digest(size_t, Epoch) {
   uint64_t digest = 0;
   index_.ForEach([&](Key key, Record& record) {
-    if (record.data) digest += DigestTerm(key, std::string_view(record.data, record.size));
+    if (record.present) digest += DigestTerm(key, std::string_view(record.data, record.size));
   });
   return digest;
 }
@@ -82,7 +108,7 @@ uint64_t SingleVersionStore::Digest(size_t, Epoch) {
 StoreMetrics SingleVersionStore::Metrics() {
   StoreMetrics metrics;
   index_.ForEach([&](Key, Record& record) {
-    if (!record.data) return;
+    if (!record.present) return;
     ++metrics.keys;
     metrics.bytes += record.size;
   });

@@ -1,7 +1,9 @@
 // Vanilla Calvin's store: one value per key, updated in place.
-// Every access (reads included) happens under the lock manager's locks, so
-// records need no synchronisation of their own. Snapshot reads are not
-// supported: --mode=calvin has no snapshots.
+// Every access (reads and scans included) happens under the lock manager's
+// locks, so records need no synchronisation of their own; only the key
+// index (shared with the multi-version store) is safe for concurrent
+// inserts. Snapshot reads are not supported: --mode=calvin has no
+// snapshots, and ReadAt / ScanAt read the current state.
 #pragma once
 #include <memory>
 #include <string>
@@ -23,9 +25,12 @@ class SingleVersionStore : public Store {
   void Load(Key key, std::string_view value) override;
   bool ReadLatest(size_t slot, Key key, std::string_view* value) override;
   void Write(size_t slot, Key key, std::string_view value, Epoch epoch) override;
-  // Reads the current value: --mode=calvin reads under locks, never snapshots.
+  void Delete(size_t slot, Key key, Epoch epoch) override;
+  void ScanLatest(size_t slot, Key lo, Key hi, const ScanVisitor& visit) override;
+  // Read the current value: --mode=calvin reads under locks, never snapshots.
   void EnterSnapshot(size_t) override {}
   bool ReadAt(size_t slot, Key key, Epoch version, std::string_view* value) override;
+  void ScanAt(size_t slot, Key lo, Key hi, Epoch version, const ScanVisitor& visit) override;
   void ExitSnapshot(size_t) override {}
   bool multi_version() const override { return false; }
   void Prefetch(Key key, int stage) override;
@@ -35,10 +40,11 @@ class SingleVersionStore : public Store {
 
  private:
   struct Record {
-    char* data = nullptr;  // nullptr: no value
+    char* data = nullptr;  // a buffer of `capacity` bytes, kept when deleted
     uint32_t size = 0;
     uint32_t capacity = 0;
-    bool owns_data = false;  // false: points into the slab
+    bool owns_data = false;  // false: points into the slab (or nowhere)
+    bool present = false;    // holds a value
   };
   void Assign(Record* record, std::string_view value);
 

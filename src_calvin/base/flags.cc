@@ -18,11 +18,15 @@ DEFINE_string(mode, "paxflow",
               "calvin (every txn through the lock manager, single-version store)");
 DEFINE_uint32(epoch_ms, 10, "Epoch length in milliseconds (1..60000)");
 DEFINE_uint32(max_batch, 2000, "Most txns a sequencer puts in one epoch's batch");
+DEFINE_uint32(sequencers_per_node, 1,
+              "Sequencers on each replica-0 node, each on its own thread with its share of the "
+              "embedded load and of the client port's txns; a node sequences up to "
+              "sequencers_per_node * max_batch txns per epoch (a cluster parameter)");
 DEFINE_uint32(workers, 2, "Worker threads per node (1..256)");
 DEFINE_uint32(ro_workers, 0,
               "Workers allowed to run read-only txns, the paper's RO dispatchers (0: all)");
 DEFINE_uint64(max_inflight, 4000,
-              "Most generated txns a node keeps unfinished; bounds queues (0: unbounded)");
+              "Most generated txns each sequencer keeps unfinished; bounds queues (0: unbounded)");
 DEFINE_uint64(seed, 42, "Load generator seed (each node adds its id)");
 DEFINE_bool(generate, true, "Run the embedded load generator");
 DEFINE_double(duration, 10, "Seconds of load (0: until SIGINT/SIGTERM)");
@@ -117,7 +121,8 @@ std::set<std::string> ExplicitFlags() {
 
 const std::vector<std::string>& NodeFlagNames() {
   static const std::vector<std::string> kNames = {
-      "mode", "epoch_ms", "max_batch", "workers", "ro_workers", "max_inflight", "seed",
+      "mode", "epoch_ms", "max_batch", "sequencers_per_node", "workers", "ro_workers",
+      "max_inflight", "seed",
       "generate", "duration", "run_epochs", "log_fsync", "progress_ms", "digest_epochs",
       "peer_wait_s", "drain_timeout_s", "gc", "ltx_workers", "ltx_timeout", "max_active_ltx",
       "ltx_max_deferrals", "workload", "application", "records", "value_size", "ro_fraction",
@@ -164,6 +169,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   }
   e.epoch_ms = FLAGS_epoch_ms;
   e.max_batch = FLAGS_max_batch;
+  e.sequencers_per_node = FLAGS_sequencers_per_node;
   e.workers = FLAGS_workers;
   e.ro_workers = FLAGS_ro_workers;
   e.max_inflight = FLAGS_max_inflight;

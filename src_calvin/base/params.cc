@@ -1,5 +1,6 @@
 #include "base/params.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "common/hash.h"
@@ -22,6 +23,7 @@ std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() con
       {"mode", ModeName(engine.mode)},
       {"epoch_ms", std::to_string(engine.epoch_ms)},
       {"max_batch", std::to_string(engine.max_batch)},
+      {"sequencers_per_node", std::to_string(engine.sequencers_per_node)},
       {"seed", std::to_string(engine.seed)},
       {"ltx_timeout", std::to_string(engine.ltx_timeout)},
       {"max_active_ltx", std::to_string(engine.max_active_ltx)},
@@ -64,6 +66,13 @@ std::string NodeParams::Validate(uint32_t partitions) const {
   if (e.max_batch < 1 || e.max_batch > kMaxBatchLimit) {
     return "max_batch=" + std::to_string(e.max_batch) + " is out of range (1.." +
            std::to_string(kMaxBatchLimit) + ")";
+  }
+  if (e.sequencers_per_node < 1 ||
+      uint64_t{e.sequencers_per_node} * partitions > kMaxSequencers) {
+    return "sequencers_per_node=" + std::to_string(e.sequencers_per_node) +
+           " is out of range (1.." + std::to_string(kMaxSequencers / std::max(partitions, 1u)) +
+           " on " + std::to_string(partitions) + " partition(s): txn ids hold " +
+           std::to_string(kMaxSequencers) + " sequencers)";
   }
   if (e.workers < 1 || e.workers > 256) {
     return "workers=" + std::to_string(e.workers) + " is out of range (1..256)";

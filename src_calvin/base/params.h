@@ -15,10 +15,11 @@ namespace paxflow {
 struct EngineParams {
   Mode mode = Mode::kPaxflow;
   uint32_t epoch_ms = 10;
-  uint32_t max_batch = 2000;
+  uint32_t max_batch = 2000;     // per sequencer
+  uint32_t sequencers_per_node = 1;  // sequencer threads on each replica-0 node
   uint32_t workers = 2;
   uint32_t ro_workers = 0;       // 0: every worker may run read-only work
-  uint64_t max_inflight = 4000;  // generated txns unfinished per node; 0: unbounded
+  uint64_t max_inflight = 4000;  // generated txns unfinished per sequencer; 0: unbounded
   uint64_t seed = 42;
   bool generate = true;          // run the embedded load generator
   double duration_s = 10;        // load duration; 0: until stopped

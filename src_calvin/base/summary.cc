@@ -122,6 +122,7 @@ std::string RunSummary::ToText() const {
   if (invariant_failures > 0) out << "INVARIANT FAILURES: " << invariant_failures << "\n";
   if (dropped_messages > 0) out << "dropped messages: " << dropped_messages << "\n";
   if (waited_ro > 0) out << "read-only txns that waited for their snapshot: " << waited_ro << "\n";
+  if (peak_rss_bytes > 0) out << "peak resident memory: " << (peak_rss_bytes >> 20) << " MiB\n";
   for (const auto& [epoch, digest] : epoch_digests) {
     out << "state digest at epoch " << epoch << ": " << DigestHex(digest) << "\n";
   }
@@ -156,6 +157,7 @@ std::string RunSummary::ToJson() const {
       << ",\"histogram_us\":" << JsonEscape(visibility_us.Encode()) << "}"
       << ",\"invariant_failures\":" << invariant_failures
       << ",\"dropped_messages\":" << dropped_messages << ",\"waited_ro\":" << waited_ro
+      << ",\"peak_rss_bytes\":" << peak_rss_bytes
       << ",\"digest_epoch\":" << digest_epoch
       << ",\"digest\":" << JsonEscape(DigestHex(digest)) << ",\"epoch_digests\":[";
   for (size_t i = 0; i < epoch_digests.size(); ++i) {
@@ -200,6 +202,7 @@ std::string RunSummary::FromJson(const std::string& json, RunSummary* out) {
   s.invariant_failures = static_cast<uint64_t>(root.NumberOr("invariant_failures", 0));
   s.dropped_messages = static_cast<uint64_t>(root.NumberOr("dropped_messages", 0));
   s.waited_ro = static_cast<uint64_t>(root.NumberOr("waited_ro", 0));
+  s.peak_rss_bytes = static_cast<uint64_t>(root.NumberOr("peak_rss_bytes", 0));
   s.digest_epoch = static_cast<Epoch>(root.NumberOr("digest_epoch", 0));
   s.digest = std::strtoull(root.StringOr("digest", "0").c_str(), nullptr, 16);
   *out = std::move(s);
@@ -216,6 +219,7 @@ RunSummary RunSummary::Combine(const std::vector<RunSummary>& nodes) {
       total.workload = node.workload;
     }
     total.dropped_messages += node.dropped_messages;
+    total.peak_rss_bytes = std::max(total.peak_rss_bytes, node.peak_rss_bytes);
     if (node.replica != 0) continue;
     total.seconds = std::max(total.seconds, node.seconds);
     for (int k = 0; k < kTxnKinds; ++k) {

@@ -49,6 +49,7 @@ struct RunSummary {
   uint64_t invariant_failures = 0;
   uint64_t dropped_messages = 0;
   uint64_t waited_ro = 0;  // read-only txns that waited for their snapshot
+  uint64_t peak_rss_bytes = 0;  // the node process's peak resident memory (cluster: largest node)
   LtxSummary ltx;
   Epoch digest_epoch = 0;
   uint64_t digest = 0;

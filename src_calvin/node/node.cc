@@ -1,8 +1,10 @@
 #include "node/node.h"
 
 #include <glog/logging.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -162,21 +164,15 @@ std::string Node::Start() {
   if (!error.empty()) return error;
 
   if (self_->replica() == 0) {
-    // Replica 0's sequencers fix the order; other replicas execute it.
-    std::vector<TxnSource*> sources;
-    if (clients_) sources.push_back(clients_.get());
+    // Replica 0's sequencers fix the order; other replicas execute it. Each
+    // sequencer has a generator of its own (the node's window bounds them
+    // together), takes client txns from the shared client port, and runs on
+    // its own thread; the first also sequences the LTX lane's records.
+    const uint32_t per_node = params.engine.sequencers_per_node;
     if (params.engine.generate) {
-      generator_ = std::make_unique<GeneratorSource>(
-          app_->NewGenerator(partition, partitions, params.engine.seed + options_.id),
-          params.engine.max_inflight, [this] { return stats_->GeneratedDone(); });
-      sources.push_back(generator_.get());
+      generated_window_ = std::make_unique<InflightWindow>(
+          params.engine.max_inflight * per_node, [this] { return stats_->GeneratedDone(); });
     }
-    SequencerOptions sequencer_options;
-    sequencer_options.sequencer_id = partition;
-    sequencer_options.partitions = partitions;
-    sequencer_options.node = options_.id;
-    sequencer_options.max_batch = params.engine.max_batch;
-    sequencer_ = std::make_unique<Sequencer>(sequencer_options, sources, &ltx_records_);
     // Every node computes the same start from the same hellos (a margin
     // later, so that none has to catch up).
     const int64_t now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -185,20 +181,42 @@ std::string Node::Start() {
     const auto start = std::chrono::steady_clock::now() +
                        std::chrono::milliseconds(agreed_start_unix_ms_ + kStartMarginMs -
                                                  now_unix_ms);
-    runner_ = std::make_unique<SequencerRunner>(
-        sequencer_.get(), params.engine.epoch_ms, params.engine.run_epochs,
-        [this](PartitionId p, std::unique_ptr<Batch> batch) {
-          DeliverFromSequencer(p, std::move(batch));
-        },
-        start);
+    for (uint32_t index = 0; index < per_node; ++index) {
+      std::vector<TxnSource*> sources;
+      if (clients_) sources.push_back(clients_.get());
+      if (params.engine.generate) {
+        // The first generator keeps the seed a single-sequencer node used.
+        generators_.push_back(std::make_unique<GeneratorSource>(
+            app_->NewGenerator(partition, partitions,
+                               params.engine.seed + options_.id + (uint64_t{index} << 32)),
+            generated_window_.get()));
+        sources.push_back(generators_.back().get());
+      }
+      SequencerOptions sequencer_options;
+      sequencer_options.sequencer_id = SequencerId(partition, index, per_node);
+      sequencer_options.partition = partition;
+      sequencer_options.partitions = partitions;
+      sequencer_options.node = options_.id;
+      sequencer_options.max_batch = params.engine.max_batch;
+      sequencers_.push_back(std::make_unique<Sequencer>(sequencer_options, sources,
+                                                        index == 0 ? &ltx_records_ : nullptr));
+      runners_.push_back(std::make_unique<SequencerRunner>(
+          sequencers_.back().get(), params.engine.epoch_ms, params.engine.run_epochs,
+          [this](PartitionId p, std::unique_ptr<Batch> batch) {
+            DeliverFromSequencer(p, std::move(batch));
+          },
+          start));
+    }
     // After the load ends, LTXs begun here still resolve: through their
-    // records, or through the log's timeout, which needs epochs to pass.
-    runner_->SetDrain([this] {
-      return ltx_records_.size() > 0 || scheduler_->OwesLtxWork(runner_->current_epoch());
+    // records (which the first sequencer takes), or through the log's
+    // timeout, which needs epochs to pass.
+    SequencerRunner* first = runners_.front().get();
+    first->SetDrain([this, first] {
+      return ltx_records_.size() > 0 || scheduler_->OwesLtxWork(first->current_epoch());
     });
   }
   start_us_ = NowMicros();
-  if (runner_) runner_->Start();
+  for (auto& runner : runners_) runner->Start();
   if (params.engine.progress_ms > 0) reporter_ = std::thread([this] { ReportLoop(); });
   started_ = true;
   return "";
@@ -316,7 +334,7 @@ void Node::SendLtxReadReply(PartitionId to, const LtxReadReply& reply) {
 
 void Node::RequestStop() {
   if (clients_) clients_->BeginShutdown();
-  if (runner_) runner_->RequestStop();
+  for (auto& runner : runners_) runner->RequestStop();
 }
 
 void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
@@ -387,7 +405,10 @@ void Node::Run(const std::function<bool()>& interrupted) {
     // A node whose own load has ended (stopped, or run_epochs reached) still
     // executes what the others send. It gives up only when nothing moves for
     // the drain timeout: a peer died and its epochs will never come.
-    if (runner_ && runner_->done()) stopping = true;
+    if (!runners_.empty() &&
+        std::all_of(runners_.begin(), runners_.end(), [](const auto& r) { return r->done(); })) {
+      stopping = true;
+    }
     const SchedulerStatus progress = scheduler_->Status();
     const std::pair<Epoch, Epoch> epochs{progress.admitted_epoch, progress.published_epoch};
     if (epochs != last_epochs) {
@@ -409,10 +430,8 @@ void Node::Run(const std::function<bool()>& interrupted) {
 void Node::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
-  if (runner_) {
-    runner_->Abort();
-    runner_->Join();
-  }
+  for (auto& runner : runners_) runner->Abort();
+  for (auto& runner : runners_) runner->Join();
   if (reporter_.joinable()) {
     {
       std::lock_guard<std::mutex> lock(report_mu_);
@@ -456,7 +475,11 @@ void Node::ReportLoop() {
             std::to_string(status.admitted_epoch) + "  published " +
             std::to_string(status.published_epoch) + "  lag " +
             std::to_string(status.admitted_epoch - status.published_epoch);
-    if (runner_) line += "  sequenced " + std::to_string(runner_->current_epoch());
+    if (!runners_.empty()) {
+      Epoch sequenced = runners_.front()->current_epoch();
+      for (const auto& runner : runners_) sequenced = std::min(sequenced, runner->current_epoch());
+      line += "  sequenced " + std::to_string(sequenced);
+    }
     if (store_->multi_version()) {
       const StoreMetrics metrics = store_->Metrics();
       line += " | versions " + std::to_string(metrics.live_versions) + " (" +
@@ -500,6 +523,10 @@ RunSummary Node::Summary() const {
   summary.dropped_messages = scheduler_->dropped_messages() +
                              (transport_ ? transport_->garbled() : 0) + dropped_.load();
   summary.waited_ro = scheduler_->Status().waited_ro;
+  rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    summary.peak_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
+  }
   const LtxCounters& ltx = stats_->ltx();
   for (int r = 0; r < kLtxAbortReasons; ++r) summary.ltx.aborts[r] = ltx.aborts[r].load();
   summary.ltx.deferrals = ltx.deferrals.load();

@@ -102,14 +102,16 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<InputLogWriter> log_;
   std::unique_ptr<Transport> transport_;
-  std::unique_ptr<GeneratorSource> generator_;
+  std::unique_ptr<InflightWindow> generated_window_;  // shared by the generators
+  std::vector<std::unique_ptr<GeneratorSource>> generators_;
   std::unique_ptr<ClientService> clients_;
   // Last progress period's rates, for status requests.
   std::atomic<double> ro_rate_{0}, rw_rate_{0};
   std::atomic<uint64_t> dropped_{0};  // messages that did not parse, or not for us
   RecordQueue ltx_records_;  // the LTX lane's records for our sequencer
-  std::unique_ptr<Sequencer> sequencer_;
-  std::unique_ptr<SequencerRunner> runner_;
+  // Replica 0: sequencers_per_node sequencers, each on its own runner thread.
+  std::vector<std::unique_ptr<Sequencer>> sequencers_;
+  std::vector<std::unique_ptr<SequencerRunner>> runners_;
 
   // Start-up barrier.
   std::mutex hello_mu_;

@@ -25,7 +25,7 @@ LogHeader MakeLogHeader(const NodeParams& params, NodeId node, PartitionId parti
   header.set_partition(partition);
   header.set_replica(replica);
   header.set_partitions(partitions);
-  header.set_sequencers(partitions);
+  header.set_sequencers(partitions * params.engine.sequencers_per_node);
   for (const auto& [name, value] : params.ClusterParams()) {
     Param* param = header.add_param();
     param->set_name(name);
@@ -40,7 +40,7 @@ SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId par
   options.mode = engine.mode;
   options.partition = partition;
   options.partitions = partitions;
-  options.sequencers = sequencers ? sequencers : partitions;
+  options.sequencers = sequencers ? sequencers : partitions * engine.sequencers_per_node;
   options.workers = engine.workers;
   options.ro_workers = engine.ro_workers;
   options.ltx_workers = engine.ltx_workers;

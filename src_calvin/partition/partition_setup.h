@@ -18,8 +18,9 @@ namespace paxflow {
 void LoadPartition(const Application& app, PartitionId partition, uint32_t partitions,
                    Store* store);
 
-// The scheduler settings of `partition` under `engine`; one sequencer per
-// partition unless `sequencers` says otherwise (replays of old logs).
+// The scheduler settings of `partition` under `engine`: it merges the
+// batches of engine.sequencers_per_node sequencers per partition unless
+// `sequencers` (the total) says otherwise (replays take it from the log).
 SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId partition,
                                      uint32_t partitions, uint32_t sequencers = 0);
 

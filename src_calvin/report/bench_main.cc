@@ -1,7 +1,10 @@
 // paxflow-bench: runs workloads in calvin and paxflow modes back to back on
 // the same cluster config and prints the comparison (txn/s, latency,
-// visibility delay, paxflow/calvin ratio); writes CSV and JSON results and
-// PNG plots (report_plots.h). --replot=DIR re-renders a finished comparison.
+// visibility delay, paxflow/calvin ratio, peak memory); writes CSV, JSON and
+// Markdown results and PNG plots (report_plots.h). --matrix runs every
+// preset at its own and an uncapped batch size (bench_matrix.h) and can
+// rewrite the README's performance section. --replot=DIR re-renders a
+// finished comparison.
 #include <gflags/gflags.h>
 
 #include <algorithm>
@@ -18,6 +21,7 @@
 #include "common/paths.h"
 #include "base/flags.h"
 #include "cluster/launcher.h"
+#include "report/bench_matrix.h"
 #include "report/report_plots.h"
 #include "base/signals.h"
 
@@ -25,6 +29,15 @@ DEFINE_string(runs, "ro,mixed,mixed50",
               "Comma-separated workloads to run; each a preset with optional overrides, e.g. "
               "ro:ro_workers=1 (see --workload for presets)");
 DEFINE_string(modes, "calvin,paxflow", "Modes to run each workload in, in this order");
+DEFINE_bool(matrix, false,
+            "Run the benchmark matrix instead of --runs: every workload preset at its own batch "
+            "size and with the batch cap lifted, plus ro and mixed with two sequencers per node");
+DEFINE_uint32(repeat, 1,
+              "Run every (workload, mode) this many times, alternating modes; each row is the "
+              "run with the median throughput (1..9)");
+DEFINE_string(update_readme, "",
+              "After the runs, replace the section between the <!-- bench:begin --> and "
+              "<!-- bench:end --> lines of this file (e.g. README.md) with compare.md");
 DEFINE_string(results, "", "Directory for results (default results/<date-time>)");
 DEFINE_string(node_binary, "", "paxflow-node to run (default: next to this binary)");
 DEFINE_bool(quiet, false, "Do not relay the nodes' progress lines");
@@ -84,16 +97,6 @@ std::string Ms(uint64_t micros, bool present) {
   return buffer;
 }
 
-std::string Thousands(double x) {
-  std::string digits = std::to_string(static_cast<long long>(x + 0.5));
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string Table(const std::vector<BenchRow>& rows) {
   std::map<std::string, double> calvin;
   // The workload column fits the longest label, so runs with several
@@ -105,9 +108,9 @@ std::string Table(const std::vector<BenchRow>& rows) {
   }
   std::ostringstream out;
   char line[320];
-  snprintf(line, sizeof(line), "%-*s %-8s %10s %8s %8s %8s %8s %8s %8s %9s\n", width, "workload",
-           "mode", "txn/s", "RO p50", "RO p99", "RW p50", "RW p99", "vis p50", "vis p99",
-           "vs calvin");
+  snprintf(line, sizeof(line), "%-*s %-8s %10s %8s %8s %8s %8s %8s %8s %9s %7s\n", width,
+           "workload", "mode", "txn/s", "RO p50", "RO p99", "RW p50", "RW p99", "vis p50",
+           "vis p99", "vs calvin", "RSS MB");
   out << line;
   for (const BenchRow& row : rows) {
     const RunSummary& s = row.summary;
@@ -120,23 +123,26 @@ std::string Table(const std::vector<BenchRow>& rows) {
       ratio = buffer;
     }
     out << row.label << std::string(width - row.label.size(), ' ');
-    snprintf(line, sizeof(line), " %-8s %10s %8s %8s %8s %8s %8s %8s %9s%s\n",
+    const std::string rss = s.peak_rss_bytes ? std::to_string(s.peak_rss_bytes >> 20) : "-";
+    snprintf(line, sizeof(line), " %-8s %10s %8s %8s %8s %8s %8s %8s %9s %7s%s\n",
              row.mode.c_str(), Thousands(s.Throughput()).c_str(),
              Ms(ro.Quantile(0.5), ro.count()).c_str(), Ms(ro.Quantile(0.99), ro.count()).c_str(),
              Ms(rw.Quantile(0.5), rw.count()).c_str(), Ms(rw.Quantile(0.99), rw.count()).c_str(),
              Ms(s.visibility_us.Quantile(0.5), s.visibility_us.count()).c_str(),
              Ms(s.visibility_us.Quantile(0.99), s.visibility_us.count()).c_str(), ratio.c_str(),
-             row.code != 0 ? "  (FAILED)" : "");
+             rss.c_str(), row.code != 0 ? "  (FAILED)" : "");
     out << line;
   }
-  out << "latencies in ms; vis = RO visibility delay (end of the snapshot's epoch -> result)\n";
+  out << "latencies in ms; vis = RO visibility delay (end of the snapshot's epoch -> result); "
+         "RSS = the node's peak resident memory (largest node)\n";
   return out.str();
 }
 
 std::string Csv(const std::vector<BenchRow>& rows) {
   std::ostringstream out;
   out << "workload,mode,seconds,txn_per_s,ro_txn_per_s,rw_txn_per_s,ro_p50_ms,ro_p95_ms,ro_p99_ms,"
-         "rw_p50_ms,rw_p95_ms,rw_p99_ms,vis_p50_ms,vis_p99_ms,invariant_failures,status\n";
+         "rw_p50_ms,rw_p95_ms,rw_p99_ms,vis_p50_ms,vis_p99_ms,invariant_failures,peak_rss_mib,"
+         "status\n";
   for (const BenchRow& row : rows) {
     const RunSummary& s = row.summary;
     const Histogram& ro = s.kinds[kKindReadOnly].latency_us;
@@ -149,6 +155,7 @@ std::string Csv(const std::vector<BenchRow>& rows) {
         << "," << ms(rw.Quantile(0.5)) << "," << ms(rw.Quantile(0.95)) << ","
         << ms(rw.Quantile(0.99)) << "," << ms(s.visibility_us.Quantile(0.5)) << ","
         << ms(s.visibility_us.Quantile(0.99)) << "," << s.invariant_failures << ","
+        << (s.peak_rss_bytes >> 20) << ","
         << (row.code == 0 ? "ok" : "failed") << "\n";
   }
   return out.str();
@@ -199,7 +206,8 @@ bool Plot(const std::vector<BenchRow>& rows, const std::string& dir) {
 // compare.json alone, so plots can be restyled or regenerated without
 // running a cluster again.
 int Replot(const std::set<std::string>& explicit_flags) {
-  std::vector<std::string> run_flags = {"config", "runs", "modes", "node_binary"};
+  std::vector<std::string> run_flags = {"config",  "runs",   "modes",        "node_binary",
+                                        "matrix", "repeat", "update_readme"};
   const std::vector<std::string>& node_flags = NodeFlagNames();
   run_flags.insert(run_flags.end(), node_flags.begin(), node_flags.end());
   for (const std::string& name : run_flags) {
@@ -216,11 +224,28 @@ int Replot(const std::set<std::string>& explicit_flags) {
   return Plot(rows, dir) ? 0 : 1;
 }
 
+// Above the Markdown table: when, where and how it was measured.
+std::string MarkdownPreamble(const std::string& command) {
+  char date[64];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::localtime(&now));
+  std::string text = "Measured " + std::string(date) + " on " + MachineDescription() +
+                     ", with `" + command + "`";
+  if (FLAGS_repeat > 1) {
+    text += " (each figure the run with the median throughput of " +
+            std::to_string(FLAGS_repeat) + ")";
+  }
+  return text + ". RSS is the node's peak resident memory.\n";
+}
+
 int Main(int argc, char** argv) {
+  std::string command = "paxflow-bench";
+  for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
   gflags::SetUsageMessage(
       "compares calvin and paxflow modes on the same cluster config and workloads.\n"
       "  paxflow-bench --config=deployment/local-1.conf --runs=ro,mixed --duration=10\n"
       "  paxflow-bench --replot=results/<date-time>    # table and plots again, no runs\n"
+      "  paxflow-bench --config=deployment/local-1.conf --matrix --update_readme=README.md\n"
       "Node flags given here (paxflow-node --help) apply to every run.");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (argc > 1) return Fail(std::string("unexpected argument '") + argv[1] + "'");
@@ -234,8 +259,13 @@ int Main(int argc, char** argv) {
   if (explicit_flags.count("workload") || explicit_flags.count("mode")) {
     return Fail("use --runs and --modes (not --workload/--mode) to choose what to compare");
   }
+  if (FLAGS_matrix && explicit_flags.count("runs")) {
+    return Fail("--matrix chooses the runs itself; drop --runs (or --matrix)");
+  }
+  if (FLAGS_repeat < 1 || FLAGS_repeat > 9) return Fail("--repeat must be 1..9");
+  std::vector<std::string> run_texts = FLAGS_matrix ? MatrixRuns() : Split(FLAGS_runs, ',');
   std::vector<RunSpec> specs;
-  for (const std::string& text : Split(FLAGS_runs, ',')) {
+  for (const std::string& text : run_texts) {
     RunSpec spec;
     error = ParseSpec(text, &spec);
     if (!error.empty()) return Fail(error);
@@ -253,53 +283,80 @@ int Main(int argc, char** argv) {
   if (!MakeDirectories(results)) return Fail("cannot create " + results);
 
   SignalWatcher signals;
-  std::vector<BenchRow> rows;
-  int status = 0;
-  for (const RunSpec& spec : specs) {
-    for (const std::string& mode : modes) {
-      if (signals.interrupted()) break;
-      // Resolve exactly what the nodes will: bad combinations fail here.
-      std::vector<std::string> run_flags = common_flags;
-      run_flags.push_back("--workload=" + spec.preset);
-      run_flags.push_back("--mode=" + mode);
-      run_flags.insert(run_flags.end(), spec.flags.begin(), spec.flags.end());
-      error = CheckMachine(config);
-      if (!error.empty()) return Fail(FLAGS_config + ": " + error);
-      LaunchOptions options;
-      options.config_path = Absolute(FLAGS_config);
-      options.node_binary =
-          FLAGS_node_binary.empty() ? SelfDirectory() + "/paxflow-node" : FLAGS_node_binary;
-      std::string label = spec.label;
-      for (char& c : label) {
-        if (c == ':' || c == '=' || c == '/') c = '_';
-      }
-      options.log_dir = Absolute(results) + "/" + label + "-" + mode;
-      if (!MakeDirectories(options.log_dir)) return Fail("cannot create " + options.log_dir);
-      options.node_flags = run_flags;
-      options.duration_s = FLAGS_run_epochs > 0 ? 0 : FLAGS_duration;
-      options.echo = !FLAGS_quiet;
-      options.echo_progress_only = true;
-      std::printf("[bench] %s in %s mode (%s)\n", spec.label.c_str(), mode.c_str(),
-                  options.log_dir.c_str());
-      std::fflush(stdout);
-      BenchRow row;
-      row.label = spec.label;
-      row.mode = mode;
-      row.code = RunCluster(config, options, [&] { return signals.interrupted() ? 1 : 0; },
-                            &row.summary, &error);
-      if (!error.empty()) std::fprintf(stderr, "paxflow-bench: %s\n", error.c_str());
-      if (row.code != 0) status = row.code;
-      std::printf("[bench] %s %s: %s txn/s\n", spec.label.c_str(), mode.c_str(),
-                  Thousands(row.summary.Throughput()).c_str());
-      rows.push_back(row);
+  // Runs `spec` once in `mode`; `round` numbers repeats.
+  auto run_once = [&](const RunSpec& spec, const std::string& mode, uint32_t round,
+                      BenchRow* row) -> std::string {
+    // Resolve exactly what the nodes will: bad combinations fail here.
+    std::vector<std::string> run_flags = common_flags;
+    run_flags.push_back("--workload=" + spec.preset);
+    run_flags.push_back("--mode=" + mode);
+    run_flags.insert(run_flags.end(), spec.flags.begin(), spec.flags.end());
+    std::string failure = CheckMachine(config);
+    if (!failure.empty()) return FLAGS_config + ": " + failure;
+    LaunchOptions options;
+    options.config_path = Absolute(FLAGS_config);
+    options.node_binary =
+        FLAGS_node_binary.empty() ? SelfDirectory() + "/paxflow-node" : FLAGS_node_binary;
+    std::string label = spec.label;
+    for (char& c : label) {
+      if (c == ':' || c == '=' || c == '/') c = '_';
     }
+    options.log_dir = Absolute(results) + "/" + label + "-" + mode +
+                      (FLAGS_repeat > 1 ? "-" + std::to_string(round + 1) : "");
+    if (!MakeDirectories(options.log_dir)) return "cannot create " + options.log_dir;
+    options.node_flags = run_flags;
+    options.duration_s = FLAGS_run_epochs > 0 ? 0 : FLAGS_duration;
+    options.echo = !FLAGS_quiet;
+    options.echo_progress_only = true;
+    std::printf("[bench] %s in %s mode (%s)\n", spec.label.c_str(), mode.c_str(),
+                options.log_dir.c_str());
+    std::fflush(stdout);
+    row->label = spec.label;
+    row->mode = mode;
+    std::string run_error;
+    row->code = RunCluster(config, options, [&] { return signals.interrupted() ? 1 : 0; },
+                           &row->summary, &run_error);
+    if (!run_error.empty()) std::fprintf(stderr, "paxflow-bench: %s\n", run_error.c_str());
+    std::printf("[bench] %s %s: %s txn/s, peak RSS %s MiB\n", spec.label.c_str(), mode.c_str(),
+                Thousands(row->summary.Throughput()).c_str(),
+                std::to_string(row->summary.peak_rss_bytes >> 20).c_str());
+    return "";
+  };
+  // Every run of each (workload, mode), in the order first run; repeats
+  // go round the whole list, so a slow minute of the machine spreads out.
+  std::vector<std::vector<BenchRow>> runs(specs.size() * modes.size());
+  int status = 0;
+  for (uint32_t round = 0; round < FLAGS_repeat; ++round) {
+    for (size_t s = 0; s < specs.size(); ++s) {
+      for (size_t m = 0; m < modes.size() && !signals.interrupted(); ++m) {
+        BenchRow row;
+        error = run_once(specs[s], modes[m], round, &row);
+        if (!error.empty()) return Fail(error);
+        if (row.code != 0) status = row.code;
+        runs[s * modes.size() + m].push_back(row);
+      }
+    }
+  }
+  std::vector<BenchRow> rows;
+  for (const auto& tries : runs) {
+    if (!tries.empty()) rows.push_back(MedianRun(tries));
   }
   const std::string table = Table(rows);
   std::printf("\n%s", table.c_str());
   std::ofstream(results + "/compare.txt") << table;
   std::ofstream(results + "/compare.csv") << Csv(rows);
   std::ofstream(results + "/compare.json") << Json(rows);
-  std::printf("results: %s/compare.{txt,csv,json}\n", results.c_str());
+  const std::string markdown = MarkdownTable(rows, MarkdownPreamble(command));
+  std::ofstream(results + "/compare.md") << markdown;
+  std::printf("results: %s/compare.{txt,csv,json,md}\n", results.c_str());
+  if (!FLAGS_update_readme.empty() && (signals.interrupted() || status != 0)) {
+    std::fprintf(stderr, "paxflow-bench: %s left alone: the runs did not all finish well\n",
+                 FLAGS_update_readme.c_str());
+  } else if (!FLAGS_update_readme.empty()) {
+    error = ReplaceMarkedSection(FLAGS_update_readme, markdown);
+    if (!error.empty()) return Fail(error);
+    std::printf("updated the performance section of %s\n", FLAGS_update_readme.c_str());
+  }
   // Plots are a view of the results above: a gnuplot problem is reported
   // but does not turn a good comparison into a failed one.
   if (!rows.empty()) Plot(rows, results);

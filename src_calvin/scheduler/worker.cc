@@ -144,26 +144,30 @@ void WorkerPool::ReadLocal(TxnWork* work, size_t slot, ReadValues* reads) {
   const Txn& txn = *work->txn;
   const uint32_t partitions = options_.partitions;
   const PartitionId self = options_.partition;
-  // Stage the cache misses of keys ahead of the one being read.
+  // Stage the cache misses of keys ahead of the one being read (read_set,
+  // then read_write_set, as positions go).
   constexpr size_t kRecordAhead = 16, kValueAhead = 8;
+  const size_t plain_reads = static_cast<size_t>(txn.read_set_size());
+  const size_t total = plain_reads + static_cast<size_t>(txn.read_write_set_size());
+  auto key_at = [&](size_t i) {
+    return i < plain_reads ? txn.read_set(static_cast<int>(i))
+                           : txn.read_write_set(static_cast<int>(i - plain_reads));
+  };
+  // A short txn fetches every record, then every value, before reading.
+  const bool pipelined = work->all_local && total > kRecordAhead;
   if (work->all_local) {
-    const size_t reads_total = static_cast<size_t>(txn.read_set_size());
-    for (size_t i = 0; i < std::min(reads_total, kRecordAhead); ++i) {
-      store_->Prefetch(txn.read_set(static_cast<int>(i)), 1);
+    for (size_t i = 0; i < std::min(total, kRecordAhead); ++i) store_->Prefetch(key_at(i), 1);
+    if (!pipelined) {
+      for (size_t i = 0; i < total; ++i) store_->Prefetch(key_at(i), 2);
     }
   }
   const std::vector<ReadOverride>& overrides = work->overrides;
   size_t next_override = 0;
   size_t position = 0;
   auto read = [&](Key key) {
-    if (work->all_local && position < static_cast<size_t>(txn.read_set_size())) {
-      const size_t total = static_cast<size_t>(txn.read_set_size());
-      if (position + kRecordAhead < total) {
-        store_->Prefetch(txn.read_set(static_cast<int>(position + kRecordAhead)), 1);
-      }
-      if (position + kValueAhead < total) {
-        store_->Prefetch(txn.read_set(static_cast<int>(position + kValueAhead)), 2);
-      }
+    if (pipelined) {
+      if (position + kRecordAhead < total) store_->Prefetch(key_at(position + kRecordAhead), 1);
+      if (position + kValueAhead < total) store_->Prefetch(key_at(position + kValueAhead), 2);
     }
     // An LTX the reader must see has not installed at its snapshot: take
     // its commit record's value instead (the LTX lane chose it).

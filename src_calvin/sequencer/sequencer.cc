@@ -34,7 +34,7 @@ std::vector<std::unique_ptr<Batch>> Sequencer::CloseEpoch(Epoch epoch, int64_t n
   for (Txn& txn : *all->mutable_txns()) {
     txn.set_id(MakeTxnId(epoch, options_.sequencer_id, position++));
     txn.set_txn_class(Classify(txn));
-    txn.set_origin_partition(options_.sequencer_id);
+    txn.set_origin_partition(options_.partition);
     txn.set_origin_node(options_.node);
     // LTX records are not read-write work by themselves: the LTX lane
     // decides which epochs they make read-write (installs, aborts).
@@ -72,7 +72,7 @@ std::vector<std::unique_ptr<Batch>> Sequencer::CloseEpoch(Epoch epoch, int64_t n
         touched.push_back(p);
       }
     };
-    mark(options_.sequencer_id);
+    mark(options_.partition);
     for (Key key : txn.read_set()) mark(PartitionOf(key, options_.partitions));
     for (Key key : txn.read_write_set()) mark(PartitionOf(key, options_.partitions));
     for (Key key : txn.write_set()) mark(PartitionOf(key, options_.partitions));

@@ -23,11 +23,19 @@
 namespace paxflow {
 
 struct SequencerOptions {
-  uint32_t sequencer_id = 0;  // = the partition of the node it runs on
+  // Unique in the cluster: partition * sequencers_per_node + the sequencer's
+  // index on its node (SequencerId). Orders batches within an epoch.
+  uint32_t sequencer_id = 0;
+  PartitionId partition = 0;  // of the node it runs on: its txns' origin
   uint32_t partitions = 1;
   NodeId node = 0;
   uint32_t max_batch = 2000;
 };
+
+// The cluster-wide id of sequencer `index` of the node on `partition`.
+inline uint32_t SequencerId(PartitionId partition, uint32_t index, uint32_t per_node) {
+  return partition * per_node + index;
+}
 
 class Sequencer {
  public:

@@ -1,0 +1,93 @@
+// Several sequencers per node (--sequencers_per_node): cluster-wide ids,
+// origins, the shared window of generated txns, parameter bounds.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "applications/workload.h"
+#include "base/params.h"
+#include "sequencer/generator_source.h"
+#include "sequencer/sequencer.h"
+
+namespace paxflow {
+namespace {
+
+// Hands out txns reading the given keys, one per Fill slot.
+class FixedSource : public TxnSource {
+ public:
+  explicit FixedSource(std::vector<std::vector<Key>> txns) : txns_(std::move(txns)) {}
+  size_t Fill(size_t max, int64_t now_us, Batch* batch) override {
+    size_t count = 0;
+    while (count < max && next_ < txns_.size()) {
+      Txn* txn = batch->add_txns();
+      for (Key key : txns_[next_++]) txn->add_read_set(key);
+      txn->set_submit_time_us(now_us);
+      ++count;
+    }
+    return count;
+  }
+
+ private:
+  std::vector<std::vector<Key>> txns_;
+  size_t next_ = 0;
+};
+
+TEST(SequencerTest, SecondSequencerOfANodeOrdersUnderItsOwnIdWithTheNodesOrigin) {
+  // Partition 1 of 3, two sequencers per node: this is sequencer 3.
+  FixedSource source({{1, 4}, {2}, {1}});
+  SequencerOptions options;
+  options.sequencer_id = SequencerId(1, 1, 2);
+  options.partition = 1;
+  options.partitions = 3;
+  options.node = 7;
+  Sequencer sequencer(options, {&source});
+  ASSERT_EQ(options.sequencer_id, 3u);
+  auto batches = sequencer.CloseEpoch(5, 100, false);
+  ASSERT_EQ(batches.size(), 3u);
+  for (PartitionId p = 0; p < 3; ++p) {
+    EXPECT_EQ(batches[p]->sequencer(), 3u);
+    EXPECT_EQ(batches[p]->epoch(), 5u);
+  }
+  // Every txn goes to its origin (partition 1) and the partitions it reads.
+  ASSERT_EQ(batches[1]->txns_size(), 3);
+  ASSERT_EQ(batches[2]->txns_size(), 1);
+  EXPECT_EQ(batches[0]->txns_size(), 0);
+  for (int i = 0; i < 3; ++i) {
+    const Txn& txn = batches[1]->txns(i);
+    EXPECT_EQ(TxnSequencer(txn.id()), 3u);
+    EXPECT_EQ(TxnEpoch(txn.id()), 5u);
+    EXPECT_EQ(TxnPosition(txn.id()), static_cast<uint32_t>(i));
+    EXPECT_EQ(txn.origin_partition(), 1u);
+    EXPECT_EQ(txn.origin_node(), 7u);
+  }
+}
+
+TEST(InflightWindowTest, SequencersShareTheNodesWindow) {
+  uint64_t completed = 0;
+  InflightWindow window(100, [&] { return completed; });
+  EXPECT_EQ(window.Claim(60), 60u);
+  EXPECT_EQ(window.Claim(60), 40u) << "the second sequencer gets what is left";
+  EXPECT_EQ(window.Claim(10), 0u);
+  completed = 30;
+  EXPECT_EQ(window.Claim(50), 30u);
+  InflightWindow unbounded(0, nullptr);
+  EXPECT_EQ(unbounded.Claim(1u << 20), 1u << 20);
+}
+
+TEST(SequencersPerNodeTest, BoundedByTheIdSpace) {
+  NodeParams params;
+  EXPECT_EQ(params.Validate(1), "");
+  params.engine.sequencers_per_node = 0;
+  EXPECT_NE(params.Validate(1).find("sequencers_per_node=0"), std::string::npos);
+  params.engine.sequencers_per_node = kMaxSequencers / 2;
+  EXPECT_EQ(params.Validate(2), "");
+  EXPECT_NE(params.Validate(3).find("out of range"), std::string::npos);
+  // A cluster parameter: nodes that disagree refuse to run together.
+  NodeParams other = params;
+  other.engine.sequencers_per_node = 1;
+  EXPECT_NE(other.Fingerprint(), params.Fingerprint());
+}
+
+}  // namespace
+}  // namespace paxflow
