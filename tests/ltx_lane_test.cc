@@ -415,6 +415,24 @@ TEST(LtxLaneTest, AnLtxScanOverAnEarlierLtxsAreaWaitsAndTakesItsInserts) {
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 
+TEST(LtxLaneTest, ReadersSeeAnLtxsDeletesAndInsertsInBothModes) {
+  for (Mode mode : {Mode::kPaxflow, Mode::kCalvin}) {
+    LtxBenchOptions options;
+    options.mode = mode;
+    LtxBench bench(options);
+    bench.Sequence(1, {LtxBench::LongKv({}, {{5, ""}, {150, "inserted"}}, {{5, 5}, {150, 150}})});
+    bench.Sequence(2, {LtxBench::Rmw({9})});
+    const auto readers = bench.Sequence(3, {LtxBench::Scan(0, 200), LtxBench::Read({5, 150})});
+    bench.Drain();
+    bench.Sequence(4, bench.TakeRecords());
+    bench.Drain();
+    Result result;
+    ASSERT_TRUE(bench.Result(readers[0], &result)) << ModeName(mode);
+    EXPECT_EQ(result.outcome.detail, "scanned 100 keys") << ModeName(mode);  // -5, +150
+    EXPECT_EQ(bench.CheckSerialOrder(), "") << ModeName(mode);
+  }
+}
+
 TEST(LtxLaneTest, CalvinModeRunsAnLtxAsOneLockedTxnAtItsBeginPosition) {
   LtxBenchOptions options;
   options.mode = Mode::kCalvin;

@@ -135,7 +135,7 @@ struct LtxRound {
   std::vector<Key> reads;        // non-empty (or scans): another round follows
   std::vector<KeyRange> scans;   // inclusive ranges
   WriteSet writes;               // in order; the last write of a key wins
-  std::vector<Key> deletes;
+  std::vector<Key> deletes;      // applied after every write
   bool abort = false;            // the procedure gives up: nothing is written
   std::string reason;
   TxnOutcome outcome;            // checksum, detail, invariant_ok

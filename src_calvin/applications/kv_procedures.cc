@@ -54,7 +54,11 @@ void WithKvProcedures::ExecuteLong(const Txn& txn, uint32_t round, const LtxRead
     return;
   }
   for (int i = 0; i < txn.read_write_set_size(); ++i) {
-    out->writes.Put(txn.read_write_set(i), args.values(i));
+    if (args.values(i).empty()) {
+      out->deletes.push_back(txn.read_write_set(i));
+    } else {
+      out->writes.Put(txn.read_write_set(i), args.values(i));
+    }
   }
   out->outcome.checksum = checksum;
 }

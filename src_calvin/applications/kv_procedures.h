@@ -2,7 +2,7 @@
 // offers its clients: "get" (read keys), "put" (write values) and "kv"
 // (read some keys, write others), and the generic long txn "ltx-kv"
 // (reads read_set, scans read_area, writes KvArgs values to
-// read_write_set). Everything else goes to the wrapped application
+// read_write_set; an empty value deletes the key). Everything else goes to the wrapped application
 // unchanged.
 #pragma once
 #include <memory>

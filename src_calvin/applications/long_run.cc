@@ -40,7 +40,8 @@ void RunLongProcedure(const Application& app, const Txn& txn, const LtxFetch& fe
 }
 
 void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expanded,
-                       const ReadValues& reads, WriteSet* writes, TxnOutcome* outcome) {
+                       const ReadValues& reads, WriteSet* writes, std::vector<Key>* deletes,
+                       TxnOutcome* outcome) {
   std::map<Key, size_t> position;
   size_t next = 0;
   for (Key key : expanded.read_set()) position[key] = next++;
@@ -82,8 +83,11 @@ void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expa
                                              ", outside its write area");
       }
     }
-    if (reason.empty() && !last.deletes.empty()) {
-      reason = Reason(kAbortProcedure, "deletes are not supported in calvin mode");
+    for (size_t i = 0; i < last.deletes.size() && reason.empty(); ++i) {
+      if (!write_area.Contains(last.deletes[i])) {
+        reason = Reason(kAbortWriteArea, "it deleted key " + std::to_string(last.deletes[i]) +
+                                             ", outside its write area");
+      }
     }
   }
   *outcome = last.outcome;
@@ -93,7 +97,9 @@ void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expa
     outcome->abort_reason = reason;
     return;
   }
+  // Deletes apply after every write (LtxRound's contract).
   for (size_t i = 0; i < last.writes.size(); ++i) writes->Put(last.writes.key(i), last.writes.value(i));
+  deletes->assign(last.deletes.begin(), last.deletes.end());
 }
 
 }  // namespace paxflow

@@ -26,9 +26,10 @@ void RunLongProcedure(const Application& app, const Txn& txn, const LtxFetch& fe
 // Calvin mode: `expanded` is `begin` with every key of its declared areas
 // in read_set (read area) and read_write_set (write area), all locked and
 // read into `reads`. Runs the procedure over them: a read outside the
-// declared areas or a write outside the write area aborts it. Fills
-// `writes` (a committed LTX's) and `outcome`.
+// declared areas or a write (or delete) outside the write area aborts it.
+// Fills `writes` and `deletes` (a committed LTX's) and `outcome`.
 void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expanded,
-                       const ReadValues& reads, WriteSet* writes, TxnOutcome* outcome);
+                       const ReadValues& reads, WriteSet* writes, std::vector<Key>* deletes,
+                       TxnOutcome* outcome);
 
 }  // namespace paxflow

@@ -9,13 +9,6 @@
 #include "common/clock.h"
 
 namespace paxflow {
-namespace {
-
-// Until the stores scan their ordered key index, a participant enumerates
-// the keys of a scanned range that live on its partition; this bounds it.
-constexpr uint64_t kMaxScanKeysPerPartition = 4u << 20;
-
-}  // namespace
 
 struct LtxExecutor::Run {
   std::shared_ptr<const Txn> txn;
@@ -502,27 +495,29 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
     result.values.emplace_back(found ? value : std::string_view());
   }
   result.scans.resize(task.scans.size());
-  std::vector<Key> keys;
-  for (size_t s = 0; s < task.scans.size() && result.error.empty(); ++s) {
-    keys.clear();
-    const KeyArea range(google::protobuf::RepeatedPtrField<KeyRange>(task.scans.begin() + s,
-                                                                     task.scans.begin() + s + 1));
-    if (!range.KeysOn(options_.partition, options_.partitions, kMaxScanKeysPerPartition, &keys)) {
-      result.error = "scan range [" + std::to_string(task.scans[s].lo()) + ", " +
-                     std::to_string(task.scans[s].hi()) + "] is too wide to read here";
-      break;
-    }
+  for (size_t s = 0; s < task.scans.size(); ++s) {
+    // The store's keys at the snapshot, merged (both ascending) with the
+    // values the lane chose: those replace, insert, or delete (not found).
     const auto& chosen = task.scan_values[s];
+    auto next_chosen = chosen.begin();
     LtxReads::Rows& rows = result.scans[s];
-    for (Key key : keys) {
-      auto it = chosen.find(key);
-      if (it != chosen.end()) {
-        if (it->second.first) rows.emplace_back(key, it->second.second);
-        continue;  // (not found: deleted by an LTX the reader sees)
+    auto take_chosen_below = [&](Key bound, bool inclusive) {
+      while (next_chosen != chosen.end() &&
+             (next_chosen->first < bound || (inclusive && next_chosen->first == bound))) {
+        if (next_chosen->second.first) rows.emplace_back(next_chosen->first, next_chosen->second.second);
+        ++next_chosen;
       }
-      std::string_view value;
-      if (store_->ReadAt(slot, key, task.snapshot, &value)) rows.emplace_back(key, value);
-    }
+    };
+    store_->ScanAt(slot, task.scans[s].lo(), task.scans[s].hi(), task.snapshot,
+                   [&](Key key, std::string_view value) {
+                     take_chosen_below(key, /*inclusive=*/false);
+                     if (next_chosen != chosen.end() && next_chosen->first == key) {
+                       take_chosen_below(key, /*inclusive=*/true);
+                       return;
+                     }
+                     rows.emplace_back(key, value);
+                   });
+    if (next_chosen != chosen.end()) take_chosen_below(task.scans[s].hi(), /*inclusive=*/true);
   }
   store_->ExitSnapshot(slot);
   if (task.reply_to == options_.partition) {

@@ -131,7 +131,11 @@ void WorkerPool::Install(TxnWork* work, Context* context) {
   const LtxInstall& install = *work->install;
   const Epoch epoch = work->epoch->epoch;
   for (const LtxWrite* write : install.writes) {
-    store_->Write(context->store_slot, write->key(), write->value(), epoch);
+    if (write->deleted()) {
+      store_->Delete(context->store_slot, write->key(), epoch);
+    } else {
+      store_->Write(context->store_slot, write->key(), write->value(), epoch);
+    }
   }
   if (install.report) {
     ReadValues none;
@@ -223,18 +227,23 @@ void WorkerPool::RunProcedure(TxnWork* work, const ReadValues& reads, Context* c
   WriteSet& writes = context->writes;
   writes.Clear();
   TxnOutcome outcome;
+  std::vector<Key>& deletes = context->deletes;
+  deletes.clear();
   if (work->procedure_txn) {
-    ExecuteLongLocked(*app_, *work->procedure_txn, txn, reads, &writes, &outcome);
+    ExecuteLongLocked(*app_, *work->procedure_txn, txn, reads, &writes, &deletes, &outcome);
   } else {
     app_->Execute(txn, reads, &writes, &outcome);
   }
   if (work->writes_here && outcome.committed) {
     const Epoch epoch = work->epoch->epoch;
+    auto local = [&](Key key) {
+      return work->all_local || PartitionOf(key, options_.partitions) == options_.partition;
+    };
     for (size_t i = 0; i < writes.size(); ++i) {
-      const Key key = writes.key(i);
-      if (work->all_local || PartitionOf(key, options_.partitions) == options_.partition) {
-        store_->Write(context->store_slot, key, writes.value(i), epoch);
-      }
+      if (local(writes.key(i))) store_->Write(context->store_slot, writes.key(i), writes.value(i), epoch);
+    }
+    for (Key key : deletes) {
+      if (local(key)) store_->Delete(context->store_slot, key, epoch);
     }
   }
   if (work->origin) {
