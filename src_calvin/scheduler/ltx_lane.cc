@@ -611,6 +611,15 @@ void LtxLane::OnReadRequest(LtxReadRequest&& request) {
   const TxnId id = request.ltx_id();
   Entry* entry = Find(id);
   if (!entry || !entry->pending_known) {
+    // An origin runs ahead of a participant by the epochs in flight, not
+    // more: a request from further ahead is garbage and is dropped.
+    constexpr Epoch kMaxAhead = 100000;
+    if (TxnEpoch(id) > ended_epoch_ + kMaxAhead) {
+      LOG_EVERY_N(ERROR, 100) << "partition " << options_.partition
+                              << ": dropped a read request for LTX " << TxnIdString(id)
+                              << ", far beyond epoch " << ended_epoch_;
+      return;
+    }
     if (TxnEpoch(id) > ended_epoch_ || (entry && !entry->pending_known)) {
       early_requests_[id].push_back(std::move(request));  // it has not begun here yet
     }
