@@ -22,6 +22,7 @@
 #include "base/flags.h"
 #include "cluster/launcher.h"
 #include "report/bench_matrix.h"
+#include "report/ltx_report.h"
 #include "report/report_plots.h"
 #include "base/signals.h"
 
@@ -32,6 +33,10 @@ DEFINE_string(modes, "calvin,paxflow", "Modes to run each workload in, in this o
 DEFINE_bool(matrix, false,
             "Run the benchmark matrix instead of --runs: every workload preset at its own batch "
             "size and with the batch cap lifted, plus ro and mixed with two sequencers per node");
+DEFINE_bool(ltx_sweep, false,
+            "Run the long-transaction sweep instead of --runs: long (Shirakami's WL1) over "
+            "ltx_ops 125..8000 and long-scan (WL2) over scan_length 100..100000, each next to "
+            "the same workload without long txns; writes ltx.txt/ltx.md and ltx_*.png");
 DEFINE_uint32(repeat, 1,
               "Run every (workload, mode) this many times, alternating modes; each row is the "
               "run with the median throughput (1..9)");
@@ -202,12 +207,25 @@ bool Plot(const std::vector<BenchRow>& rows, const std::string& dir) {
   return plots.error.empty();
 }
 
+// The long-transaction sweep's table (ltx.txt, ltx.md) and plots.
+void WriteLtxReport(const std::vector<BenchRow>& rows, const std::string& dir,
+                    const std::string& preamble) {
+  const std::string table = LtxTable(rows);
+  std::printf("\n%s", table.c_str());
+  std::ofstream(dir + "/ltx.txt") << table;
+  std::ofstream(dir + "/ltx.md") << LtxMarkdown(rows, preamble);
+  std::printf("results: %s/ltx.{txt,md}\n", dir.c_str());
+  const PlotOutcome plots = WriteLtxPlots(rows, dir);
+  for (const std::string& png : plots.pngs) std::printf("plots:   %s\n", png.c_str());
+  if (!plots.error.empty()) std::fprintf(stderr, "paxflow-bench: plots: %s\n", plots.error.c_str());
+}
+
 // --replot: the table and plots of a finished comparison, from its
 // compare.json alone, so plots can be restyled or regenerated without
 // running a cluster again.
 int Replot(const std::set<std::string>& explicit_flags) {
-  std::vector<std::string> run_flags = {"config",  "runs",   "modes",        "node_binary",
-                                        "matrix", "repeat", "update_readme"};
+  std::vector<std::string> run_flags = {"config", "runs",   "modes",         "node_binary",
+                                        "matrix", "repeat", "update_readme", "ltx_sweep"};
   const std::vector<std::string>& node_flags = NodeFlagNames();
   run_flags.insert(run_flags.end(), node_flags.begin(), node_flags.end());
   for (const std::string& name : run_flags) {
@@ -221,7 +239,9 @@ int Replot(const std::set<std::string>& explicit_flags) {
   const std::string dir = FLAGS_results.empty() ? FLAGS_replot : FLAGS_results;
   if (!MakeDirectories(dir)) return Fail("cannot create " + dir);
   std::printf("%s", Table(rows).c_str());
-  return Plot(rows, dir) ? 0 : 1;
+  const bool plotted = Plot(rows, dir);
+  if (HasLtxSweepRows(rows)) WriteLtxReport(rows, dir, "Replotted from " + FLAGS_replot + ".\n");
+  return plotted ? 0 : 1;
 }
 
 // Above the Markdown table: when, where and how it was measured.
@@ -259,11 +279,14 @@ int Main(int argc, char** argv) {
   if (explicit_flags.count("workload") || explicit_flags.count("mode")) {
     return Fail("use --runs and --modes (not --workload/--mode) to choose what to compare");
   }
-  if (FLAGS_matrix && explicit_flags.count("runs")) {
-    return Fail("--matrix chooses the runs itself; drop --runs (or --matrix)");
+  if ((FLAGS_matrix || FLAGS_ltx_sweep) && explicit_flags.count("runs")) {
+    return Fail("--matrix and --ltx_sweep choose the runs themselves; drop --runs");
   }
+  if (FLAGS_matrix && FLAGS_ltx_sweep) return Fail("--matrix and --ltx_sweep are two runs; pick one");
   if (FLAGS_repeat < 1 || FLAGS_repeat > 9) return Fail("--repeat must be 1..9");
-  std::vector<std::string> run_texts = FLAGS_matrix ? MatrixRuns() : Split(FLAGS_runs, ',');
+  std::vector<std::string> run_texts = FLAGS_matrix      ? MatrixRuns()
+                                       : FLAGS_ltx_sweep ? LtxSweepRuns()
+                                                         : Split(FLAGS_runs, ',');
   std::vector<RunSpec> specs;
   for (const std::string& text : run_texts) {
     RunSpec spec;
@@ -360,6 +383,7 @@ int Main(int argc, char** argv) {
   // Plots are a view of the results above: a gnuplot problem is reported
   // but does not turn a good comparison into a failed one.
   if (!rows.empty()) Plot(rows, results);
+  if (FLAGS_ltx_sweep) WriteLtxReport(rows, results, MarkdownPreamble(command));
   return status;
 }
 
