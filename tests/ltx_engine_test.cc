@@ -90,12 +90,8 @@ INSTANTIATE_TEST_SUITE_P(
                       LongCase{Mode::kCalvin, 3, "long-scan"},
                       LongCase{Mode::kCalvin, 3, "bank-ltx"}),
     [](const ::testing::TestParamInfo<LongCase>& info) {
-      std::string name = std::string(ModeName(info.param.mode)) + "_" +
-                         std::to_string(info.param.partitions) + "p_" + info.param.preset;
-      for (char& ch : name) {
-        if (ch == '-') ch = '_';
-      }
-      return name;
+      return testing::CaseName({ModeName(info.param.mode),
+                                std::to_string(info.param.partitions) + "p", info.param.preset});
     });
 
 }  // namespace

@@ -10,12 +10,15 @@
 namespace paxflow::testing {
 
 LtxBench::LtxBench(const LtxBenchOptions& options) : options_(options) {
-  workload_.application = "ycsb";
-  workload_.records = options.records;
-  workload_.value_size = 16;
-  workload_.distribution = "uniform";
-  app_ = MakeApplication(workload_);
-  EngineParams engine;
+  NodeParams params;
+  WorkloadParams& workload = params.workload;
+  workload.application = "ycsb";
+  workload.records = options.records;
+  workload.value_size = 16;
+  workload.distribution = "uniform";
+  workload_ = workload;
+  app_ = MakeApplication(workload);
+  EngineParams& engine = params.engine;
   engine.mode = options.mode;
   engine.workers = 1;
   engine.ltx_workers = 1;
@@ -23,21 +26,12 @@ LtxBench::LtxBench(const LtxBenchOptions& options) : options_(options) {
   engine.max_active_ltx = options.max_active_ltx;
   engine.ltx_max_deferrals = options.ltx_max_deferrals;
   engine.gc = options.gc;
-  for (PartitionId p = 0; p < options.partitions; ++p) {
-    stores_.push_back(MakeStore(engine, p, options.partitions, *app_, workload_.value_size));
-    LoadPartition(*app_, p, options.partitions, stores_.back().get());
-    slots_.push_back(stores_.back()->RegisterThread());
-    SchedulerOptions scheduler = SchedulerOptionsFor(engine, p, options.partitions, 1);
-    stats_.push_back(std::make_unique<NodeStats>(scheduler.stats_slots()));
-    schedulers_.push_back(std::make_unique<Scheduler>(scheduler, stores_.back().get(), app_.get(),
-                                                      this, stats_.back().get(), &results_,
-                                                      this));
-  }
+  engine_ = std::make_unique<LocalPartitions>(
+      params, app_.get(), options.partitions, /*sequencers=*/1, &results_,
+      /*runs_procedures=*/true, std::vector<RecordSubmitter*>(options.partitions, this));
 }
 
-LtxBench::~LtxBench() {
-  for (auto& scheduler : schedulers_) scheduler->Stop();
-}
+LtxBench::~LtxBench() { engine_->Stop(); }
 
 Txn LtxBench::Rmw(std::vector<Key> keys, std::vector<Key> reads) {
   Txn txn;
@@ -154,7 +148,7 @@ std::vector<TxnId> LtxBench::Sequence(Epoch epoch, std::vector<Txn> txns, Partit
   }
   for (PartitionId p = 0; p < partitions; ++p) {
     out[p]->set_has_rw(has_rw);
-    schedulers_[p]->DeliverBatch(std::move(out[p]));
+    engine_->scheduler(p).DeliverBatch(std::move(out[p]));
   }
   return ids;
 }
@@ -163,11 +157,12 @@ void LtxBench::Drain(bool ltx_threads) {
   // Each pass moves every partition as far as it goes; messages between
   // partitions land in inboxes that the next pass reads.
   for (int pass = 0; pass < 50; ++pass) {
-    for (auto& scheduler : schedulers_) {
-      scheduler->Step();
-      scheduler->RunQueuedWork();
-      if (ltx_threads) scheduler->RunQueuedLtxWork();
-      scheduler->Step();
+    for (PartitionId p = 0; p < options_.partitions; ++p) {
+      Scheduler& scheduler = engine_->scheduler(p);
+      scheduler.Step();
+      scheduler.RunQueuedWork();
+      if (ltx_threads) scheduler.RunQueuedLtxWork();
+      scheduler.Step();
     }
   }
 }
@@ -181,14 +176,14 @@ std::vector<Txn> LtxBench::TakeRecords() {
 
 uint64_t LtxBench::Digest(Epoch epoch) {
   uint64_t digest = 0;
-  for (PartitionId p = 0; p < options_.partitions; ++p) digest += stores_[p]->Digest(slots_[p], epoch);
+  for (PartitionId p = 0; p < options_.partitions; ++p) digest += engine_->Digest(p, epoch);
   return digest;
 }
 
 Epoch LtxBench::Published() const {
   Epoch published = UINT64_MAX;
-  for (const auto& scheduler : schedulers_) {
-    published = std::min(published, scheduler->Status().published_epoch);
+  for (PartitionId p = 0; p < options_.partitions; ++p) {
+    published = std::min(published, engine_->scheduler(p).Status().published_epoch);
   }
   return published;
 }
@@ -203,21 +198,6 @@ std::string LtxBench::CheckSerialOrder(uint64_t* serial_digest) {
            ", the engine at " + std::to_string(live);
   }
   return "";
-}
-
-void LtxBench::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
-  RemoteReads copy = reads;
-  schedulers_[to]->DeliverRemoteReads(std::move(copy));
-}
-
-void LtxBench::SendLtxReadRequest(PartitionId to, const LtxReadRequest& request) {
-  LtxReadRequest copy = request;
-  schedulers_[to]->DeliverLtxReadRequest(std::move(copy));
-}
-
-void LtxBench::SendLtxReadReply(PartitionId to, const LtxReadReply& reply) {
-  LtxReadReply copy = reply;
-  schedulers_[to]->DeliverLtxReadReply(std::move(copy));
 }
 
 void LtxBench::SubmitRecord(Txn record) {

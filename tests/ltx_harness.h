@@ -11,6 +11,7 @@
 #include "applications/application.h"
 #include "backend/store.h"
 #include "base/params.h"
+#include "partition/local_partitions.h"
 #include "scheduler/scheduler.h"
 #include "tests/result_log.h"
 
@@ -26,7 +27,7 @@ struct LtxBenchOptions {
   GcPolicy gc = GcPolicy::kEpo;
 };
 
-class LtxBench : public PeerSender, public RecordSubmitter {
+class LtxBench : public RecordSubmitter {
  public:
   explicit LtxBench(const LtxBenchOptions& options);
   ~LtxBench() override;
@@ -53,8 +54,8 @@ class LtxBench : public PeerSender, public RecordSubmitter {
   // The records the LTX lanes submitted since the last call.
   std::vector<Txn> TakeRecords();
 
-  Scheduler& scheduler(PartitionId p) { return *schedulers_[p]; }
-  Store& store(PartitionId p) { return *stores_[p]; }
+  Scheduler& scheduler(PartitionId p) { return engine_->scheduler(p); }
+  Store& store(PartitionId p) { return engine_->store(p); }
   const ResultLog& results() const { return results_; }
   bool Result(TxnId id, ResultLog::Result* out) const { return results_.Find(id, out); }
   // Digest of the whole database as of `epoch` (published on every partition).
@@ -64,21 +65,15 @@ class LtxBench : public PeerSender, public RecordSubmitter {
   std::string CheckSerialOrder(uint64_t* serial_digest = nullptr);
   const WorkloadParams& workload() const { return workload_; }
 
-  // PeerSender, RecordSubmitter.
-  void SendRemoteReads(PartitionId to, const RemoteReads& reads) override;
-  void SendLtxReadRequest(PartitionId to, const LtxReadRequest& request) override;
-  void SendLtxReadReply(PartitionId to, const LtxReadReply& reply) override;
+  // RecordSubmitter: every partition's LTX lane hands its records here.
   void SubmitRecord(Txn record) override;
 
  private:
   LtxBenchOptions options_;
   WorkloadParams workload_;
   std::unique_ptr<Application> app_;
-  std::vector<std::unique_ptr<Store>> stores_;
-  std::vector<size_t> slots_;
-  std::vector<std::unique_ptr<NodeStats>> stats_;
-  std::vector<std::unique_ptr<Scheduler>> schedulers_;
   ResultLog results_;
+  std::unique_ptr<LocalPartitions> engine_;  // never started: the test drives it
   std::mutex records_mu_;
   std::vector<Txn> records_;
 };

@@ -35,12 +35,22 @@ size_t ResultsOf(const LtxBench& bench, TxnId id) {
   return count;
 }
 
+// Sequences, in `epoch`, the one record the lanes made: the commit of `ltx`.
+void SequenceCommitOf(LtxBench* bench, Epoch epoch, TxnId ltx);
+
 Txn OnlyRecord(LtxBench* bench, LtxRecordKind kind) {
   std::vector<Txn> records = bench->TakeRecords();
   EXPECT_EQ(records.size(), 1u);
   if (records.empty()) return Txn();
   EXPECT_EQ(records[0].ltx().kind(), kind) << records[0].ShortDebugString();
   return records[0];
+}
+
+void SequenceCommitOf(LtxBench* bench, Epoch epoch, TxnId ltx) {
+  const Txn commit = OnlyRecord(bench, LTX_COMMIT);
+  EXPECT_EQ(commit.ltx().ltx_id(), ltx);
+  bench->Sequence(epoch, {commit});
+  bench->Drain();
 }
 
 TEST(LtxLaneTest, ShortTxnInTheWriteAreaIsDeferredAndRunsOnceRightAfterTheInstall) {
@@ -139,15 +149,9 @@ TEST(LtxLaneTest, ALaterLtxReadingAnEarlierOnesAreaWaitsAndReadsItsInstalledVers
   const TxnId second = bench.Sequence(2, {LtxBench::Long({5}, {20})})[0];
   bench.Drain();
   // The second read key 5, in the first's area: it waits for it to resolve.
-  const Txn first_commit = OnlyRecord(&bench, LTX_COMMIT);
-  EXPECT_EQ(first_commit.ltx().ltx_id(), first);
   EXPECT_EQ(bench.scheduler(0).Status().parked, 1u);
-  bench.Sequence(3, {first_commit});
-  bench.Drain();
-  const Txn second_commit = OnlyRecord(&bench, LTX_COMMIT);
-  EXPECT_EQ(second_commit.ltx().ltx_id(), second);
-  bench.Sequence(4, {second_commit});
-  bench.Drain();
+  SequenceCommitOf(&bench, 3, first);
+  SequenceCommitOf(&bench, 4, second);
   Result result;
   ASSERT_TRUE(bench.Result(second, &result));
   EXPECT_FALSE(result.outcome.aborted);
@@ -398,17 +402,11 @@ TEST(LtxLaneTest, AnLtxScanOverAnEarlierLtxsAreaWaitsAndTakesItsInserts) {
   bench.Drain();
   // The first commits at once; the second's scan waits for it on both
   // partitions (key 6 on partition 0, key 150 too), its point read does not.
-  const Txn commit = OnlyRecord(&bench, LTX_COMMIT);
-  EXPECT_EQ(commit.ltx().ltx_id(), first);
   for (PartitionId p = 0; p < 2; ++p) {
     EXPECT_EQ(bench.scheduler(p).Status().parked, 1u) << "partition " << p;
   }
-  bench.Sequence(3, {commit});
-  bench.Drain();
-  const Txn second_commit = OnlyRecord(&bench, LTX_COMMIT);
-  EXPECT_EQ(second_commit.ltx().ltx_id(), second);
-  bench.Sequence(4, {second_commit});
-  bench.Drain();
+  SequenceCommitOf(&bench, 3, first);
+  SequenceCommitOf(&bench, 4, second);
   Result result;
   ASSERT_TRUE(bench.Result(second, &result));
   EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;

@@ -48,12 +48,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ThreadsCase{Mode::kPaxflow, 3, "bank-ltx"},
                       ThreadsCase{Mode::kCalvin, 2, "long"}),
     [](const ::testing::TestParamInfo<ThreadsCase>& info) {
-      std::string name = std::string(ModeName(info.param.mode)) + "_" +
-                         std::to_string(info.param.partitions) + "p_" + info.param.preset;
-      for (char& ch : name) {
-        if (ch == '-') ch = '_';
-      }
-      return name;
+      return testing::CaseName({ModeName(info.param.mode),
+                                std::to_string(info.param.partitions) + "p", info.param.preset});
     });
 
 }  // namespace

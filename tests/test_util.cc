@@ -177,6 +177,15 @@ uint64_t InProcessCluster::DatabaseDigest() const {
   return digest;
 }
 
+std::string CaseName(std::initializer_list<std::string> parts) {
+  std::string name;
+  for (const std::string& part : parts) name += (name.empty() ? "" : "_") + part;
+  for (char& ch : name) {
+    if (ch == '-') ch = '_';
+  }
+  return name;
+}
+
 int RunProcess(const std::vector<std::string>& args, std::string* output) {
   ChildProcess child(args);
   const int status = child.Wait(10 * 60 * 1000);

@@ -3,6 +3,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ class InProcessCluster {
   zmq::context_t context_;
   std::vector<std::unique_ptr<Node>> nodes_;
 };
+
+// A parameterized test's name from its parts: joined by '_', with the
+// characters GoogleTest does not take in names ('-') made '_'.
+std::string CaseName(std::initializer_list<std::string> parts);
 
 // Runs a command, returns its exit status; stdout+stderr go to `output`.
 int RunProcess(const std::vector<std::string>& args, std::string* output);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/hash.h"
+#include "common/key_area.h"
 #include "common/random.h"
 
 namespace paxflow {
@@ -53,12 +54,7 @@ class BankGenerator : public TxnGenerator {
     txn->set_args(BankApplication::EncodeBalance(1 + static_cast<int64_t>(rng_.Uniform(100))));
     LtxRecord* ltx = txn->mutable_ltx();
     ltx->set_kind(LTX_BEGIN);
-    std::sort(accounts.begin(), accounts.end());
-    for (Key account : accounts) {
-      KeyRange* range = ltx->add_write_area();
-      range->set_lo(account);
-      range->set_hi(account);
-    }
+    KeyArea::OfKeys(std::move(accounts)).AppendTo(ltx->mutable_write_area());
   }
 
   const WorkloadParams params_;  // a copy: generators may outlive their application
@@ -124,8 +120,7 @@ void BankApplication::Execute(const Txn& txn, const ReadValues& reads, WriteSet*
 void BankApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                                   LtxRound* out) const {
   if (txn.procedure() != kRing) {
-    out->abort = true;
-    out->reason = std::string(ProcedureName(txn.procedure())) + " is not a long procedure";
+    Application::ExecuteLong(txn, round, reads, out);  // not a long procedure
     return;
   }
   if (round == 0) {

@@ -131,8 +131,8 @@ class YcsbGenerator : public TxnGenerator {
     txn->mutable_read_write_set()->Add(write_keys.begin(), write_keys.end());
     // Its write set is known at begin: that is its write area. Its reads
     // are declared too, for calvin mode's locks.
-    AddRanges(KeyArea::OfKeys(std::move(write_keys)), ltx->mutable_write_area());
-    AddRanges(KeyArea::OfKeys(std::move(read_keys)), ltx->mutable_read_area());
+    KeyArea::OfKeys(std::move(write_keys)).AppendTo(ltx->mutable_write_area());
+    KeyArea::OfKeys(std::move(read_keys)).AppendTo(ltx->mutable_read_area());
   }
 
   // WL2's long txn: a read-only scan of scan_length consecutive keys,
@@ -159,15 +159,6 @@ class YcsbGenerator : public TxnGenerator {
       if (std::find(keys_.begin(), keys_.end(), key) == keys_.end()) keys_.push_back(key);
     }
     txn->mutable_write_set()->Add(keys_.begin(), keys_.end());
-  }
-
-  static void AddRanges(const KeyArea& area,
-                        google::protobuf::RepeatedPtrField<KeyRange>* out) {
-    for (const auto& [lo, hi] : area.ranges()) {
-      KeyRange* range = out->Add();
-      range->set_lo(lo);
-      range->set_hi(hi);
-    }
   }
 
   const WorkloadParams params_;  // a copy: generators may outlive their application
@@ -248,8 +239,7 @@ void YcsbApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads
     return;
   }
   if (txn.procedure() != kLong) {
-    out->abort = true;
-    out->reason = std::string(ProcedureName(txn.procedure())) + " is not a long procedure";
+    Application::ExecuteLong(txn, round, reads, out);  // not a long procedure
     return;
   }
   if (round == 0) {

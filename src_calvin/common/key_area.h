@@ -70,6 +70,14 @@ class KeyArea {
     }
     return true;
   }
+  // Appends the area's ranges to a message's range list.
+  void AppendTo(google::protobuf::RepeatedPtrField<KeyRange>* out) const {
+    for (const auto& [lo, hi] : ranges_) {
+      KeyRange* range = out->Add();
+      range->set_lo(lo);
+      range->set_hi(hi);
+    }
+  }
   // Checked at the door: every range has lo <= hi. Empty, or what is wrong.
   static std::string Validate(const google::protobuf::RepeatedPtrField<KeyRange>& ranges,
                               const char* what, bool disjoint) {

@@ -103,13 +103,6 @@ std::vector<Cells> TableCells(const std::vector<BenchRow>& rows) {
   return cells;
 }
 
-std::string WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  return out ? "" : "cannot write " + path + ": " + std::strerror(errno);
-}
-
 }  // namespace
 
 std::vector<std::string> LtxSweepRuns() {

@@ -416,14 +416,15 @@ std::string ThroughputPlot(const Layout& layout, std::ostringstream* data) {
   return gp.str();
 }
 
+
+}  // namespace
+
 std::string WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   out.close();
   return out ? "" : "cannot write " + path + ": " + std::strerror(errno);
 }
-
-}  // namespace
 
 std::string RunGnuplot(const std::string& dir, const std::string& script) {
   // What we printed so far comes before gnuplot's own messages.

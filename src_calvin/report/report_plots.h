@@ -39,6 +39,9 @@ struct PlotOutcome {
 // outcome, not a failure: the data files are still there.
 PlotOutcome WritePlots(const std::vector<BenchRow>& rows, const std::string& dir);
 
+// Writes `text` to `path`; empty on success, else what went wrong.
+std::string WriteFile(const std::string& path, const std::string& text);
+
 // Runs `gnuplot script` in `dir` (no shell: the directory name may hold any
 // character). Empty on success, else what went wrong (gnuplot missing, ...).
 std::string RunGnuplot(const std::string& dir, const std::string& script);
