@@ -416,7 +416,6 @@ std::string ThroughputPlot(const Layout& layout, std::ostringstream* data) {
   return gp.str();
 }
 
-
 }  // namespace
 
 std::string WriteFile(const std::string& path, const std::string& text) {
