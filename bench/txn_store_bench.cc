@@ -8,8 +8,8 @@
 //    buffer. Snapshot reads (ReadAt) in the multi-version store, ReadLatest
 //    in the single-version one. 1 and 2 threads.
 //  - BM_TxnStore/rmw: a read-modify-write txn of the `rmw` preset: 10 keys
-//    (1 of 10,000 hot + 9 uniform), each ReadLatest + copy, then a Write of
-//    a new value; the epoch advances every 1,000 txns and, in the
+//    (1 of 10,000 hot + 9 uniform), prefetched as the worker does, each
+//    ReadLatest + copy, then a Write of a new value; the epoch advances every 1,000 txns and, in the
 //    multi-version store, pins follow it as the scheduler sets them (the
 //    newest read-write epoch only, as on a write-only load).
 // Keys are pre-generated; stores are built once per process.
@@ -125,6 +125,9 @@ void BM_ReadModifyWriteTxn(benchmark::State& state) {
     }
     const Key* txn = &keys[base];
     base = (base + kOps) % kTxnKeys;
+    // As the worker stages a short txn: every record, then every value.
+    for (size_t i = 0; i < kOps; ++i) store.Prefetch(txn[i], 1);
+    for (size_t i = 0; i < kOps; ++i) store.Prefetch(txn[i], 2);
     for (size_t i = 0; i < kOps; ++i) {
       std::string_view old;
       store.ReadLatest(slot, txn[i], &old);

@@ -39,9 +39,8 @@ MultiVersionStore::MultiVersionStore(PartitionId partition, uint32_t partitions,
       gc_(gc),
       pool_(gc.max_threads),
       reclaimer_(gc.max_threads, this),
-      pins_(new Pins{{0}}) {
+      pins_(std::make_shared<const Pins>(Pins{{0}})) {
   for (size_t i = 0; i < gc.max_threads; ++i) slots_.push_back(std::make_unique<SlotState>());
-  pins_slot_ = RegisterThread();
   collector_slot_ = RegisterThread();
   load_slot_ = RegisterThread();
 }
@@ -64,7 +63,6 @@ MultiVersionStore::~MultiVersionStore() {
       version = next;
     }
   });
-  delete pins_.load();
 }
 
 size_t MultiVersionStore::RegisterThread() {
@@ -113,6 +111,16 @@ void MultiVersionStore::Count(size_t slot, int64_t versions, int64_t bytes) {
                             std::memory_order_relaxed);
   state.live_bytes.store(state.live_bytes.load(std::memory_order_relaxed) + bytes,
                          std::memory_order_relaxed);
+}
+
+const MultiVersionStore::Pins& MultiVersionStore::CurrentPins(size_t slot) {
+  SlotState& state = *slots_[slot];
+  if (state.pins_generation != pins_generation_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(pins_mu_);
+    state.pins = pins_;
+    state.pins_generation = pins_generation_.load(std::memory_order_relaxed);
+  }
+  return *state.pins;
 }
 
 uint32_t MultiVersionStore::Lock(Record* record) {
@@ -166,18 +174,13 @@ bool MultiVersionStore::ReadLatest(size_t, Key key, std::string_view* value) {
 }
 
 void MultiVersionStore::Write(size_t slot, Key key, std::string_view value, Epoch epoch) {
-  Record* record = index_.FindOrCreate(key);
-  reclaimer_.Enter(slot);  // for the pins
-  Install(slot, record, value, epoch, /*tombstone=*/false);
-  reclaimer_.Exit(slot);
+  Install(slot, index_.FindOrCreate(key), value, epoch, /*tombstone=*/false);
 }
 
 void MultiVersionStore::Delete(size_t slot, Key key, Epoch epoch) {
   Record* record = index_.Find(key);
   if (!record) return;  // never existed: nothing to hide
-  reclaimer_.Enter(slot);
   Install(slot, record, std::string_view(), epoch, /*tombstone=*/true);
-  reclaimer_.Exit(slot);
 }
 
 void MultiVersionStore::Install(size_t slot, Record* record, std::string_view value, Epoch epoch,
@@ -200,7 +203,7 @@ void MultiVersionStore::Install(size_t slot, Record* record, std::string_view va
       Fill(head, value, tombstone);
       done = true;
     } else if (head_epoch < epoch &&
-               !pins_.load(std::memory_order_acquire)->Needed(head_epoch, epoch)) {
+               !CurrentPins(slot).Needed(head_epoch, epoch)) {
       // No pin lies in [head_epoch, epoch): the head is garbage the moment a
       // version at `epoch` exists, and no reader will read its value (new
       // pins start at or above the newest). Its block becomes that version.
@@ -255,7 +258,7 @@ MultiVersionStore::Version* MultiVersionStore::Visible(size_t slot, Record* reco
   const bool collect = gc_.policy == GcPolicy::kEpoRead;
   const Pins* pins = nullptr;
   auto dead = [&](const Version* v, Epoch newer_epoch) {
-    if (!pins) pins = pins_.load(std::memory_order_acquire);
+    if (!pins) pins = &CurrentPins(slot);
     return !pins->Needed(v->epoch.load(std::memory_order_relaxed), newer_epoch);
   };
   bool saw_dead = false;
@@ -320,7 +323,7 @@ void MultiVersionStore::Prefetch(Key key, int stage) {
 }
 
 size_t MultiVersionStore::Prune(size_t slot, Record* record, bool below_oldest_only) {
-  const Pins& pins = *pins_.load(std::memory_order_acquire);
+  const Pins& pins = CurrentPins(slot);
   const Epoch oldest = pins.epochs.front();
   const Epoch horizon = pins.epochs.back();
   Version* head = record->head.load(std::memory_order_relaxed);
@@ -375,9 +378,10 @@ void MultiVersionStore::SetSnapshotPins(std::vector<Epoch> pins) {
   if (pins.empty()) return;
   std::sort(pins.begin(), pins.end());
   pins.erase(std::unique(pins.begin(), pins.end()), pins.end());
-  const Pins* old = pins_.exchange(new Pins{std::move(pins)}, std::memory_order_acq_rel);
-  reclaimer_.Retire(pins_slot_, const_cast<Pins*>(old),
-                    [](void*, size_t, void* p) { delete static_cast<Pins*>(p); });
+  auto fresh = std::make_shared<const Pins>(Pins{std::move(pins)});
+  std::lock_guard<std::mutex> lock(pins_mu_);
+  pins_ = std::move(fresh);
+  pins_generation_.fetch_add(1, std::memory_order_release);
 }
 
 uint64_t MultiVersionStore::Digest(size_t slot, Epoch epoch) {

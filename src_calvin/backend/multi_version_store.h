@@ -118,6 +118,10 @@ class MultiVersionStore : public Store {
   // Per-slot state, touched by the slot's thread (and the collector, which
   // drains `listed` under `mu`).
   struct alignas(64) SlotState {
+    // The slot's copy of the pins, refreshed when pins_generation_ moves:
+    // the fast paths read pins without a shared atomic or an EBR section.
+    uint64_t pins_generation = 0;
+    std::shared_ptr<const Pins> pins;
     std::atomic<int64_t> live_versions{0};
     std::atomic<int64_t> live_bytes{0};
     std::atomic<uint64_t> reclaimed{0};
@@ -130,19 +134,22 @@ class MultiVersionStore : public Store {
   void Retire(size_t slot, Version* version);
   static void Fill(Version* version, std::string_view value, bool tombstone);
   void Count(size_t slot, int64_t versions, int64_t bytes);
+  // The pins as of the latest SetSnapshotPins this thread has seen (a
+  // thread handed work after a SetSnapshotPins sees at least that one).
+  const Pins& CurrentPins(size_t slot);
   uint32_t Lock(Record* record);  // returns the state with kLatched set
   bool TryLock(Record* record, uint32_t* state);
   void Unlock(Record* record, uint32_t state) {
     record->state.store(state & ~kLatched, std::memory_order_release);
   }
-  // Writes or deletes under the latch. Caller is in an EBR section.
+  // Writes or deletes under the latch.
   void Install(size_t slot, Record* record, std::string_view value, Epoch epoch, bool tombstone);
   // The version a reader at `version` sees (nullptr: none), pruning for
   // EPO-R on the way. Caller is in an EBR section.
   Version* Visible(size_t slot, Record* record, Epoch version);
   // Unlinks the versions of `record` that no pin needs (below the oldest
   // pin only if `below_oldest_only`), and a tombstone left at the tail.
-  // Caller holds the latch and is in an EBR section. Returns the chain length.
+  // Caller holds the latch. Returns the chain length.
   size_t Prune(size_t slot, Record* record, bool below_oldest_only);
   void CollectorLoop();
 
@@ -154,9 +161,9 @@ class MultiVersionStore : public Store {
   std::atomic<size_t> next_slot_{0};
   size_t collector_slot_ = 0;
   size_t load_slot_ = 0;
-  // Read inside an epoch-reclamation section; replaced copies are retired.
-  std::atomic<const Pins*> pins_;
-  size_t pins_slot_ = 0;  // the scheduler thread's, for retiring old pins
+  std::mutex pins_mu_;
+  std::shared_ptr<const Pins> pins_;             // under pins_mu_
+  std::atomic<uint64_t> pins_generation_{1};     // bumped under pins_mu_
 
   std::mutex sweep_mu_;             // one sweep at a time
   std::vector<Record*> carried_;    // under sweep_mu_: still listed after a sweep
