@@ -35,6 +35,13 @@ DEFINE_string(digest_epochs, "",
 DEFINE_uint32(peer_wait_s, 60, "Seconds to wait for every peer at start-up");
 DEFINE_double(drain_timeout_s, 30,
               "Seconds a stopping node waits without progress before giving up (a peer died?)");
+DEFINE_uint64(client_admit_limit, 0,
+              "Client txns a node admits and has not answered before it replies BUSY "
+              "(0: two epochs of full batches, 2 x max_batch). Under overload an admitted "
+              "txn waits about this many txns / throughput");
+DEFINE_uint32(client_buffer_mb, 16,
+              "Replies (MiB) a node holds for a client that does not read them before it "
+              "refuses that client's txns with BUSY");
 DEFINE_string(gc, "epo",
               "Version garbage collection in paxflow mode: background (sweeps below the oldest "
               "snapshot), epo (prunes between snapshots on writes), epo-r (on reads)");
@@ -98,7 +105,7 @@ const std::vector<std::string>& NodeFlagNames() {
   static const std::vector<std::string> kNames = {
       "mode", "epoch_ms", "max_batch", "workers", "ro_workers", "max_inflight", "seed",
       "generate", "duration", "run_epochs", "log_fsync", "progress_ms", "digest_epochs",
-      "peer_wait_s", "drain_timeout_s", "gc", "workload", "application", "records", "value_size", "ro_fraction",
+      "peer_wait_s", "drain_timeout_s", "client_admit_limit", "client_buffer_mb", "gc", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "bank_accounts",
       "bank_initial_balance", "audit_fraction"};
@@ -154,6 +161,8 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.summary_json = FLAGS_summary_json;
   e.peer_wait_s = FLAGS_peer_wait_s;
   e.drain_timeout_s = FLAGS_drain_timeout_s;
+  e.client_admit_limit = FLAGS_client_admit_limit;
+  e.client_buffer_mb = FLAGS_client_buffer_mb;
   if (!ParseGcPolicy(FLAGS_gc, &e.gc)) {
     return "gc '" + FLAGS_gc + "' is not one of background, epo, epo-r";
   }

@@ -99,4 +99,154 @@ ClientRequest Client::Digest(uint64_t epoch) {
   return request;
 }
 
+ClientRequest Client::Ltx(LtxRequest ltx) {
+  ClientRequest request;
+  request.mutable_ltx()->Swap(&ltx);
+  return request;
+}
+
+namespace {
+constexpr size_t kRememberedBatches = 4096;
+}  // namespace
+
+PipelinedClient::PipelinedClient(zmq::context_t* context, PipelineOptions options)
+    : options_(options) {
+  if (options_.max_batch_txns == 0) options_.max_batch_txns = 1;
+  if (!context) {
+    own_context_ = std::make_unique<zmq::context_t>(1);
+    context = own_context_.get();
+  }
+  context_ = context;
+}
+
+PipelinedClient::~PipelinedClient() { socket_.reset(); }
+
+std::string PipelinedClient::Connect(const std::string& endpoint) {
+  endpoint_ = endpoint;
+  try {
+    socket_ = std::make_unique<zmq::socket_t>(*context_, zmq::socket_type::dealer);
+    socket_->set(zmq::sockopt::linger, 0);
+    socket_->set(zmq::sockopt::sndhwm, 10000);
+    socket_->set(zmq::sockopt::rcvhwm, 10000);
+    socket_->connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    socket_.reset();
+    return "cannot connect to " + endpoint + ": " + e.what();
+  }
+  return "";
+}
+
+uint64_t PipelinedClient::Queue(BatchedTxn** item, size_t bytes) {
+  *item = pending_.mutable_batch()->add_txns();
+  const uint64_t id = next_id_++;
+  (*item)->set_id(id);
+  pending_bytes_ += bytes + 16;
+  ++counters_.submitted;
+  ++in_flight_;
+  return id;
+}
+
+uint64_t PipelinedClient::Submit(TxnRequest* txn) {
+  BatchedTxn* item;
+  const uint64_t id = Queue(&item, txn->ByteSizeLong());
+  item->mutable_txn()->Swap(txn);
+  if (static_cast<size_t>(pending_.batch().txns_size()) >= options_.max_batch_txns ||
+      pending_bytes_ >= options_.max_batch_bytes) {
+    Flush();
+  }
+  return id;
+}
+
+uint64_t PipelinedClient::Submit(LtxRequest* ltx) {
+  BatchedTxn* item;
+  const uint64_t id = Queue(&item, ltx->ByteSizeLong());
+  item->mutable_ltx()->Swap(ltx);
+  if (static_cast<size_t>(pending_.batch().txns_size()) >= options_.max_batch_txns ||
+      pending_bytes_ >= options_.max_batch_bytes) {
+    Flush();
+  }
+  return id;
+}
+
+void PipelinedClient::Flush() {
+  if (!pending_.has_batch() || pending_.batch().txns_size() == 0) return;
+  const uint64_t request_id = next_request_++;
+  pending_.set_request_id(request_id);
+  if (options_.reads_with_keys) pending_.mutable_batch()->set_reads_with_keys(true);
+  const auto& txns = pending_.batch().txns();
+  sent_.push_back(SentBatch{request_id, txns[0].id(), static_cast<uint64_t>(txns.size())});
+  if (sent_.size() > kRememberedBatches) sent_.pop_front();
+  if (socket_) {
+    // Serialized straight into the message zmq sends.
+    zmq::message_t message(pending_.ByteSizeLong());
+    pending_.SerializeWithCachedSizesToArray(static_cast<uint8_t*>(message.data()));
+    socket_->send(message, zmq::send_flags::none);
+  }
+  pending_.Clear();
+  pending_bytes_ = 0;
+}
+
+void PipelinedClient::Count(const TxnResult& result) {
+  if (in_flight_ > 0) --in_flight_;
+  if (result.status() == OK) ++counters_.ok;
+  else if (result.status() == BUSY) ++counters_.busy;
+  else ++counters_.errors;
+}
+
+void PipelinedClient::HandleReply(const ResultHandler& on_result, size_t* delivered) {
+  for (const TxnResult& result : reply_.results()) {
+    Count(result);
+    ++*delivered;
+    if (on_result) on_result(result);
+  }
+  if (reply_.results_size() > 0 || reply_.status() == OK) return;
+  // A whole message refused: one result per txn it carried, if it was ours.
+  ++counters_.request_errors;
+  for (const SentBatch& batch : sent_) {
+    if (batch.request_id != reply_.request_id()) continue;
+    for (uint64_t i = 0; i < batch.count; ++i) {
+      synthetic_.Clear();
+      synthetic_.set_id(batch.first_id + i);
+      synthetic_.set_status(reply_.status());
+      synthetic_.set_error(reply_.error());
+      Count(synthetic_);
+      ++*delivered;
+      if (on_result) on_result(synthetic_);
+    }
+    return;
+  }
+}
+
+size_t PipelinedClient::Poll(int timeout_ms, const ResultHandler& on_result) {
+  Flush();
+  if (!socket_) return 0;
+  size_t delivered = 0;
+  zmq::pollitem_t item{socket_->handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms)) <= 0) return 0;
+  zmq::message_t message;
+  while (socket_->recv(message, zmq::recv_flags::dontwait)) {
+    if (!reply_.ParseFromArray(message.data(), static_cast<int>(message.size()))) {
+      ++counters_.request_errors;
+      continue;
+    }
+    HandleReply(on_result, &delivered);
+  }
+  return delivered;
+}
+
+size_t PipelinedClient::Drain(int timeout_ms, const ResultHandler& on_result) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (in_flight_ > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) break;
+    Poll(static_cast<int>(std::min<int64_t>(left, 50)), on_result);
+  }
+  const size_t lost = in_flight_;
+  counters_.lost += lost;
+  in_flight_ = 0;
+  return lost;
+}
+
 }  // namespace paxflow

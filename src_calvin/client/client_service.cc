@@ -2,13 +2,35 @@
 
 #include <glog/logging.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 
 namespace paxflow {
 namespace {
+
 constexpr uint64_t kMaxDigestLead = 100000;  // epochs: over 15 minutes at 10 ms
+// Txns decoded per round before replies are flushed again, so that a flood
+// of requests cannot starve the replies.
+constexpr size_t kTxnsPerRound = 4096;
+// While a connection's replies are blocked, how often to try again.
+constexpr int kBlockedRetryMs = 5;
+constexpr int64_t kIdleConnectionUs = 10 * 1000 * 1000;
+
+uint32_t SlotOf(uint64_t client_request_id) { return static_cast<uint32_t>(client_request_id); }
+uint32_t GenerationOf(uint64_t client_request_id) {
+  return static_cast<uint32_t>(client_request_id >> 32);
+}
+
+// Hands `bytes` to zmq without copying them (zmq frees them once sent).
+zmq::message_t ZeroCopyMessage(std::string&& bytes) {
+  auto* owned = new std::string(std::move(bytes));
+  return zmq::message_t(
+      owned->data(), owned->size(),
+      [](void*, void* hint) { delete static_cast<std::string*>(hint); }, owned);
+}
+
 }  // namespace
 
 ClientService::ClientService(ClientServiceOptions options, const Application* app,
@@ -16,9 +38,11 @@ ClientService::ClientService(ClientServiceOptions options, const Application* ap
                              zmq::context_t* context)
     : options_(std::move(options)),
       app_(app),
+      procedures_(*app),
       status_(std::move(status)),
       digest_(std::move(digest)),
-      context_(context) {}
+      context_(context),
+      admission_(options_.admission) {}
 
 ClientService::~ClientService() {
   Stop();
@@ -29,8 +53,12 @@ std::string ClientService::Start() {
   try {
     socket_ = std::make_unique<zmq::socket_t>(*context_, zmq::socket_type::router);
     socket_->set(zmq::sockopt::linger, 0);
-    socket_->set(zmq::sockopt::rcvhwm, 100000);
-    socket_->set(zmq::sockopt::sndhwm, 100000);
+    socket_->set(zmq::sockopt::rcvhwm, 1000);
+    // Few reply messages queue inside zmq per connection; past that a send
+    // fails (router_mandatory) and the replies wait in `blocked`, where
+    // admission sees them, instead of being dropped or piling up unseen.
+    socket_->set(zmq::sockopt::sndhwm, options_.send_hwm);
+    socket_->set(zmq::sockopt::router_mandatory, 1);
     // Requests over the limit get a TOO_LARGE reply; only absurd ones (a
     // memory attack) are cut off by zmq, which disconnects that client.
     socket_->set(zmq::sockopt::maxmsgsize,
@@ -50,38 +78,57 @@ void ClientService::Stop() {
   if (stop_.exchange(true)) return;
   if (thread_.joinable()) thread_.join();
   if (!socket_) return;
-  // Whatever was never sequenced will not be: tell those clients.
-  std::vector<Waiter> left;
+  // Whatever was never sequenced will not be, and what was sequenced will
+  // not be reported: tell those clients which.
+  const std::string stopped = "node " + std::to_string(options_.node) + " stopped ";
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopped_ = true;
-    for (auto& [id, waiter] : waiting_) left.push_back(waiter);
-    waiting_.clear();
+    for (Waiter& waiter : waiters_) {
+      if (!waiter.connection) continue;
+      const std::string error =
+          stopped + (waiter.sequenced_us
+                         ? "before the txn finished here; its outcome is unknown (read the keys "
+                           "again)"
+                         : "before the txn was sequenced; it never ran");
+      if (waiter.batched) {
+        service_writer_.AppendError(waiter.id, SHUTTING_DOWN, error, 0,
+                                    ResultsBufferLocked(waiter.connection));
+        waiter.connection->outbox.back().answers++;
+        MarkReadyLocked(waiter.connection);
+      } else {
+        ClientReply reply;
+        reply.set_request_id(waiter.id);
+        reply.set_status(SHUTTING_DOWN);
+        reply.set_error(error);
+        QueueMessageLocked(waiter.connection, reply.SerializeAsString(), 1);
+      }
+      waiter.connection = nullptr;
+    }
     incoming_.clear();
   }
-  FlushOutgoing();
-  for (const Waiter& waiter : left) {
-    ClientReply reply;
-    reply.set_request_id(waiter.request_id);
-    reply.set_status(SHUTTING_DOWN);
-    reply.set_error(waiter.sequenced
-                        ? "node " + std::to_string(options_.node) +
-                              " stopped before the txn finished here; its outcome is unknown "
-                              "(read the keys again)"
-                        : "node " + std::to_string(options_.node) +
-                              " stopped before the txn was sequenced; it never ran");
-    Reply(waiter.identity, reply);
-  }
+  Flush();
   socket_.reset();
+}
+
+ClientPortCounters ClientService::Counters() const {
+  ClientPortCounters counters;
+  counters.admitted = admission_.admitted();
+  counters.admit_limit = admission_.limits().max_admitted;
+  counters.busy = busy_.load(std::memory_order_relaxed);
+  counters.unsent_bytes = unsent_bytes_.load(std::memory_order_relaxed);
+  counters.dropped_replies = dropped_replies_.load(std::memory_order_relaxed);
+  counters.connections = connection_count_.load(std::memory_order_relaxed);
+  return counters;
 }
 
 void ClientService::Loop() {
   zmq::pollitem_t items[2] = {{socket_->handle(), 0, ZMQ_POLLIN, 0},
                               {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
-  std::vector<zmq::message_t> frames;
   while (!stop_.load(std::memory_order_relaxed)) {
     try {
-      zmq::poll(items, 2, std::chrono::milliseconds(200));
+      zmq::poll(items, 2,
+                std::chrono::milliseconds(blocked_connections_.empty() ? 200 : kBlockedRetryMs));
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) break;
       continue;
@@ -90,125 +137,271 @@ void ClientService::Loop() {
       uint64_t count;
       if (read(wake_fd_, &count, sizeof(count)) < 0) {}  // drained; nothing to do on EAGAIN
     }
-    FlushOutgoing();
-    // Bounded batch per round so replies are not starved by a flood.
-    for (int n = 0; n < 256; ++n) {
-      frames.clear();
-      try {
-        zmq::message_t frame;
-        if (!socket_->recv(frame, zmq::recv_flags::dontwait)) break;
-        bool more = frame.more();
-        frames.push_back(std::move(frame));
-        while (more) {
-          zmq::message_t next;
-          if (!socket_->recv(next, zmq::recv_flags::dontwait)) break;
-          more = next.more();
-          frames.push_back(std::move(next));
-        }
-      } catch (const zmq::error_t& e) {
-        LOG_EVERY_N(WARNING, 100) << "client port: receive failed: " << e.what();
-        break;
-      }
-      const std::string identity(static_cast<const char*>(frames[0].data()), frames[0].size());
-      if (frames.size() != 2) {
-        ClientReply reply;
-        reply.set_status(BAD_REQUEST);
-        reply.set_error("expected one frame per request, got " + std::to_string(frames.size() - 1));
-        Reply(identity, reply);
-        continue;
-      }
-      Handle(identity, frames[1]);
+    Flush();
+    ReceiveSome();
+    Flush();
+    const int64_t now = NowMicros();
+    if (now - last_sweep_us_ > 1000000) {
+      ForgetIdleConnections(now);
+      last_sweep_us_ = now;
     }
   }
 }
 
-void ClientService::Handle(const std::string& identity, const zmq::message_t& message) {
-  ClientRequest request;
-  ClientReply reply;
+void ClientService::ReceiveSome() {
+  size_t txns = 0;
+  std::vector<zmq::message_t> frames;
+  while (txns < kTxnsPerRound) {
+    frames.clear();
+    try {
+      zmq::message_t frame;
+      if (!socket_->recv(frame, zmq::recv_flags::dontwait)) break;
+      bool more = frame.more();
+      frames.push_back(std::move(frame));
+      while (more) {
+        zmq::message_t next;
+        if (!socket_->recv(next, zmq::recv_flags::dontwait)) break;
+        more = next.more();
+        frames.push_back(std::move(next));
+      }
+    } catch (const zmq::error_t& e) {
+      LOG_EVERY_N(WARNING, 100) << "client port: receive failed: " << e.what();
+      break;
+    }
+    const int64_t now = NowMicros();
+    Connection* connection = ConnectionOf(
+        std::string(static_cast<const char*>(frames[0].data()), frames[0].size()), now);
+    if (frames.size() != 2) {
+      ClientReply reply;
+      reply.set_status(BAD_REQUEST);
+      reply.set_error("expected one frame per request, got " + std::to_string(frames.size() - 1));
+      QueueReply(connection, reply);
+      ++txns;
+      continue;
+    }
+    txns += Handle(connection, frames[1]);
+  }
+}
+
+ClientService::Connection* ClientService::ConnectionOf(const std::string& identity, int64_t now) {
+  auto [it, added] = connections_.try_emplace(identity);
+  if (added) {
+    it->second = std::make_unique<Connection>();
+    it->second->identity = identity;
+    connection_count_.store(connections_.size(), std::memory_order_relaxed);
+  }
+  it->second->last_active_us = now;
+  return it->second.get();
+}
+
+size_t ClientService::Handle(Connection* connection, const zmq::message_t& message) {
   std::string error;
-  ReplyStatus status = ParseRequest(
+  const ReplyStatus status = ParseRequest(
       std::string_view(static_cast<const char*>(message.data()), message.size()), options_.limits,
-      &request, &error);
-  reply.set_request_id(request.request_id());
+      &request_, &error);
+  ClientReply reply;
+  reply.set_request_id(request_.request_id());
   if (status != OK) {
     reply.set_status(status);
     reply.set_error(error);
-    Reply(identity, reply);
-    return;
+    QueueReply(connection, reply);
+    return 1;
   }
-  switch (request.body_case()) {
-    case ClientRequest::kStatus:
-      *reply.mutable_node_status() = status_();
-      Reply(identity, reply);
-      return;
+  switch (request_.body_case()) {
+    case ClientRequest::kStatus: {
+      StatusReply* node = reply.mutable_node_status();
+      *node = status_();
+      const ClientPortCounters counters = Counters();
+      node->set_client_admit_limit(counters.admit_limit);
+      node->set_client_busy(counters.busy);
+      node->set_client_unsent_bytes(counters.unsent_bytes);
+      node->set_client_dropped_replies(counters.dropped_replies);
+      node->set_client_connections(counters.connections);
+      timespec cpu{};
+      if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) == 0) {
+        node->set_process_cpu_s(cpu.tv_sec + cpu.tv_nsec / 1e9);
+      }
+      QueueReply(connection, reply);
+      return 1;
+    }
     case ClientRequest::kDigest: {
       // A digest far in the future would sit in the scheduler for good.
       const uint64_t now = status_().admitted_epoch();
-      if (request.digest().epoch() > now + kMaxDigestLead) {
+      if (request_.digest().epoch() > now + kMaxDigestLead) {
         reply.set_status(BAD_REQUEST);
-        reply.set_error("epoch " + std::to_string(request.digest().epoch()) +
+        reply.set_error("epoch " + std::to_string(request_.digest().epoch()) +
                         " is too far ahead (the node is at epoch " + std::to_string(now) + ")");
-        Reply(identity, reply);
-        return;
+        QueueReply(connection, reply);
+        return 1;
       }
       if (digests_pending_.load() >= options_.max_pending_digests) {
-        reply.set_status(OVERLOADED);
+        reply.set_status(BUSY);
         reply.set_error(std::to_string(digests_pending_.load()) +
                         " digests are pending on this node; ask again later");
-        Reply(identity, reply);
-        return;
+        QueueReply(connection, reply);
+        return 1;
       }
       digests_pending_.fetch_add(1);
-      const uint64_t request_id = request.request_id();
-      digest_(request.digest().epoch(), [this, identity, request_id](DigestReply digest) {
+      // The pending digest counts as an unanswered request of this
+      // connection, which keeps the connection alive until it is sent.
+      ++connection->admitted;
+      const uint64_t request_id = request_.request_id();
+      digest_(request_.digest().epoch(), [this, connection, request_id](DigestReply digest) {
         digests_pending_.fetch_sub(1);
         ClientReply answer;
         answer.set_request_id(request_id);
         *answer.mutable_digest() = digest;
-        Post(identity, answer);
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (stopped_) return;
+          QueueMessageLocked(connection, answer.SerializeAsString(), 1);
+        }
+        WakeServiceThread();
       });
-      return;
+      return 1;
     }
+    case ClientRequest::kBatch:
+      HandleBatch(connection, request_.mutable_batch());
+      return std::max<size_t>(1, request_.batch().txns_size());
     default:
       break;
   }
-  if (shutting_down_.load()) {
-    status = SHUTTING_DOWN;
-    error = "node " + std::to_string(options_.node) + " is shutting down";
-  } else if (!options_.sequences) {
-    status = NOT_LEADER;
-    error = "node " + std::to_string(options_.node) +
-            " is a replica that does not sequence; send txns to " + options_.leader;
+  // A single txn (or LTX): one reply message of its own.
+  admitting_.clear();
+  const ReplyStatus admitted = AdmitTxn(
+      connection, request_.request_id(), false, true,
+      request_.has_txn() ? request_.mutable_txn() : nullptr,
+      request_.has_ltx() ? request_.mutable_ltx() : nullptr, UnsentBytes(connection), &error);
+  if (admitted != OK) {
+    reply.set_status(admitted);
+    reply.set_error(error);
+    if (admitted == BUSY) reply.set_retry_after_ms(options_.admission.retry_after_ms);
+    QueueReply(connection, reply);
+    return 1;
   }
-  Txn txn;
-  if (status == OK) status = BuildTxn(request.txn(), *app_, options_.limits, &txn, &error);
-  if (status == OK) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (incoming_.size() >= options_.max_waiting_txns) {
-      status = OVERLOADED;
-      error = std::to_string(incoming_.size()) + " client txns are waiting to be sequenced";
-    } else {
-      const uint64_t id = next_client_txn_++;
-      const int64_t now = NowMicros();
-      txn.set_client_request_id(id);
-      txn.set_submit_time_us(now);
-      waiting_[id] = Waiter{identity, request.request_id(), now};
-      incoming_.push_back(std::move(txn));
-      return;
-    }
-  }
-  reply.set_status(status);
-  reply.set_error(error);
-  Reply(identity, reply);
+  std::lock_guard<std::mutex> lock(mu_);
+  EnqueueAdmittedLocked(connection, NowMicros());
+  return 1;
 }
 
-size_t ClientService::Fill(size_t max, int64_t, Batch* batch) {
+size_t ClientService::UnsentBytes(const Connection* connection) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return connection->blocked_bytes + connection->outbox_bytes;
+}
+
+void ClientService::HandleBatch(Connection* connection, TxnBatch* batch) {
+  const bool with_keys = batch->reads_with_keys();
+  const size_t unsent = UnsentBytes(connection);
+  admitting_.clear();
+  refused_.clear();
+  std::string error;
+  for (BatchedTxn& item : *batch->mutable_txns()) {
+    const ReplyStatus status =
+        AdmitTxn(connection, item.id(), true, with_keys,
+                 item.has_txn() ? item.mutable_txn() : nullptr,
+                 item.has_ltx() ? item.mutable_ltx() : nullptr, unsent, &error);
+    if (status != OK) refused_.push_back(Refusal{item.id(), status, std::move(error)});
+    error.clear();
+  }
+  const int64_t now = NowMicros();
+  std::lock_guard<std::mutex> lock(mu_);
+  EnqueueAdmittedLocked(connection, now);
+  if (refused_.empty()) return;
+  // Refusals to a client that does not read its replies are dropped
+  // (nothing ran; it would not see them anyway).
+  if (connection->outbox_bytes + connection->blocked_bytes >=
+      options_.admission.max_unsent_bytes_per_client) {
+    dropped_replies_.fetch_add(refused_.size(), std::memory_order_relaxed);
+    return;
+  }
+  std::string* out = ResultsBufferLocked(connection);
+  const size_t before = out->size();
+  for (const Refusal& r : refused_) {
+    service_writer_.AppendError(r.id, r.status, r.error,
+                                r.status == BUSY ? options_.admission.retry_after_ms : 0, out);
+  }
+  connection->outbox_bytes += out->size() - before;
+  unsent_bytes_.fetch_add(out->size() - before, std::memory_order_relaxed);
+  MarkReadyLocked(connection);
+}
+
+ReplyStatus ClientService::AdmitTxn(Connection* connection, uint64_t id, bool batched,
+                                    bool reads_with_keys, TxnRequest* txn_request,
+                                    LtxRequest* ltx_request, size_t unsent_bytes,
+                                    std::string* error) {
+  if (!txn_request && !ltx_request) {
+    *error = "txn " + std::to_string(id) + " of the batch is neither a txn nor an ltx";
+    return BAD_REQUEST;
+  }
+  if (shutting_down_.load(std::memory_order_relaxed)) {
+    *error = "node " + std::to_string(options_.node) + " is shutting down";
+    return SHUTTING_DOWN;
+  }
+  if (!options_.sequences) {
+    *error = "node " + std::to_string(options_.node) +
+             " is a replica that does not sequence; send txns to " + options_.leader;
+    return NOT_LEADER;
+  }
+  Admitting& next = admitting_.emplace_back();
+  ReplyStatus status =
+      txn_request
+          ? BuildTxn(txn_request, *app_, procedures_, options_.limits, &next.txn, error)
+          : BuildLtxTxn(ltx_request, *app_, procedures_, options_.limits, &next.txn, error);
+  if (status == OK && !admission_.Admit(connection->admitted, unsent_bytes, error)) {
+    busy_.fetch_add(1, std::memory_order_relaxed);
+    status = BUSY;
+  }
+  if (status != OK) {
+    admitting_.pop_back();
+    return status;
+  }
+  ++connection->admitted;
+  next.id = id;
+  next.batched = batched;
+  next.reads_with_keys = reads_with_keys;
+  return OK;
+}
+
+void ClientService::EnqueueAdmittedLocked(Connection* connection, int64_t now) {
+  for (Admitting& admitted : admitting_) {
+    const uint32_t slot = AllocateSlotLocked();
+    Waiter& waiter = waiters_[slot];
+    waiter.connection = connection;
+    waiter.id = admitted.id;
+    waiter.arrival_us = now;
+    waiter.sequenced_us = 0;
+    waiter.batched = admitted.batched;
+    waiter.reads_with_keys = admitted.reads_with_keys;
+    admitted.txn.set_client_request_id(uint64_t{waiter.generation} << 32 | slot);
+    admitted.txn.set_submit_time_us(now);
+    incoming_.push_back(std::move(admitted.txn));
+  }
+  admitting_.clear();
+}
+
+uint32_t ClientService::AllocateSlotLocked() {
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(waiters_.size());
+    waiters_.emplace_back();
+  }
+  // Generations start at 1, so no client txn has client_request_id 0
+  // (which marks generated load).
+  if (++waiters_[slot].generation == 0) waiters_[slot].generation = 1;
+  return slot;
+}
+
+size_t ClientService::Fill(size_t max, int64_t now_us, Batch* batch) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t count = 0;
   while (count < max && !incoming_.empty()) {
-    auto waiter = waiting_.find(incoming_.front().client_request_id());
-    if (waiter != waiting_.end()) waiter->second.sequenced = true;
-    batch->add_txns()->Swap(&incoming_.front());
+    Txn& txn = incoming_.front();
+    const uint32_t slot = SlotOf(txn.client_request_id());
+    if (slot < waiters_.size() && waiters_[slot].connection) waiters_[slot].sequenced_us = now_us;
+    batch->add_txns()->Swap(&txn);
     incoming_.pop_front();
     ++count;
   }
@@ -218,82 +411,200 @@ size_t ClientService::Fill(size_t max, int64_t, Batch* batch) {
 void ClientService::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
                              const ReadValues& reads) {
   if (txn.client_request_id() == 0 || txn.origin_node() != options_.node) return;
+  const uint32_t slot = SlotOf(txn.client_request_id());
   Waiter waiter;
+  std::unique_ptr<ReplyWriter> writer;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = waiting_.find(txn.client_request_id());
-    if (it == waiting_.end()) return;
-    waiter = std::move(it->second);
-    waiting_.erase(it);
-  }
-  ClientReply reply;
-  reply.set_request_id(waiter.request_id);
-  TxnReply* result = reply.mutable_txn();
-  result->set_txn_id(txn.id());
-  result->set_epoch(TxnEpoch(txn.id()));
-  result->set_read_version(read_version);
-  result->set_txn_class(txn.txn_class() == RO ? "RO" : txn.txn_class() == LTX ? "LTX" : "RW");
-  result->set_committed(outcome.committed);
-  result->set_invariant_ok(outcome.invariant_ok);
-  result->set_detail(outcome.detail);
-  result->set_checksum(outcome.checksum);
-  size_t position = 0;
-  for (const auto* set : {&txn.read_set(), &txn.read_write_set()}) {
-    for (Key key : *set) {
-      KeyValue* read = result->add_reads();
-      read->set_key(key);
-      if (position < reads.size() && reads.Found(position)) {
-        read->set_found(true);
-        std::string_view value = reads.Get(position);
-        read->set_value(value.data(), value.size());
-      }
-      ++position;
+    if (stopped_ || slot >= waiters_.size() || !waiters_[slot].connection ||
+        waiters_[slot].generation != GenerationOf(txn.client_request_id())) {
+      return;
+    }
+    waiter = waiters_[slot];
+    waiters_[slot].connection = nullptr;
+    free_slots_.push_back(slot);
+    if (!writers_.empty()) {
+      writer = std::move(writers_.back());
+      writers_.pop_back();
     }
   }
-  result->set_server_latency_us(NowMicros() - waiter.arrival_us);
-  Post(std::move(waiter.identity), reply);
-}
-
-void ClientService::Post(std::string identity, const ClientReply& reply) {
+  admission_.Produced();
+  if (!writer) writer = std::make_unique<ReplyWriter>();
+  const int64_t now = NowMicros();
+  ResultTiming timing;
+  timing.read_version = read_version;
+  timing.server_latency_us = now - waiter.arrival_us;
+  if (txn.txn_class() == RO && waiter.sequenced_us > 0) {
+    // Its snapshot is the state at the end of the epoch before its own,
+    // which ended one epoch before its batch was cut.
+    timing.visibility_us =
+        std::max<int64_t>(0, now - (waiter.sequenced_us - int64_t{options_.epoch_ms} * 1000));
+  }
+  std::string single;
+  if (waiter.batched) {
+    writer->PrepareResult(waiter.id, txn, outcome, timing, reads, waiter.reads_with_keys);
+  } else {
+    writer->SingleResult(waiter.id, txn, outcome, timing, reads, &single);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopped_) return;  // nobody sends it any more
-    outgoing_.push_back(Outgoing{std::move(identity), reply.SerializeAsString()});
+    if (!stopped_) {
+      Connection* connection = waiter.connection;
+      if (waiter.batched) {
+        std::string* out = ResultsBufferLocked(connection);
+        const size_t before = out->size();
+        writer->AppendPrepared(out);
+        connection->outbox.back().answers++;
+        connection->outbox_bytes += out->size() - before;
+        unsent_bytes_.fetch_add(out->size() - before, std::memory_order_relaxed);
+        MarkReadyLocked(connection);
+      } else {
+        QueueMessageLocked(connection, std::move(single), 1);
+      }
+    }
+    writers_.push_back(std::move(writer));
+  }
+  WakeServiceThread();
+}
+
+std::string* ClientService::ResultsBufferLocked(Connection* connection) {
+  if (connection->outbox.empty() || !connection->outbox.back().results ||
+      connection->outbox.back().bytes.size() >= options_.reply_message_bytes) {
+    connection->outbox.emplace_back();
+    connection->outbox.back().results = true;
+  }
+  return &connection->outbox.back().bytes;
+}
+
+void ClientService::QueueMessageLocked(Connection* connection, std::string bytes,
+                                       uint32_t answers) {
+  connection->outbox_bytes += bytes.size();
+  unsent_bytes_.fetch_add(bytes.size(), std::memory_order_relaxed);
+  Outgoing out;
+  out.bytes = std::move(bytes);
+  out.answers = answers;
+  connection->outbox.push_back(std::move(out));
+  MarkReadyLocked(connection);
+}
+
+void ClientService::MarkReadyLocked(Connection* connection) {
+  if (connection->listed_ready) return;
+  connection->listed_ready = true;
+  ready_connections_.push_back(connection);
+}
+
+void ClientService::QueueReply(Connection* connection, const ClientReply& reply) {
+  std::string bytes = reply.SerializeAsString();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (connection->outbox_bytes + connection->blocked_bytes >=
+      options_.admission.max_unsent_bytes_per_client) {
+    dropped_replies_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  QueueMessageLocked(connection, std::move(bytes), 0);
+}
+
+void ClientService::WakeServiceThread() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (wake_pending_) return;
+    wake_pending_ = true;
   }
   // wake_fd_ is fixed from Start to the destructor.
   const uint64_t one = 1;
   if (write(wake_fd_, &one, sizeof(one)) < 0) {}  // counter full: a wake is pending anyway
 }
 
-void ClientService::FlushOutgoing() {
-  std::vector<Outgoing> batch;
+void ClientService::Flush() {
+  std::vector<std::pair<Connection*, std::deque<Outgoing>>> ready;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    batch.swap(outgoing_);
+    wake_pending_ = false;
+    ready.reserve(ready_connections_.size());
+    for (Connection* connection : ready_connections_) {
+      connection->listed_ready = false;
+      connection->outbox_bytes = 0;
+      ready.emplace_back(connection, std::move(connection->outbox));
+      connection->outbox.clear();
+    }
+    ready_connections_.clear();
   }
-  for (const Outgoing& out : batch) {
-    try {
-      socket_->send(zmq::buffer(out.identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-      socket_->send(zmq::buffer(out.payload), zmq::send_flags::dontwait);
-    } catch (const zmq::error_t& e) {
-      LOG_EVERY_N(WARNING, 100) << "client port: reply dropped: " << e.what();
+  // Replies already blocked go first, in order.
+  for (size_t i = 0; i < blocked_connections_.size();) {
+    Connection* connection = blocked_connections_[i];
+    if (SendBlocked(connection)) {
+      connection->listed_blocked = false;
+      blocked_connections_[i] = blocked_connections_.back();
+      blocked_connections_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  for (auto& [connection, messages] : ready) {
+    for (Outgoing& out : messages) {
+      Blocked blocked;
+      blocked.answers = out.answers;
+      blocked.message = ZeroCopyMessage(std::move(out.bytes));
+      connection->blocked_bytes += blocked.message.size();
+      connection->blocked.push_back(std::move(blocked));
+    }
+    if (!SendBlocked(connection) && !connection->listed_blocked) {
+      connection->listed_blocked = true;
+      blocked_connections_.push_back(connection);
     }
   }
 }
 
-void ClientService::Reply(const std::string& identity, const ClientReply& reply) {
-  const std::string payload = reply.SerializeAsString();
-  try {
-    socket_->send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-    socket_->send(zmq::buffer(payload), zmq::send_flags::dontwait);
-  } catch (const zmq::error_t& e) {
-    LOG_EVERY_N(WARNING, 100) << "client port: reply dropped: " << e.what();
+// Sends the connection's queued replies in order; false if the socket
+// would not take them all (the connection's zmq pipe is full).
+bool ClientService::SendBlocked(Connection* connection) {
+  while (!connection->blocked.empty()) {
+    Blocked& front = connection->blocked.front();
+    const size_t size = front.message.size();
+    try {
+      if (!socket_->send(zmq::buffer(connection->identity),
+                         zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+        return false;  // EAGAIN: its pipe is full; try again later
+      }
+      socket_->send(front.message, zmq::send_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EHOSTUNREACH) {
+        LOG_EVERY_N(WARNING, 100) << "client port: reply dropped: " << e.what();
+      }
+      // The client is gone: its replies go nowhere.
+      DropConnectionReplies(connection);
+      return true;
+    }
+    connection->admitted -= front.answers;
+    connection->blocked_bytes -= size;
+    unsent_bytes_.fetch_sub(size, std::memory_order_relaxed);
+    connection->blocked.pop_front();
   }
+  return true;
 }
 
-uint64_t ClientService::waiting_txns() const {
+void ClientService::DropConnectionReplies(Connection* connection) {
+  for (const Blocked& blocked : connection->blocked) {
+    connection->admitted -= blocked.answers;
+    unsent_bytes_.fetch_sub(blocked.message.size(), std::memory_order_relaxed);
+    if (blocked.answers) dropped_replies_.fetch_add(blocked.answers, std::memory_order_relaxed);
+  }
+  connection->blocked.clear();
+  connection->blocked_bytes = 0;
+}
+
+void ClientService::ForgetIdleConnections(int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
-  return waiting_.size();
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    const Connection& c = *it->second;
+    if (c.admitted == 0 && c.blocked.empty() && c.outbox.empty() && !c.listed_ready &&
+        !c.listed_blocked && now - c.last_active_us > kIdleConnectionUs) {
+      it = connections_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  connection_count_.store(connections_.size(), std::memory_order_relaxed);
 }
 
 }  // namespace paxflow
