@@ -1,5 +1,6 @@
 // Draws distinct keys of one partition for a generated txn. One per generator.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -14,7 +15,13 @@ namespace paxflow {
 class DistinctKeySet {
  public:
   explicit DistinctKeySet(size_t max_keys);
-  void Clear() { ++generation_; }
+  void Clear() {
+    // After 2^32 clears the stamps would repeat: start them over.
+    if (++generation_ == 0) {
+      std::fill(stamp_.begin(), stamp_.end(), 0);
+      generation_ = 1;
+    }
+  }
   bool Insert(Key key);  // false if already present
 
  private:

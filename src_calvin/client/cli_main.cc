@@ -41,7 +41,7 @@ constexpr char kUsage[] =
     "                                 read_area { lo: 0 hi: 99 }\n"
     "                               an empty write_area makes it a long read-only scan\n"
     "  status                       each node's epoch, publish_epoch, queues, throughput, client\n"
-    "                               txns admitted and unanswered, BUSY replies, CPU seconds\n"
+    "                               txns admitted and unanswered, BUSY replies, CPU seconds, RSS\n"
     "  digest                       each node's state digest at one common epoch, and the\n"
     "                               whole database's";
 
@@ -240,9 +240,9 @@ std::string ParseTxnFile(const std::string& path, ClientRequest* request) {
 }
 
 int Status(const std::vector<Target>& targets) {
-  std::printf("%-5s %-4s %-4s %-8s %9s %9s %5s %8s %9s %8s %10s %10s %8s %9s %12s %9s\n",
+  std::printf("%-5s %-4s %-4s %-8s %9s %9s %5s %8s %9s %8s %10s %10s %8s %9s %12s %9s %8s\n",
               "node", "part", "rep", "mode", "epoch", "published", "lag", "pending", "executing",
-              "wait-RO", "RO/s", "RW/s", "clients", "busy", "committed", "cpu_s");
+              "wait-RO", "RO/s", "RW/s", "clients", "busy", "committed", "cpu_s", "rss_MiB");
   int failures = 0;
   for (const Target& target : targets) {
     Client client;
@@ -257,7 +257,7 @@ int Status(const std::vector<Target>& targets) {
     const StatusReply& s = reply.node_status();
     std::printf(
         "%-5u %-4u %-4u %-8s %9llu %9llu %5llu %8llu %9llu %8llu %10.0f %10.0f %8llu %9llu %12llu "
-        "%9.2f\n",
+        "%9.2f %8.0f\n",
         s.node_id(), s.partition(), s.replica(), s.mode().c_str(),
         static_cast<unsigned long long>(s.admitted_epoch()),
         static_cast<unsigned long long>(s.published_epoch()),
@@ -266,7 +266,8 @@ int Status(const std::vector<Target>& targets) {
         static_cast<unsigned long long>(s.waiting_ro()), s.ro_per_s(), s.rw_per_s(),
         static_cast<unsigned long long>(s.client_txns_waiting()),
         static_cast<unsigned long long>(s.client_busy()),
-        static_cast<unsigned long long>(s.committed()), s.process_cpu_s());
+        static_cast<unsigned long long>(s.committed()), s.process_cpu_s(),
+        s.resident_bytes() / 1048576.0);
   }
   return failures ? 1 : 0;
 }

@@ -107,6 +107,23 @@ ClientRequest Client::Ltx(LtxRequest ltx) {
 
 namespace {
 constexpr size_t kRememberedBatches = 4096;
+
+// A cheap upper bound of a txn's encoded size (keys take at most 10 bytes),
+// enough to keep a message under its byte budget.
+size_t RoughSize(const TxnRequest& txn) {
+  size_t bytes = 10 * static_cast<size_t>(txn.read_set_size() + txn.write_set_size() +
+                                          txn.read_write_set_size()) +
+                 txn.procedure().size() + txn.args().size() + 16;
+  for (const std::string& value : txn.values()) bytes += value.size() + 4;
+  return bytes;
+}
+
+size_t RoughSize(const LtxRequest& ltx) {
+  return 10 * static_cast<size_t>(ltx.read_set_size() + ltx.read_write_set_size()) +
+         24 * static_cast<size_t>(ltx.write_area_size() + ltx.read_area_size()) +
+         ltx.procedure().size() + ltx.args().size() + 16;
+}
+
 }  // namespace
 
 PipelinedClient::PipelinedClient(zmq::context_t* context, PipelineOptions options)
@@ -148,7 +165,7 @@ uint64_t PipelinedClient::Queue(BatchedTxn** item, size_t bytes) {
 
 uint64_t PipelinedClient::Submit(TxnRequest* txn) {
   BatchedTxn* item;
-  const uint64_t id = Queue(&item, txn->ByteSizeLong());
+  const uint64_t id = Queue(&item, RoughSize(*txn));
   item->mutable_txn()->Swap(txn);
   if (static_cast<size_t>(pending_.batch().txns_size()) >= options_.max_batch_txns ||
       pending_bytes_ >= options_.max_batch_bytes) {
@@ -159,7 +176,7 @@ uint64_t PipelinedClient::Submit(TxnRequest* txn) {
 
 uint64_t PipelinedClient::Submit(LtxRequest* ltx) {
   BatchedTxn* item;
-  const uint64_t id = Queue(&item, ltx->ByteSizeLong());
+  const uint64_t id = Queue(&item, RoughSize(*ltx));
   item->mutable_ltx()->Swap(ltx);
   if (static_cast<size_t>(pending_.batch().txns_size()) >= options_.max_batch_txns ||
       pending_bytes_ >= options_.max_batch_bytes) {

@@ -3,6 +3,8 @@
 #include <glog/logging.h>
 #include <sys/eventfd.h>
 #include <time.h>
+
+#include <cstdio>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -23,13 +25,55 @@ uint32_t GenerationOf(uint64_t client_request_id) {
   return static_cast<uint32_t>(client_request_id >> 32);
 }
 
-// Hands `bytes` to zmq without copying them (zmq frees them once sent).
-zmq::message_t ZeroCopyMessage(std::string&& bytes) {
-  auto* owned = new std::string(std::move(bytes));
-  return zmq::message_t(
-      owned->data(), owned->size(),
-      [](void*, void* hint) { delete static_cast<std::string*>(hint); }, owned);
+// Buffers above this size are freed after use rather than pooled.
+constexpr size_t kPooledBufferBytes = size_t{4} << 20;
+constexpr size_t kPooledBuffers = 64;
+
+// This process's resident memory, from /proc (0 where there is none).
+uint64_t ResidentBytes() {
+  FILE* statm = fopen("/proc/self/statm", "r");
+  if (!statm) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int read = fscanf(statm, "%llu %llu", &size, &resident);
+  fclose(statm);
+  return read == 2 ? resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
+
+}  // namespace
+
+class ClientService::BufferPool {
+ public:
+  std::unique_ptr<ByteBuffer> Take() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        std::unique_ptr<ByteBuffer> buffer = std::move(free_.back());
+        free_.pop_back();
+        return buffer;
+      }
+    }
+    return std::make_unique<ByteBuffer>();
+  }
+  void Give(std::unique_ptr<ByteBuffer> buffer) {
+    if (buffer->capacity() > kPooledBufferBytes) return;
+    buffer->Clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < kPooledBuffers) free_.push_back(std::move(buffer));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<ByteBuffer>> free_;
+};
+
+namespace {
+
+// Hands a reply buffer to zmq without copying it; once zmq has sent it
+// (on its I/O thread) the buffer goes back to the pool.
+struct SentBuffer {
+  std::unique_ptr<ByteBuffer> buffer;
+  std::shared_ptr<void> pool;  // keeps the pool alive
+};
 
 }  // namespace
 
@@ -42,7 +86,9 @@ ClientService::ClientService(ClientServiceOptions options, const Application* ap
       status_(std::move(status)),
       digest_(std::move(digest)),
       context_(context),
-      admission_(options_.admission) {}
+      admission_(options_.admission),
+      buffers_(std::make_shared<BufferPool>()),
+      request_scratch_(options_.limits) {}
 
 ClientService::~ClientService() {
   Stop();
@@ -221,6 +267,7 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
       if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) == 0) {
         node->set_process_cpu_s(cpu.tv_sec + cpu.tv_nsec / 1e9);
       }
+      node->set_resident_bytes(ResidentBytes());
       QueueReply(connection, reply);
       return 1;
     }
@@ -314,7 +361,7 @@ void ClientService::HandleBatch(Connection* connection, TxnBatch* batch) {
     dropped_replies_.fetch_add(refused_.size(), std::memory_order_relaxed);
     return;
   }
-  std::string* out = ResultsBufferLocked(connection);
+  ByteBuffer* out = ResultsBufferLocked(connection);
   const size_t before = out->size();
   for (const Refusal& r : refused_) {
     service_writer_.AppendError(r.id, r.status, r.error,
@@ -343,10 +390,12 @@ ReplyStatus ClientService::AdmitTxn(Connection* connection, uint64_t id, bool ba
     return NOT_LEADER;
   }
   Admitting& next = admitting_.emplace_back();
+  next.txn = std::make_unique<Txn>();
   ReplyStatus status =
-      txn_request
-          ? BuildTxn(txn_request, *app_, procedures_, options_.limits, &next.txn, error)
-          : BuildLtxTxn(ltx_request, *app_, procedures_, options_.limits, &next.txn, error);
+      txn_request ? BuildTxn(txn_request, *app_, procedures_, options_.limits, &request_scratch_,
+                             next.txn.get(), error)
+                  : BuildLtxTxn(ltx_request, *app_, procedures_, options_.limits,
+                                &request_scratch_, next.txn.get(), error);
   if (status == OK && !admission_.Admit(connection->admitted, unsent_bytes, error)) {
     busy_.fetch_add(1, std::memory_order_relaxed);
     status = BUSY;
@@ -372,8 +421,8 @@ void ClientService::EnqueueAdmittedLocked(Connection* connection, int64_t now) {
     waiter.sequenced_us = 0;
     waiter.batched = admitted.batched;
     waiter.reads_with_keys = admitted.reads_with_keys;
-    admitted.txn.set_client_request_id(uint64_t{waiter.generation} << 32 | slot);
-    admitted.txn.set_submit_time_us(now);
+    admitted.txn->set_client_request_id(uint64_t{waiter.generation} << 32 | slot);
+    admitted.txn->set_submit_time_us(now);
     incoming_.push_back(std::move(admitted.txn));
   }
   admitting_.clear();
@@ -398,10 +447,10 @@ size_t ClientService::Fill(size_t max, int64_t now_us, Batch* batch) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t count = 0;
   while (count < max && !incoming_.empty()) {
-    Txn& txn = incoming_.front();
-    const uint32_t slot = SlotOf(txn.client_request_id());
+    std::unique_ptr<Txn>& txn = incoming_.front();
+    const uint32_t slot = SlotOf(txn->client_request_id());
     if (slot < waiters_.size() && waiters_[slot].connection) waiters_[slot].sequenced_us = now_us;
-    batch->add_txns()->Swap(&txn);
+    batch->mutable_txns()->AddAllocated(txn.release());
     incoming_.pop_front();
     ++count;
   }
@@ -451,7 +500,7 @@ void ClientService::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch re
     if (!stopped_) {
       Connection* connection = waiter.connection;
       if (waiter.batched) {
-        std::string* out = ResultsBufferLocked(connection);
+        ByteBuffer* out = ResultsBufferLocked(connection);
         const size_t before = out->size();
         writer->AppendPrepared(out);
         connection->outbox.back().answers++;
@@ -459,7 +508,7 @@ void ClientService::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch re
         unsent_bytes_.fetch_add(out->size() - before, std::memory_order_relaxed);
         MarkReadyLocked(connection);
       } else {
-        QueueMessageLocked(connection, std::move(single), 1);
+        QueueMessageLocked(connection, single, 1);
       }
     }
     writers_.push_back(std::move(writer));
@@ -467,23 +516,24 @@ void ClientService::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch re
   WakeServiceThread();
 }
 
-std::string* ClientService::ResultsBufferLocked(Connection* connection) {
+ByteBuffer* ClientService::ResultsBufferLocked(Connection* connection) {
   if (connection->outbox.empty() || !connection->outbox.back().results ||
-      connection->outbox.back().bytes.size() >= options_.reply_message_bytes) {
-    connection->outbox.emplace_back();
-    connection->outbox.back().results = true;
+      connection->outbox.back().bytes->size() >= options_.reply_message_bytes) {
+    Outgoing& out = connection->outbox.emplace_back();
+    out.bytes = buffers_->Take();
+    out.results = true;
   }
-  return &connection->outbox.back().bytes;
+  return connection->outbox.back().bytes.get();
 }
 
-void ClientService::QueueMessageLocked(Connection* connection, std::string bytes,
+void ClientService::QueueMessageLocked(Connection* connection, std::string_view bytes,
                                        uint32_t answers) {
   connection->outbox_bytes += bytes.size();
   unsent_bytes_.fetch_add(bytes.size(), std::memory_order_relaxed);
-  Outgoing out;
-  out.bytes = std::move(bytes);
+  Outgoing& out = connection->outbox.emplace_back();
+  out.bytes = buffers_->Take();
+  out.bytes->Append(bytes);
   out.answers = answers;
-  connection->outbox.push_back(std::move(out));
   MarkReadyLocked(connection);
 }
 
@@ -494,14 +544,14 @@ void ClientService::MarkReadyLocked(Connection* connection) {
 }
 
 void ClientService::QueueReply(Connection* connection, const ClientReply& reply) {
-  std::string bytes = reply.SerializeAsString();
+  const std::string bytes = reply.SerializeAsString();
   std::lock_guard<std::mutex> lock(mu_);
   if (connection->outbox_bytes + connection->blocked_bytes >=
       options_.admission.max_unsent_bytes_per_client) {
     dropped_replies_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  QueueMessageLocked(connection, std::move(bytes), 0);
+  QueueMessageLocked(connection, bytes, 0);
 }
 
 void ClientService::WakeServiceThread() {
@@ -516,7 +566,7 @@ void ClientService::WakeServiceThread() {
 }
 
 void ClientService::Flush() {
-  std::vector<std::pair<Connection*, std::deque<Outgoing>>> ready;
+  std::vector<std::pair<Connection*, std::vector<Outgoing>>> ready;
   {
     std::lock_guard<std::mutex> lock(mu_);
     wake_pending_ = false;
@@ -544,7 +594,20 @@ void ClientService::Flush() {
     for (Outgoing& out : messages) {
       Blocked blocked;
       blocked.answers = out.answers;
-      blocked.message = ZeroCopyMessage(std::move(out.bytes));
+      if (out.bytes->size() == 0) {  // zmq frees no empty message: do not hand it one
+        buffers_->Give(std::move(out.bytes));
+        connection->blocked.push_back(std::move(blocked));
+        continue;
+      }
+      auto* sent = new SentBuffer{std::move(out.bytes), buffers_};
+      blocked.message = zmq::message_t(
+          sent->buffer->data(), sent->buffer->size(),
+          [](void*, void* hint) {
+            auto* done = static_cast<SentBuffer*>(hint);
+            static_cast<BufferPool*>(done->pool.get())->Give(std::move(done->buffer));
+            delete done;
+          },
+          sent);
       connection->blocked_bytes += blocked.message.size();
       connection->blocked.push_back(std::move(blocked));
     }

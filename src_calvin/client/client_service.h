@@ -89,10 +89,11 @@ class ClientService : public TxnSource, public ResultSink {
   ClientPortCounters Counters() const;
 
  private:
+  class BufferPool;
   // A reply message built for a connection, and how many admitted txns it
   // answers (they count against the connection until it is sent).
   struct Outgoing {
-    std::string bytes;
+    std::unique_ptr<ByteBuffer> bytes;
     uint32_t answers = 0;
     bool results = false;  // only ClientReply.results entries: more may be appended
   };
@@ -109,7 +110,7 @@ class ClientService : public TxnSource, public ResultSink {
     int64_t last_active_us = 0;
     bool listed_blocked = false;     // in blocked_connections_
     // Under mu_.
-    std::deque<Outgoing> outbox;
+    std::vector<Outgoing> outbox;
     size_t outbox_bytes = 0;
     bool listed_ready = false;       // in ready_connections_
   };
@@ -140,8 +141,8 @@ class ClientService : public TxnSource, public ResultSink {
   size_t UnsentBytes(const Connection* connection) const;
   Connection* ConnectionOf(const std::string& identity, int64_t now);
   // Under mu_: queue a whole reply message / one results entry for a connection.
-  void QueueMessageLocked(Connection* connection, std::string bytes, uint32_t answers);
-  std::string* ResultsBufferLocked(Connection* connection);
+  void QueueMessageLocked(Connection* connection, std::string_view bytes, uint32_t answers);
+  ByteBuffer* ResultsBufferLocked(Connection* connection);
   void MarkReadyLocked(Connection* connection);
   // A reply from the service thread (errors, status): queued like results.
   void QueueReply(Connection* connection, const ClientReply& reply);
@@ -164,13 +165,16 @@ class ClientService : public TxnSource, public ResultSink {
   std::atomic<bool> stop_{false};
   std::atomic<bool> shutting_down_{false};
   Admission admission_;
+  // Reply buffers, reused once zmq has sent them (zmq frees them on its
+  // I/O thread, possibly after this service is gone: hence shared).
+  std::shared_ptr<BufferPool> buffers_;
 
   // Service thread only.
   std::unordered_map<std::string, std::unique_ptr<Connection>> connections_;
   std::vector<Connection*> blocked_connections_;
   ClientRequest request_;             // parse scratch, reused
   struct Admitting {
-    Txn txn;
+    std::unique_ptr<Txn> txn;
     uint64_t id = 0;
     bool batched = false;
     bool reads_with_keys = false;
@@ -183,10 +187,11 @@ class ClientService : public TxnSource, public ResultSink {
   };
   std::vector<Refusal> refused_;      // one batch's refused txns
   ReplyWriter service_writer_;
+  RequestScratch request_scratch_;
   int64_t last_sweep_us_ = 0;
 
   mutable std::mutex mu_;
-  std::deque<Txn> incoming_;          // admitted, not yet sequenced
+  std::deque<std::unique_ptr<Txn>> incoming_;  // admitted, not yet sequenced
   std::vector<Waiter> waiters_;       // by slot
   std::vector<uint32_t> free_slots_;
   std::vector<Connection*> ready_connections_;

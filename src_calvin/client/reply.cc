@@ -36,6 +36,14 @@ const char* ClassName(TxnClass c) { return c == RO ? "RO" : c == LTX ? "LTX" : "
 
 }  // namespace
 
+void ByteBuffer::Grow(size_t needed) {
+  const size_t capacity = std::max<size_t>({needed, 2 * capacity_, 4096});
+  std::unique_ptr<char[]> grown(new char[capacity]);
+  if (size_) std::memcpy(grown.get(), data_.get(), size_);
+  data_ = std::move(grown);
+  capacity_ = capacity;
+}
+
 size_t ReplyWriter::ReadPositions(const Txn& txn, const ReadValues& reads) const {
   const size_t keys = static_cast<size_t>(txn.read_set_size()) + txn.read_write_set_size();
   return std::min(keys, reads.size());
@@ -134,10 +142,9 @@ size_t ReplyWriter::PrepareResult(uint64_t id, const Txn& txn, const TxnOutcome&
   return HeaderSize(kResultsField, result_size_) + result_size_;
 }
 
-void ReplyWriter::AppendPrepared(std::string* out) {
-  const size_t start = out->size();
-  out->resize(start + HeaderSize(kResultsField, result_size_) + result_size_);
-  uint8_t* at = reinterpret_cast<uint8_t*>(&(*out)[start]);
+void ReplyWriter::AppendPrepared(ByteBuffer* out) {
+  uint8_t* at = reinterpret_cast<uint8_t*>(
+      out->Append(HeaderSize(kResultsField, result_size_) + result_size_));
   at = WriteHeader(kResultsField, result_size_, at);
   at = head_.SerializeWithCachedSizesToArray(at);
   at = WriteHeader(kResultTxnField, txn_size_, at);
@@ -154,16 +161,14 @@ void ReplyWriter::AppendPrepared(std::string* out) {
 }
 
 void ReplyWriter::AppendError(uint64_t id, ReplyStatus status, const std::string& error,
-                              uint32_t retry_after_ms, std::string* out) {
+                              uint32_t retry_after_ms, ByteBuffer* out) {
   head_.Clear();
   head_.set_id(id);
   head_.set_status(status);
   head_.set_error(error);
   if (retry_after_ms) head_.set_retry_after_ms(retry_after_ms);
   const size_t size = head_.ByteSizeLong();
-  const size_t start = out->size();
-  out->resize(start + HeaderSize(kResultsField, size) + size);
-  uint8_t* at = reinterpret_cast<uint8_t*>(&(*out)[start]);
+  uint8_t* at = reinterpret_cast<uint8_t*>(out->Append(HeaderSize(kResultsField, size) + size));
   head_.SerializeWithCachedSizesToArray(WriteHeader(kResultsField, size, at));
 }
 

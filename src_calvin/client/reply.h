@@ -9,6 +9,8 @@
 // messages); ReadsView is a read-only view.
 #pragma once
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +20,33 @@
 #include "txn.pb.h"
 
 namespace paxflow {
+
+// A growable byte buffer for reply messages built by appending: unlike a
+// string's resize it never zero-fills what it hands out, and it keeps its
+// capacity when cleared (buffers are pooled and reused).
+class ByteBuffer {
+ public:
+  // Room for `n` more bytes at the end; the caller writes all of them.
+  char* Append(size_t n) {
+    if (size_ + n > capacity_) Grow(size_ + n);
+    char* at = data_.get() + size_;
+    size_ += n;
+    return at;
+  }
+  void Append(std::string_view bytes) {
+    if (!bytes.empty()) std::memcpy(Append(bytes.size()), bytes.data(), bytes.size());
+  }
+  char* data() { return data_.get(); }
+  const char* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
+  void Clear() { size_ = 0; }
+
+ private:
+  void Grow(size_t needed);
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0, capacity_ = 0;
+};
 
 // Where and how a client txn ran, besides its outcome.
 struct ResultTiming {
@@ -37,7 +66,7 @@ class ReplyWriter {
   // KeyValues when `reads_with_keys`.
   void AppendResult(uint64_t id, const Txn& txn, const TxnOutcome& outcome,
                     const ResultTiming& timing, const ReadValues& reads, bool reads_with_keys,
-                    std::string* out) {
+                    ByteBuffer* out) {
     PrepareResult(id, txn, outcome, timing, reads, reads_with_keys);
     AppendPrepared(out);
   }
@@ -46,10 +75,10 @@ class ReplyWriter {
   // must stay valid until AppendPrepared, which copies the values.
   size_t PrepareResult(uint64_t id, const Txn& txn, const TxnOutcome& outcome,
                        const ResultTiming& timing, const ReadValues& reads, bool reads_with_keys);
-  void AppendPrepared(std::string* out);
+  void AppendPrepared(ByteBuffer* out);
   // Appends one `results` entry for a txn that did not run.
   void AppendError(uint64_t id, ReplyStatus status, const std::string& error,
-                   uint32_t retry_after_ms, std::string* out);
+                   uint32_t retry_after_ms, ByteBuffer* out);
   // A whole ClientReply to a single (unbatched) txn request: reads as KeyValues.
   void SingleResult(uint64_t request_id, const Txn& txn, const TxnOutcome& outcome,
                     const ResultTiming& timing, const ReadValues& reads, std::string* out);

@@ -1,7 +1,6 @@
 #include "client/request.h"
 
 #include <algorithm>
-#include <unordered_set>
 #include <vector>
 
 #include "applications/kv_procedures.h"
@@ -28,12 +27,11 @@ ReplyStatus ResolveProcedure(const std::string& name, const ProcedureTable& proc
 // No key twice across the sets: a key read and written goes in
 // read_write_set only, and the engine locks each key once.
 template <typename... Sets>
-ReplyStatus CheckDistinct(std::string* error, const Sets&... sets) {
-  std::unordered_set<Key> seen;
-  seen.reserve((static_cast<size_t>(sets.size()) + ...));
+ReplyStatus CheckDistinct(RequestScratch* scratch, std::string* error, const Sets&... sets) {
+  scratch->seen.Clear();
   for (const auto* set : {&sets...}) {
     for (Key key : *set) {
-      if (!seen.insert(key).second) {
+      if (!scratch->seen.Insert(key)) {
         *error = "key " + std::to_string(key) +
                  " appears twice (a key read and written goes in read_write_set only)";
         return BAD_REQUEST;
@@ -140,8 +138,8 @@ ReplyStatus ParseRequest(std::string_view bytes, const RequestLimits& limits,
 }
 
 ReplyStatus BuildTxn(TxnRequest* request, const Application& app,
-                     const ProcedureTable& procedures, const RequestLimits& limits, Txn* txn,
-                     std::string* error) {
+                     const ProcedureTable& procedures, const RequestLimits& limits,
+                     RequestScratch* scratch, Txn* txn, std::string* error) {
   uint32_t procedure = 0;
   ReplyStatus status = ResolveProcedure(request->procedure(), procedures, &procedure, error);
   if (status != OK) return status;
@@ -149,7 +147,7 @@ ReplyStatus BuildTxn(TxnRequest* request, const Application& app,
                              request->write_set_size() + request->read_write_set_size(),
                          limits, error);
   if (status != OK) return status;
-  status = CheckDistinct(error, request->read_set(), request->write_set(),
+  status = CheckDistinct(scratch, error, request->read_set(), request->write_set(),
                          request->read_write_set());
   if (status != OK) return status;
   const bool generic_write =
@@ -188,8 +186,8 @@ ReplyStatus BuildTxn(TxnRequest* request, const Application& app,
 }
 
 ReplyStatus BuildLtxTxn(LtxRequest* request, const Application& app,
-                        const ProcedureTable& procedures, const RequestLimits& limits, Txn* txn,
-                        std::string* error) {
+                        const ProcedureTable& procedures, const RequestLimits& limits,
+                        RequestScratch* scratch, Txn* txn, std::string* error) {
   ReplyStatus status = CheckRanges(request->write_area(), "write_area", true, error);
   if (status != OK) return status;
   status = CheckRanges(request->read_area(), "read_area", false, error);
@@ -202,7 +200,7 @@ ReplyStatus BuildLtxTxn(LtxRequest* request, const Application& app,
                              request->read_area_size(),
                          limits, error);
   if (status != OK) return status;
-  status = CheckDistinct(error, request->read_set(), request->read_write_set());
+  status = CheckDistinct(scratch, error, request->read_set(), request->read_write_set());
   if (status != OK) return status;
   txn->Clear();
   txn->set_procedure(procedure);

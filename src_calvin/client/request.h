@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "applications/application.h"
+#include "applications/key_picker.h"
 #include "client.pb.h"
 #include "txn.pb.h"
 
@@ -41,12 +42,18 @@ class ProcedureTable {
 ReplyStatus ParseRequest(std::string_view bytes, const RequestLimits& limits,
                          ClientRequest* request, std::string* error);
 
+// Scratch of the checks below, reused from txn to txn by one thread.
+struct RequestScratch {
+  explicit RequestScratch(const RequestLimits& limits) : seen(limits.max_keys) {}
+  DistinctKeySet seen;  // sized for max_keys
+};
+
 // Builds the txn for `request`: procedure id, key sets, args. The sequencer
 // adds ids, class and origin. Key sets and args are moved out of `request`
 // (it is left valid but unspecified).
 ReplyStatus BuildTxn(TxnRequest* request, const Application& app,
-                     const ProcedureTable& procedures, const RequestLimits& limits, Txn* txn,
-                     std::string* error);
+                     const ProcedureTable& procedures, const RequestLimits& limits,
+                     RequestScratch* scratch, Txn* txn, std::string* error);
 
 // Builds the begin record of a long txn: txn_class LTX, ltx.kind LTX_BEGIN
 // (LTX_SCAN when the write area is empty: a long read-only scan), the areas
@@ -54,8 +61,8 @@ ReplyStatus BuildTxn(TxnRequest* request, const Application& app,
 // each other, an unknown procedure, and what the application's
 // CheckClientTxn refuses.
 ReplyStatus BuildLtxTxn(LtxRequest* request, const Application& app,
-                        const ProcedureTable& procedures, const RequestLimits& limits, Txn* txn,
-                        std::string* error);
+                        const ProcedureTable& procedures, const RequestLimits& limits,
+                        RequestScratch* scratch, Txn* txn, std::string* error);
 
 const char* ReplyStatusName(ReplyStatus status);
 

@@ -50,10 +50,13 @@ void RunAndEncode(const paxflow::Application& app, const paxflow::Txn& txn) {
   paxflow::ReplyWriter writer;
   paxflow::ResultTiming timing;
   for (bool with_keys : {false, true}) {
-    std::string bytes;
+    paxflow::ByteBuffer bytes;
     writer.AppendResult(42, txn, outcome, timing, reads, with_keys, &bytes);
     paxflow::ClientReply reply;
-    if (!reply.ParseFromString(bytes) || reply.results_size() != 1) abort();
+    if (!reply.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
+        reply.results_size() != 1) {
+      abort();
+    }
     const paxflow::ReadsView view(reply.results(0).txn());
     if (view.malformed() || view.size() != positions) abort();
     for (size_t i = 0; i < positions; ++i) {
@@ -65,12 +68,14 @@ void RunAndEncode(const paxflow::Application& app, const paxflow::Txn& txn) {
 
 void Build(const App& app, paxflow::TxnRequest* txn_request, paxflow::LtxRequest* ltx_request,
            const paxflow::RequestLimits& limits) {
+  static paxflow::RequestScratch scratch(limits);  // the fuzzer runs on one thread
   paxflow::Txn txn;
   std::string error;
   const paxflow::ReplyStatus status =
-      txn_request
-          ? paxflow::BuildTxn(txn_request, *app.app, *app.procedures, limits, &txn, &error)
-          : paxflow::BuildLtxTxn(ltx_request, *app.app, *app.procedures, limits, &txn, &error);
+      txn_request ? paxflow::BuildTxn(txn_request, *app.app, *app.procedures, limits, &scratch,
+                                      &txn, &error)
+                  : paxflow::BuildLtxTxn(ltx_request, *app.app, *app.procedures, limits,
+                                         &scratch, &txn, &error);
   if (status == paxflow::OK) RunAndEncode(*app.app, txn);
 }
 
