@@ -16,6 +16,8 @@
 # (extra flags for every node / paxflow-load), PROFILE=1 (perf record -g the
 # node during the client window; reports in OUT), OUT (results/client-load-<date>).
 # Run it alone on the machine (e.g. under a CPU lock): it measures CPU time.
+# The "others" column is the CPU (in cores) that anything else used during
+# the window; well above 0 means the machine was not quiet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
@@ -47,6 +49,8 @@ trap cleanup EXIT
 
 # "user system" CPU ticks of a process.
 cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
+# Busy (non-idle) CPU ticks of the whole machine.
+machine_ticks() { awk 'NR == 1 { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
 # The node's committed txns since it started, from its status.
 committed() {
   "$build/bin/paxflow-cli" --config="$conf" status |
@@ -74,21 +78,26 @@ stop_node() {
 measure() {
   local driver=${1:-}
   sleep "$warmup"
-  local c0 n0 d0 c1 n1 d1
-  c0=$(committed); n0=$(cpu_ticks "$node_pid"); d0="0 0"
+  local c0 n0 d0 c1 n1 d1 m0 m1
+  c0=$(committed); n0=$(cpu_ticks "$node_pid"); d0="0 0"; m0=$(machine_ticks)
   [ -n "$driver" ] && d0=$(cpu_ticks "$driver")
   if [ "${PROFILE:-0}" = 1 ] && [ -n "$driver" ]; then
     perf record -g -o "$out/$label.perf.data" -p "$node_pid" -- sleep "$window" > /dev/null 2>&1
   else
     sleep "$window"
   fi
-  c1=$(committed); n1=$(cpu_ticks "$node_pid"); d1="0 0"
+  c1=$(committed); n1=$(cpu_ticks "$node_pid"); d1="0 0"; m1=$(machine_ticks)
   [ -n "$driver" ] && d1=$(cpu_ticks "$driver")
   txns=$((c1 - c0))
   read -r nu0 ns0 <<< "$n0"; read -r nu1 ns1 <<< "$n1"
   read -r du0 ds0 <<< "$d0"; read -r du1 ds1 <<< "$d1"
   node_user=$((nu1 - nu0)); node_sys=$((ns1 - ns0))
   drv_user=$((du1 - du0)); drv_sys=$((ds1 - ds0))
+  # Whatever else ran meanwhile (other processes, interrupts): a busy
+  # machine makes every figure of the window suspect.
+  other=$(( (m1 - m0) - node_user - node_sys - drv_user - drv_sys ))
+  other_share=$(awk -v o="$other" -v w="$window" -v t="$tck" \
+    'BEGIN { x = o / (w * t); printf "%.2f", x < 0 ? 0 : x }')
 }
 
 # CPU microseconds per txn for "user sys" ticks over $txns.
@@ -97,8 +106,8 @@ per_txn() { awk -v u="$1" -v s="$2" -v n="$txns" -v t="$tck" \
 sys_share() { awk -v u="$1" -v s="$2" 'BEGIN { if (u + s > 0) printf "%.0f%%", 100 * s / (u + s); else printf "-" }'; }
 
 table="$out/client-load.txt"
-printf "%-24s %-9s %10s %12s %8s %12s %8s\n" "run" "load" "txn/s" "node us/txn" "node sys" \
-  "driver us/txn" "drv sys" | tee "$table"
+printf "%-24s %-9s %10s %12s %8s %12s %8s %7s\n" "run" "load" "txn/s" "node us/txn" "node sys" \
+  "driver us/txn" "drv sys" "others" | tee "$table"
 for run in "${runs[@]}"; do
   preset=${run%%:*}
   flags=()
@@ -119,9 +128,9 @@ for run in "${runs[@]}"; do
   stop_node
   embedded_txns=$txns
   embedded_us=$(per_txn "$node_user" "$node_sys")
-  printf "%-24s %-9s %10.0f %12s %8s %12s %8s\n" "$run" embedded \
+  printf "%-24s %-9s %10.0f %12s %8s %12s %8s %7s\n" "$run" embedded \
     "$(awk -v n="$txns" -v w="$window" 'BEGIN { print n / w }')" "$embedded_us" \
-    "$(sys_share "$node_user" "$node_sys")" - - | tee -a "$table"
+    "$(sys_share "$node_user" "$node_sys")" - - "$other_share" | tee -a "$table"
 
   # 2. Clients only.
   "$build/bin/paxflow-node" "${common[@]}" --generate=false > "$out/$label-clients.out" 2>&1 &
@@ -138,10 +147,10 @@ for run in "${runs[@]}"; do
   load_pid=""
   stop_node
   client_us=$(per_txn "$node_user" "$node_sys")
-  printf "%-24s %-9s %10.0f %12s %8s %12s %8s\n" "$run" clients \
+  printf "%-24s %-9s %10.0f %12s %8s %12s %8s %7s\n" "$run" clients \
     "$(awk -v n="$txns" -v w="$window" 'BEGIN { print n / w }')" "$client_us" \
     "$(sys_share "$node_user" "$node_sys")" "$(per_txn "$drv_user" "$drv_sys")" \
-    "$(sys_share "$drv_user" "$drv_sys")" | tee -a "$table"
+    "$(sys_share "$drv_user" "$drv_sys")" "$other_share" | tee -a "$table"
   awk -v c="$client_us" -v e="$embedded_us" -v r="$run" \
     'BEGIN { if (e > 0) printf "%-24s node CPU per client txn / per embedded txn: %.2fx\n", r, c / e }' |
     tee -a "$table"

@@ -268,6 +268,20 @@ int Status(const std::vector<Target>& targets) {
         static_cast<unsigned long long>(s.client_busy()),
         static_cast<unsigned long long>(s.committed()), s.process_cpu_s(),
         s.resident_bytes() / 1048576.0);
+    if (s.client_request_messages() > 0) {
+      std::printf("      client port: %llu connection(s), admit limit %llu; %llu request message(s) "
+                  "with %llu txn(s), %llu reply message(s) answering %llu; %llu BUSY, %llu "
+                  "dropped, %llu bytes unsent\n",
+                  static_cast<unsigned long long>(s.client_connections()),
+                  static_cast<unsigned long long>(s.client_admit_limit()),
+                  static_cast<unsigned long long>(s.client_request_messages()),
+                  static_cast<unsigned long long>(s.client_txns_received()),
+                  static_cast<unsigned long long>(s.client_reply_messages()),
+                  static_cast<unsigned long long>(s.client_txns_answered()),
+                  static_cast<unsigned long long>(s.client_busy()),
+                  static_cast<unsigned long long>(s.client_dropped_replies()),
+                  static_cast<unsigned long long>(s.client_unsent_bytes()));
+    }
   }
   return failures ? 1 : 0;
 }

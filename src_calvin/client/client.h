@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include <google/protobuf/arena.h>
 #include <zmq.hpp>
 
 #include "client.pb.h"
@@ -109,7 +110,7 @@ class PipelinedClient {
 
  private:
   void Count(const TxnResult& result);
-  void HandleReply(const ResultHandler& on_result, size_t* delivered);
+  void HandleReply(const ClientReply& reply, const ResultHandler& on_result, size_t* delivered);
   uint64_t Queue(BatchedTxn** item, size_t bytes);
 
   PipelineOptions options_;
@@ -127,7 +128,8 @@ class PipelinedClient {
     uint64_t request_id, first_id, count;
   };
   std::deque<SentBatch> sent_;
-  ClientReply reply_;            // parse scratch, reused
+  std::unique_ptr<char[]> arena_block_;  // the arena's first block, kept across resets
+  google::protobuf::Arena arena_;        // replies are parsed on it
   TxnResult synthetic_;
   size_t in_flight_ = 0;
   PipelineCounters counters_;

@@ -128,7 +128,8 @@ void ClientService::Stop() {
   // not be reported: tell those clients which.
   const std::string stopped = "node " + std::to_string(options_.node) + " stopped ";
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> admit_lock(admit_mu_);
+    std::lock_guard<std::mutex> reply_lock(reply_mu_);
     stopped_ = true;
     for (Waiter& waiter : waiters_) {
       if (!waiter.connection) continue;
@@ -165,6 +166,10 @@ ClientPortCounters ClientService::Counters() const {
   counters.unsent_bytes = unsent_bytes_.load(std::memory_order_relaxed);
   counters.dropped_replies = dropped_replies_.load(std::memory_order_relaxed);
   counters.connections = connection_count_.load(std::memory_order_relaxed);
+  counters.request_messages = request_messages_.load(std::memory_order_relaxed);
+  counters.reply_messages = reply_messages_.load(std::memory_order_relaxed);
+  counters.txns_received = txns_received_.load(std::memory_order_relaxed);
+  counters.txns_answered = txns_answered_.load(std::memory_order_relaxed);
   return counters;
 }
 
@@ -225,7 +230,10 @@ void ClientService::ReceiveSome() {
       ++txns;
       continue;
     }
-    txns += Handle(connection, frames[1]);
+    const size_t held = Handle(connection, frames[1]);
+    txns += held;
+    request_messages_.fetch_add(1, std::memory_order_relaxed);
+    txns_received_.fetch_add(held, std::memory_order_relaxed);
   }
 }
 
@@ -263,6 +271,10 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
       node->set_client_unsent_bytes(counters.unsent_bytes);
       node->set_client_dropped_replies(counters.dropped_replies);
       node->set_client_connections(counters.connections);
+      node->set_client_request_messages(counters.request_messages);
+      node->set_client_reply_messages(counters.reply_messages);
+      node->set_client_txns_received(counters.txns_received);
+      node->set_client_txns_answered(counters.txns_answered);
       timespec cpu{};
       if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) == 0) {
         node->set_process_cpu_s(cpu.tv_sec + cpu.tv_nsec / 1e9);
@@ -298,12 +310,14 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
         ClientReply answer;
         answer.set_request_id(request_id);
         *answer.mutable_digest() = digest;
+        bool wake;
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          std::lock_guard<std::mutex> lock(reply_mu_);
           if (stopped_) return;
           QueueMessageLocked(connection, answer.SerializeAsString(), 1);
+          wake = WakeNeededLocked();
         }
-        WakeServiceThread();
+        if (wake) WakeServiceThread();
       });
       return 1;
     }
@@ -326,13 +340,13 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
     QueueReply(connection, reply);
     return 1;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(admit_mu_);
   EnqueueAdmittedLocked(connection, NowMicros());
   return 1;
 }
 
 size_t ClientService::UnsentBytes(const Connection* connection) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(reply_mu_);
   return connection->blocked_bytes + connection->outbox_bytes;
 }
 
@@ -350,10 +364,12 @@ void ClientService::HandleBatch(Connection* connection, TxnBatch* batch) {
     if (status != OK) refused_.push_back(Refusal{item.id(), status, std::move(error)});
     error.clear();
   }
-  const int64_t now = NowMicros();
-  std::lock_guard<std::mutex> lock(mu_);
-  EnqueueAdmittedLocked(connection, now);
+  {
+    std::lock_guard<std::mutex> lock(admit_mu_);
+    EnqueueAdmittedLocked(connection, NowMicros());
+  }
   if (refused_.empty()) return;
+  std::lock_guard<std::mutex> lock(reply_mu_);
   // Refusals to a client that does not read its replies are dropped
   // (nothing ran; it would not see them anyway).
   if (connection->outbox_bytes + connection->blocked_bytes >=
@@ -444,7 +460,7 @@ uint32_t ClientService::AllocateSlotLocked() {
 }
 
 size_t ClientService::Fill(size_t max, int64_t now_us, Batch* batch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(admit_mu_);
   size_t count = 0;
   while (count < max && !incoming_.empty()) {
     std::unique_ptr<Txn>& txn = incoming_.front();
@@ -462,16 +478,19 @@ void ClientService::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch re
   if (txn.client_request_id() == 0 || txn.origin_node() != options_.node) return;
   const uint32_t slot = SlotOf(txn.client_request_id());
   Waiter waiter;
-  std::unique_ptr<ReplyWriter> writer;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopped_ || slot >= waiters_.size() || !waiters_[slot].connection ||
+    std::lock_guard<std::mutex> lock(admit_mu_);
+    if (slot >= waiters_.size() || !waiters_[slot].connection ||
         waiters_[slot].generation != GenerationOf(txn.client_request_id())) {
-      return;
+      return;  // not ours, or the service stopped
     }
     waiter = waiters_[slot];
     waiters_[slot].connection = nullptr;
     free_slots_.push_back(slot);
+  }
+  std::unique_ptr<ReplyWriter> writer;
+  {
+    std::lock_guard<std::mutex> lock(reply_mu_);
     if (!writers_.empty()) {
       writer = std::move(writers_.back());
       writers_.pop_back();
@@ -495,8 +514,9 @@ void ClientService::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch re
   } else {
     writer->SingleResult(waiter.id, txn, outcome, timing, reads, &single);
   }
+  bool wake = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(reply_mu_);
     if (!stopped_) {
       Connection* connection = waiter.connection;
       if (waiter.batched) {
@@ -510,10 +530,11 @@ void ClientService::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch re
       } else {
         QueueMessageLocked(connection, single, 1);
       }
+      wake = WakeNeededLocked();
     }
     writers_.push_back(std::move(writer));
   }
-  WakeServiceThread();
+  if (wake) WakeServiceThread();
 }
 
 ByteBuffer* ClientService::ResultsBufferLocked(Connection* connection) {
@@ -545,7 +566,7 @@ void ClientService::MarkReadyLocked(Connection* connection) {
 
 void ClientService::QueueReply(Connection* connection, const ClientReply& reply) {
   const std::string bytes = reply.SerializeAsString();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(reply_mu_);
   if (connection->outbox_bytes + connection->blocked_bytes >=
       options_.admission.max_unsent_bytes_per_client) {
     dropped_replies_.fetch_add(1, std::memory_order_relaxed);
@@ -554,12 +575,13 @@ void ClientService::QueueReply(Connection* connection, const ClientReply& reply)
   QueueMessageLocked(connection, bytes, 0);
 }
 
+bool ClientService::WakeNeededLocked() {
+  if (wake_pending_) return false;
+  wake_pending_ = true;
+  return true;
+}
+
 void ClientService::WakeServiceThread() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (wake_pending_) return;
-    wake_pending_ = true;
-  }
   // wake_fd_ is fixed from Start to the destructor.
   const uint64_t one = 1;
   if (write(wake_fd_, &one, sizeof(one)) < 0) {}  // counter full: a wake is pending anyway
@@ -568,7 +590,7 @@ void ClientService::WakeServiceThread() {
 void ClientService::Flush() {
   std::vector<std::pair<Connection*, std::vector<Outgoing>>> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(reply_mu_);
     wake_pending_ = false;
     ready.reserve(ready_connections_.size());
     for (Connection* connection : ready_connections_) {
@@ -639,6 +661,8 @@ bool ClientService::SendBlocked(Connection* connection) {
       return true;
     }
     connection->admitted -= front.answers;
+    reply_messages_.fetch_add(1, std::memory_order_relaxed);
+    txns_answered_.fetch_add(front.answers, std::memory_order_relaxed);
     connection->blocked_bytes -= size;
     unsent_bytes_.fetch_sub(size, std::memory_order_relaxed);
     connection->blocked.pop_front();
@@ -657,7 +681,7 @@ void ClientService::DropConnectionReplies(Connection* connection) {
 }
 
 void ClientService::ForgetIdleConnections(int64_t now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(reply_mu_);
   for (auto it = connections_.begin(); it != connections_.end();) {
     const Connection& c = *it->second;
     if (c.admitted == 0 && c.blocked.empty() && c.outbox.empty() && !c.listed_ready &&

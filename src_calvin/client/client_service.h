@@ -60,6 +60,8 @@ struct ClientPortCounters {
   uint64_t unsent_bytes = 0;    // replies produced, not yet taken by their connection
   uint64_t dropped_replies = 0; // replies to clients that did not read (never of admitted txns)
   uint64_t connections = 0;
+  uint64_t request_messages = 0, reply_messages = 0;  // since start
+  uint64_t txns_received = 0, txns_answered = 0;
 };
 
 class ClientService : public TxnSource, public ResultSink {
@@ -109,7 +111,7 @@ class ClientService : public TxnSource, public ResultSink {
     size_t blocked_bytes = 0;
     int64_t last_active_us = 0;
     bool listed_blocked = false;     // in blocked_connections_
-    // Under mu_.
+    // Under reply_mu_.
     std::vector<Outgoing> outbox;
     size_t outbox_bytes = 0;
     bool listed_ready = false;       // in ready_connections_
@@ -136,16 +138,19 @@ class ClientService : public TxnSource, public ResultSink {
   ReplyStatus AdmitTxn(Connection* connection, uint64_t id, bool batched, bool reads_with_keys,
                        TxnRequest* txn_request, LtxRequest* ltx_request, size_t unsent_bytes,
                        std::string* error);
-  // Under mu_: gives `admitting_` slots and queues them for the sequencer.
+  // Under admit_mu_: gives `admitting_` slots and queues them for the sequencer.
   void EnqueueAdmittedLocked(Connection* connection, int64_t now);
   size_t UnsentBytes(const Connection* connection) const;
   Connection* ConnectionOf(const std::string& identity, int64_t now);
-  // Under mu_: queue a whole reply message / one results entry for a connection.
+  // Under reply_mu_: queue a whole reply message / one results entry for a connection.
   void QueueMessageLocked(Connection* connection, std::string_view bytes, uint32_t answers);
   ByteBuffer* ResultsBufferLocked(Connection* connection);
   void MarkReadyLocked(Connection* connection);
   // A reply from the service thread (errors, status): queued like results.
   void QueueReply(Connection* connection, const ClientReply& reply);
+  // Under reply_mu_: whether the service thread needs a wake (it has none
+  // pending); the caller then calls WakeServiceThread outside the lock.
+  bool WakeNeededLocked();
   void WakeServiceThread();
   void Flush();
   bool SendBlocked(Connection* connection);
@@ -190,10 +195,14 @@ class ClientService : public TxnSource, public ResultSink {
   RequestScratch request_scratch_;
   int64_t last_sweep_us_ = 0;
 
-  mutable std::mutex mu_;
+  // Two locks, never held in the other order: admit_mu_, then reply_mu_.
+  // Admitted txns: the service thread adds, sequencers take, results free.
+  mutable std::mutex admit_mu_;
   std::deque<std::unique_ptr<Txn>> incoming_;  // admitted, not yet sequenced
   std::vector<Waiter> waiters_;       // by slot
   std::vector<uint32_t> free_slots_;
+  // Replies: result threads append, the service thread sends.
+  mutable std::mutex reply_mu_;
   std::vector<Connection*> ready_connections_;
   std::vector<std::unique_ptr<ReplyWriter>> writers_;  // result threads' scratch, pooled
   bool wake_pending_ = false;
@@ -204,6 +213,8 @@ class ClientService : public TxnSource, public ResultSink {
   std::atomic<uint64_t> unsent_bytes_{0};
   std::atomic<uint64_t> dropped_replies_{0};
   std::atomic<uint64_t> connection_count_{0};
+  std::atomic<uint64_t> request_messages_{0}, reply_messages_{0};
+  std::atomic<uint64_t> txns_received_{0}, txns_answered_{0};
 };
 
 }  // namespace paxflow
