@@ -176,10 +176,13 @@ ClientPortCounters ClientService::Counters() const {
 void ClientService::Loop() {
   zmq::pollitem_t items[2] = {{socket_->handle(), 0, ZMQ_POLLIN, 0},
                               {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+  int64_t last_flush = 0;
+  bool due = false;  // replies wait for the next flush
   while (!stop_.load(std::memory_order_relaxed)) {
+    int timeout_ms = blocked_connections_.empty() ? 200 : kBlockedRetryMs;
+    if (due) timeout_ms = 1;  // the coalescing window ends within a millisecond
     try {
-      zmq::poll(items, 2,
-                std::chrono::milliseconds(blocked_connections_.empty() ? 200 : kBlockedRetryMs));
+      zmq::poll(items, 2, std::chrono::milliseconds(timeout_ms));
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) break;
       continue;
@@ -187,11 +190,19 @@ void ClientService::Loop() {
     if (items[1].revents & ZMQ_POLLIN) {
       uint64_t count;
       if (read(wake_fd_, &count, sizeof(count)) < 0) {}  // drained; nothing to do on EAGAIN
+      due = true;
     }
-    Flush();
-    ReceiveSome();
-    Flush();
+    if (ReceiveSome() > 0) due = true;
+    // Replies leave at most every reply_delay_us, so that under load each
+    // message carries many results (fewer wake-ups and system calls on both
+    // sides); an idle node answers at once.
     const int64_t now = NowMicros();
+    if ((due || !blocked_connections_.empty()) &&
+        now - last_flush >= static_cast<int64_t>(options_.reply_delay_us)) {
+      Flush();
+      last_flush = now;
+      due = false;
+    }
     if (now - last_sweep_us_ > 1000000) {
       ForgetIdleConnections(now);
       last_sweep_us_ = now;
@@ -199,7 +210,7 @@ void ClientService::Loop() {
   }
 }
 
-void ClientService::ReceiveSome() {
+size_t ClientService::ReceiveSome() {
   size_t txns = 0;
   std::vector<zmq::message_t> frames;
   while (txns < kTxnsPerRound) {
@@ -235,6 +246,7 @@ void ClientService::ReceiveSome() {
     request_messages_.fetch_add(1, std::memory_order_relaxed);
     txns_received_.fetch_add(held, std::memory_order_relaxed);
   }
+  return txns;
 }
 
 ClientService::Connection* ClientService::ConnectionOf(const std::string& identity, int64_t now) {

@@ -49,6 +49,7 @@ struct ClientServiceOptions {
   uint32_t epoch_ms = 10;        // for read-only txns' visibility delay
   uint32_t max_pending_digests = 64;   // each is a full scan on the scheduler thread
   size_t reply_message_bytes = size_t{256} << 10;  // a reply message is cut past this
+  uint32_t reply_delay_us = 500;  // replies leave at most this often (0: at once)
   int send_hwm = 16;             // reply messages zmq queues per connection
 };
 
@@ -129,7 +130,7 @@ class ClientService : public TxnSource, public ResultSink {
   };
 
   void Loop();
-  void ReceiveSome();
+  size_t ReceiveSome();  // returns how many txns the requests held
   // Returns how many txns the request held.
   size_t Handle(Connection* connection, const zmq::message_t& message);
   void HandleBatch(Connection* connection, TxnBatch* batch);

@@ -95,14 +95,23 @@ void LoadClient::Run(int64_t start_us, int64_t stop_us, const std::vector<RateSt
   phase_start_us_ = start_us;
   const auto on_result = [this](const TxnResult& result) { OnResult(result); };
   if (steps.empty()) {
+    // Closed loop: refill the window in batches (a quarter of it, at most
+    // a message's worth) or after a tick, not one message per reply.
+    const size_t window = static_cast<size_t>(options_.outstanding);
+    const size_t refill = std::max<size_t>(1, std::min(options_.batch, window / 4));
+    const int64_t tick_us = std::max(1, options_.tick_ms) * 1000LL;
+    int64_t last_send = 0;
     while (true) {
       const int64_t now = NowMicros();
       if (now >= stop_us) break;
       SubmitDueRetries(now);
-      while (in_flight_.size() + retries_.size() < static_cast<size_t>(options_.outstanding)) {
-        SubmitNew(NowMicros());
+      const size_t busy = in_flight_.size() + retries_.size();
+      const size_t free = busy < window ? window - busy : 0;
+      if (free >= refill || (free > 0 && now - last_send >= tick_us)) {
+        for (size_t i = 0; i < free; ++i) SubmitNew(NowMicros());
+        last_send = now;
       }
-      client_.Poll(retries_.empty() ? 50 : 1, on_result);
+      client_.Poll(free > 0 || !retries_.empty() ? options_.tick_ms : 50, on_result);
     }
   } else {
     // Open loop: txn i of step s is due at its scheduled time; what is due

@@ -31,7 +31,9 @@ const char* LoadKindName(int kind);
 struct LoadOptions {
   int outstanding = 16;          // closed loop: txns in flight per client
   size_t batch = 256;            // most txns per request message
-  int tick_ms = 1;               // open loop: due txns leave together every tick
+  // Open loop: due txns leave together every tick. Closed loop: the window
+  // is refilled once a quarter of it is free, or after a tick.
+  int tick_ms = 1;
   bool retry_busy = true;        // resubmit BUSY txns after a backoff
   int busy_backoff_ms = 0;       // first backoff (0: the node's hint), doubled per retry
   int busy_backoff_max_ms = 500;

@@ -28,7 +28,7 @@ ReplyStatus ResolveProcedure(const std::string& name, const ProcedureTable& proc
 // read_write_set only, and the engine locks each key once.
 template <typename... Sets>
 ReplyStatus CheckDistinct(RequestScratch* scratch, std::string* error, const Sets&... sets) {
-  scratch->seen.Clear();
+  scratch->seen.Clear((static_cast<size_t>(sets.size()) + ...));
   for (const auto* set : {&sets...}) {
     for (Key key : *set) {
       if (!scratch->seen.Insert(key)) {
