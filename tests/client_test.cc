@@ -269,30 +269,57 @@ TEST(RequestTest, ABatchOverTheTxnLimitIsRefusedWhole) {
   EXPECT_NE(error.find("a batch of 4 txns exceeds the limit of 3"), std::string::npos) << error;
 }
 
+TEST(RequestTest, PeekReadsTheRequestIdAndWhetherTxnsComeWithoutDecodingThem) {
+  ClientRequest batch;
+  batch.set_request_id(77);
+  batch.mutable_batch()->add_txns()->mutable_txn()->add_read_set(5);
+  uint64_t id;
+  bool txns;
+  ASSERT_TRUE(PeekRequest(batch.SerializeAsString(), &id, &txns));
+  EXPECT_EQ(id, 77u);
+  EXPECT_TRUE(txns);
+  ClientRequest status = Client::Status();
+  status.set_request_id(78);
+  ASSERT_TRUE(PeekRequest(status.SerializeAsString(), &id, &txns));
+  EXPECT_EQ(id, 78u);
+  EXPECT_FALSE(txns);
+  ClientRequest ltx = Client::Ltx(LtxRequest());
+  ltx.set_request_id(79);
+  ASSERT_TRUE(PeekRequest(ltx.SerializeAsString(), &id, &txns));
+  EXPECT_TRUE(txns);
+  EXPECT_FALSE(PeekRequest("\xff\xfe garbage", &id, &txns));
+  std::string cut = batch.SerializeAsString();
+  cut.pop_back();
+  EXPECT_FALSE(PeekRequest(cut, &id, &txns));
+}
+
 TEST(AdmissionTest, RefusesPastEachBoundAndAdmitsAgainOnceAnswered) {
   AdmissionLimits limits;
   limits.max_admitted = 3;
   limits.max_admitted_per_client = 2;
   limits.max_unsent_bytes_per_client = 1000;
   Admission admission(limits);
-  std::string why;
-  EXPECT_TRUE(admission.Admit(0, 0, &why));
-  EXPECT_TRUE(admission.Admit(1, 0, &why));
-  EXPECT_FALSE(admission.Admit(2, 0, &why));  // that connection holds its share
-  EXPECT_NE(why.find("this connection has 2 txns admitted"), std::string::npos) << why;
-  EXPECT_FALSE(admission.Admit(0, 1000, &why));  // its replies are not read
-  EXPECT_NE(why.find("1000 bytes of replies wait"), std::string::npos) << why;
-  EXPECT_TRUE(admission.Admit(0, 999, &why));
-  EXPECT_FALSE(admission.Admit(0, 0, &why));  // the node is full
-  EXPECT_NE(why.find("3 client txns admitted and not yet answered on this node (limit 3)"),
-            std::string::npos)
-      << why;
+  EXPECT_EQ(admission.Admit(0, 0), Admission::kAdmitted);
+  EXPECT_EQ(admission.Admit(1, 0), Admission::kAdmitted);
+  EXPECT_EQ(admission.Admit(2, 0), Admission::kClientFull);  // that connection holds its share
+  EXPECT_NE(admission.Explain(Admission::kClientFull, 2, 0).find(
+                "this connection has 2 txns admitted and not yet answered (limit 2)"),
+            std::string::npos);
+  EXPECT_EQ(admission.Admit(0, 1000), Admission::kClientNotReading);  // its replies are not read
+  EXPECT_NE(admission.Explain(Admission::kClientNotReading, 0, 1000).find(
+                "1000 bytes of replies wait"),
+            std::string::npos);
+  EXPECT_EQ(admission.Admit(0, 999), Admission::kAdmitted);
+  EXPECT_EQ(admission.Admit(0, 0), Admission::kNodeFull);  // the node is full
+  EXPECT_NE(admission.Explain(Admission::kNodeFull, 0, 0).find("limit of 3 client txns admitted"),
+            std::string::npos);
   EXPECT_EQ(admission.admitted(), 3u);
   EXPECT_EQ(admission.refused(), 3u);
   admission.Produced();
-  EXPECT_TRUE(admission.Admit(0, 0, &why));
-  EXPECT_EQ(DefaultAdmitLimit(2000, 1), 4000u);
-  EXPECT_EQ(DefaultAdmitLimit(2000, 3), 12000u);
+  EXPECT_EQ(admission.Admit(0, 0), Admission::kAdmitted);
+  EXPECT_EQ(DefaultAdmitLimit(2000, 1), 2000u);
+  EXPECT_EQ(DefaultAdmitLimit(2000, 3), 6000u);
+  EXPECT_EQ(DefaultAdmitLimit(2000, 1, 2), 4000u);
   EXPECT_EQ(DefaultAdmitLimit(10, 1), 256u);
 }
 
@@ -306,6 +333,7 @@ TEST(PipelinedClientTest, MatchesResultsToTxnsWhateverTheirOrderAndGrouping) {
   server.bind("inproc://pipelined-client-test");
   PipelineOptions options;
   options.max_batch_txns = 3;
+  options.back_off = false;
   PipelinedClient client(&context, options);
   ASSERT_EQ(client.Connect("inproc://pipelined-client-test"), "");
   std::vector<uint64_t> ids;
@@ -381,6 +409,45 @@ TEST(PipelinedClientTest, MatchesResultsToTxnsWhateverTheirOrderAndGrouping) {
   EXPECT_EQ(client.Drain(50, nullptr), 1u);
   EXPECT_EQ(client.counters().lost, 1u);
   EXPECT_EQ(client.in_flight(), 0u);
+}
+
+// After a BUSY reply the client backs off for the time the node suggests:
+// new txns are refused locally (nothing is sent) and answered at the next
+// Poll; after that time they go out again.
+TEST(PipelinedClientTest, BacksOffAfterBusyForTheTimeTheNodeSuggests) {
+  zmq::context_t context(1);
+  zmq::socket_t server(context, zmq::socket_type::router);
+  server.bind("inproc://pipelined-backoff-test");
+  PipelinedClient client(&context);
+  ASSERT_EQ(client.Connect("inproc://pipelined-backoff-test"), "");
+  TxnRequest txn;
+  txn.set_procedure("get");
+  txn.add_read_set(1);
+  const uint64_t first = client.Submit(&txn);
+  client.Flush();
+  zmq::message_t who, body;
+  ASSERT_TRUE(server.recv(who));
+  ASSERT_TRUE(server.recv(body));
+  ReplyWriter writer;
+  ByteBuffer busy;
+  writer.AppendError(first, BUSY, "busy", /*retry_after_ms=*/600000, &busy);
+  server.send(who, zmq::send_flags::sndmore);
+  server.send(zmq::buffer(busy.data(), busy.size()), zmq::send_flags::none);
+  ASSERT_EQ(client.Poll(5000, nullptr), 1u);
+  EXPECT_TRUE(client.backing_off());
+  txn.add_read_set(2);
+  const uint64_t second = client.Submit(&txn);
+  TxnResult refused;
+  ASSERT_EQ(client.Poll(0, [&](const TxnResult& r) { refused = r; }), 1u);
+  EXPECT_EQ(refused.id(), second);
+  EXPECT_EQ(refused.status(), BUSY);
+  EXPECT_NE(refused.error().find("backing off"), std::string::npos) << refused.error();
+  EXPECT_EQ(client.counters().busy, 2u);
+  EXPECT_EQ(client.counters().busy_local, 1u);
+  EXPECT_EQ(client.in_flight(), 0u);
+  // Nothing reached the server meanwhile.
+  zmq::pollitem_t item{server.handle(), 0, ZMQ_POLLIN, 0};
+  EXPECT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(0)), 0);
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ struct EngineParams {
   double drain_timeout_s = 30;   // after the load stops, how long to wait for the last epochs
   GcPolicy gc = GcPolicy::kEpo;  // multi-version garbage collection (paxflow mode)
   // Client port admission (per node, not a cluster parameter).
-  uint64_t client_admit_limit = 0;  // admitted, unanswered client txns; 0: from max_batch
+  uint64_t client_admit_limit = 0;  // admitted, unanswered client txns; 0: max_batch
   uint32_t client_buffer_mb = 16;   // unsent reply bytes per connection before BUSY
 };
 

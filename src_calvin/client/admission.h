@@ -27,19 +27,29 @@ struct AdmissionLimits {
 };
 
 // The default node-wide bound: `epochs` epochs' worth of full batches from
-// this node's sequencers (at least 256). With the default 2, an admitted
-// txn waits at most about two epochs to be sequenced when the engine keeps
-// up with its batches, and the backlog stays a few epochs long when not.
-uint64_t DefaultAdmitLimit(uint32_t max_batch, uint32_t sequencers, uint32_t epochs = 2);
+// this node's sequencers (at least 256). A sequencer takes at most
+// max_batch txns an epoch, so admitting more only makes txns wait longer,
+// not the node faster: with the default of one epoch, an admitted txn
+// waits about an epoch to be sequenced when the engine keeps up, and under
+// overload about bound / throughput (a few epochs) in all.
+uint64_t DefaultAdmitLimit(uint32_t max_batch, uint32_t sequencers, uint32_t epochs = 1);
 
 class Admission {
  public:
+  enum Verdict { kAdmitted, kNodeFull, kClientFull, kClientNotReading };
+
   explicit Admission(const AdmissionLimits& limits) : limits_(limits) {}
 
   // One more txn from a connection that holds `client_admitted` unanswered
   // txns and `client_unsent_bytes` of replies it has not taken: admitted
-  // (counted) or refused, with why in `why`.
-  bool Admit(uint64_t client_admitted, size_t client_unsent_bytes, std::string* why);
+  // (counted) or refused, and why. Cheap: it runs before the txn is
+  // decoded, so that refusing costs next to nothing under overload.
+  Verdict Admit(uint64_t client_admitted, size_t client_unsent_bytes);
+  // The verdict Admit would give, without admitting or counting anything.
+  Verdict Check(uint64_t client_admitted, size_t client_unsent_bytes) const;
+  // Why a txn was refused, for its BUSY reply.
+  std::string Explain(Verdict verdict, uint64_t client_admitted,
+                      size_t client_unsent_bytes) const;
   // The result of an admitted txn was produced (or it will never run).
   void Produced(uint64_t n = 1) { admitted_.fetch_sub(n, std::memory_order_relaxed); }
 

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "common/clock.h"
+
 namespace paxflow {
 
 Client::Client(zmq::context_t* context) {
@@ -169,7 +171,22 @@ uint64_t PipelinedClient::Queue(BatchedTxn** item, size_t bytes) {
   return id;
 }
 
+bool PipelinedClient::backing_off() const {
+  return options_.back_off && back_off_until_us_ > 0 && NowMicros() < back_off_until_us_;
+}
+
+void PipelinedClient::RefuseLocally(uint64_t id) {
+  ++counters_.submitted;
+  ++in_flight_;
+  refused_locally_.push_back(id);
+}
+
 uint64_t PipelinedClient::Submit(TxnRequest* txn) {
+  if (backing_off()) {
+    const uint64_t id = next_id_++;
+    RefuseLocally(id);
+    return id;
+  }
   BatchedTxn* item;
   const uint64_t id = Queue(&item, RoughSize(*txn));
   item->mutable_txn()->Swap(txn);
@@ -181,6 +198,11 @@ uint64_t PipelinedClient::Submit(TxnRequest* txn) {
 }
 
 uint64_t PipelinedClient::Submit(LtxRequest* ltx) {
+  if (backing_off()) {
+    const uint64_t id = next_id_++;
+    RefuseLocally(id);
+    return id;
+  }
   BatchedTxn* item;
   const uint64_t id = Queue(&item, RoughSize(*ltx));
   item->mutable_ltx()->Swap(ltx);
@@ -211,9 +233,15 @@ void PipelinedClient::Flush() {
 
 void PipelinedClient::Count(const TxnResult& result) {
   if (in_flight_ > 0) --in_flight_;
-  if (result.status() == OK) ++counters_.ok;
-  else if (result.status() == BUSY) ++counters_.busy;
-  else ++counters_.errors;
+  if (result.status() == OK) {
+    ++counters_.ok;
+  } else if (result.status() == BUSY) {
+    ++counters_.busy;
+    const int64_t until = NowMicros() + 1000LL * std::max<uint32_t>(1, result.retry_after_ms());
+    back_off_until_us_ = std::max(back_off_until_us_, until);
+  } else {
+    ++counters_.errors;
+  }
 }
 
 void PipelinedClient::HandleReply(const ClientReply& reply, const ResultHandler& on_result,
@@ -233,6 +261,7 @@ void PipelinedClient::HandleReply(const ClientReply& reply, const ResultHandler&
       synthetic_.set_id(batch.first_id + i);
       synthetic_.set_status(reply.status());
       synthetic_.set_error(reply.error());
+      synthetic_.set_retry_after_ms(reply.retry_after_ms());
       Count(synthetic_);
       ++*delivered;
       if (on_result) on_result(synthetic_);
@@ -243,10 +272,27 @@ void PipelinedClient::HandleReply(const ClientReply& reply, const ResultHandler&
 
 size_t PipelinedClient::Poll(int timeout_ms, const ResultHandler& on_result) {
   Flush();
-  if (!socket_) return 0;
   size_t delivered = 0;
+  if (!refused_locally_.empty()) {
+    // Txns refused while backing off: answered now, without waiting.
+    std::vector<uint64_t> refused;
+    refused.swap(refused_locally_);
+    for (uint64_t id : refused) {
+      synthetic_.Clear();
+      synthetic_.set_id(id);
+      synthetic_.set_status(BUSY);
+      synthetic_.set_error("busy: backing off (the node asked to retry later); not sent");
+      if (in_flight_ > 0) --in_flight_;
+      ++counters_.busy;
+      ++counters_.busy_local;
+      ++delivered;
+      if (on_result) on_result(synthetic_);
+    }
+    timeout_ms = 0;
+  }
+  if (!socket_) return delivered;
   zmq::pollitem_t item{socket_->handle(), 0, ZMQ_POLLIN, 0};
-  if (zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms)) <= 0) return 0;
+  if (zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms)) <= 0) return delivered;
   zmq::message_t message;
   while (socket_->recv(message, zmq::recv_flags::dontwait)) {
     // Parsed on an arena: the many small messages of a reply cost one

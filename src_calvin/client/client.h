@@ -66,6 +66,10 @@ struct PipelineOptions {
   size_t max_batch_txns = 512;                // txns per request message
   size_t max_batch_bytes = size_t{1} << 20;   // a message is sent once about this large
   bool reads_with_keys = false;               // KeyValue reads instead of the packed form
+  // After a BUSY reply, for the retry time the node suggests, new txns are
+  // refused here (status BUSY, nothing sent) instead of adding to the
+  // node's overload.
+  bool back_off = true;
 };
 
 // What a PipelinedClient saw, by kind of answer.
@@ -73,6 +77,7 @@ struct PipelineCounters {
   uint64_t submitted = 0;
   uint64_t ok = 0;        // ran (committed, declined by its procedure, or an aborted LTX)
   uint64_t busy = 0;      // refused by admission control: nothing ran; may be retried
+  uint64_t busy_local = 0;  // of those, refused here while backing off (never sent)
   uint64_t errors = 0;    // any other status (bad request, not leader, shutting down...)
   uint64_t lost = 0;      // no answer by the end of a Drain
   uint64_t request_errors = 0;  // whole messages refused (garbled, too large)
@@ -106,10 +111,15 @@ class PipelinedClient {
   size_t Drain(int timeout_ms, const ResultHandler& on_result);
 
   size_t in_flight() const { return in_flight_; }
+  // The node asked to back off and the time it suggested has not passed:
+  // Submit refuses new txns locally meanwhile.
+  bool backing_off() const;
   const PipelineCounters& counters() const { return counters_; }
 
  private:
   void Count(const TxnResult& result);
+  // Refuses a txn locally (backing off): its BUSY result comes at the next Poll.
+  void RefuseLocally(uint64_t id);
   void HandleReply(const ClientReply& reply, const ResultHandler& on_result, size_t* delivered);
   uint64_t Queue(BatchedTxn** item, size_t bytes);
 
@@ -133,6 +143,8 @@ class PipelinedClient {
   TxnResult synthetic_;
   size_t in_flight_ = 0;
   PipelineCounters counters_;
+  int64_t back_off_until_us_ = 0;
+  std::vector<uint64_t> refused_locally_;  // ids, answered at the next Poll
 };
 
 }  // namespace paxflow

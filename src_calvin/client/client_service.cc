@@ -19,6 +19,8 @@ constexpr size_t kTxnsPerRound = 4096;
 // While a connection's replies are blocked, how often to try again.
 constexpr int kBlockedRetryMs = 5;
 constexpr int64_t kIdleConnectionUs = 10 * 1000 * 1000;
+// A connection holding this many times its unsent-reply bound ignores its replies.
+constexpr size_t kIgnoredRepliesFactor = 4;
 
 uint32_t SlotOf(uint64_t client_request_id) { return static_cast<uint32_t>(client_request_id); }
 uint32_t GenerationOf(uint64_t client_request_id) {
@@ -261,10 +263,11 @@ ClientService::Connection* ClientService::ConnectionOf(const std::string& identi
 }
 
 size_t ClientService::Handle(Connection* connection, const zmq::message_t& message) {
+  last_refusal_text_.clear();
+  const std::string_view bytes(static_cast<const char*>(message.data()), message.size());
+  if (RefusedWhole(connection, bytes)) return 1;
   std::string error;
-  const ReplyStatus status = ParseRequest(
-      std::string_view(static_cast<const char*>(message.data()), message.size()), options_.limits,
-      &request_, &error);
+  const ReplyStatus status = ParseRequest(bytes, options_.limits, &request_, &error);
   ClientReply reply;
   reply.set_request_id(request_.request_id());
   if (status != OK) {
@@ -357,6 +360,26 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
   return 1;
 }
 
+bool ClientService::RefusedWhole(Connection* connection, std::string_view bytes) {
+  const size_t unsent = UnsentBytes(connection);
+  const Admission::Verdict verdict = admission_.Check(connection->admitted, unsent);
+  if (verdict == Admission::kAdmitted) return false;
+  uint64_t request_id;
+  bool carries_txns;
+  if (!PeekRequest(bytes, &request_id, &carries_txns) || !carries_txns) return false;
+  // The node cannot take any txn of this message: refuse it whole, before
+  // decoding it, with one small reply (a client maps it to each of its
+  // txns), so that refusing costs next to nothing under overload.
+  busy_.fetch_add(1, std::memory_order_relaxed);
+  ClientReply reply;
+  reply.set_request_id(request_id);
+  reply.set_status(BUSY);
+  reply.set_error(admission_.Explain(verdict, connection->admitted, unsent));
+  reply.set_retry_after_ms(options_.admission.retry_after_ms);
+  QueueReply(connection, reply);
+  return true;
+}
+
 size_t ClientService::UnsentBytes(const Connection* connection) const {
   std::lock_guard<std::mutex> lock(reply_mu_);
   return connection->blocked_bytes + connection->outbox_bytes;
@@ -382,10 +405,7 @@ void ClientService::HandleBatch(Connection* connection, TxnBatch* batch) {
   }
   if (refused_.empty()) return;
   std::lock_guard<std::mutex> lock(reply_mu_);
-  // Refusals to a client that does not read its replies are dropped
-  // (nothing ran; it would not see them anyway).
-  if (connection->outbox_bytes + connection->blocked_bytes >=
-      options_.admission.max_unsent_bytes_per_client) {
+  if (IgnoresRepliesLocked(*connection)) {
     dropped_replies_.fetch_add(refused_.size(), std::memory_order_relaxed);
     return;
   }
@@ -417,19 +437,27 @@ ReplyStatus ClientService::AdmitTxn(Connection* connection, uint64_t id, bool ba
              " is a replica that does not sequence; send txns to " + options_.leader;
     return NOT_LEADER;
   }
+  const Admission::Verdict verdict = admission_.Admit(connection->admitted, unsent_bytes);
+  if (verdict != Admission::kAdmitted) {
+    busy_.fetch_add(1, std::memory_order_relaxed);
+    // One explanation per kind of refusal and request, not one per txn.
+    if (verdict != last_refusal_ || last_refusal_text_.empty()) {
+      last_refusal_ = verdict;
+      last_refusal_text_ = admission_.Explain(verdict, connection->admitted, unsent_bytes);
+    }
+    *error = last_refusal_text_;
+    return BUSY;
+  }
   Admitting& next = admitting_.emplace_back();
   next.txn = std::make_unique<Txn>();
-  ReplyStatus status =
+  const ReplyStatus status =
       txn_request ? BuildTxn(txn_request, *app_, procedures_, options_.limits, &request_scratch_,
                              next.txn.get(), error)
                   : BuildLtxTxn(ltx_request, *app_, procedures_, options_.limits,
                                 &request_scratch_, next.txn.get(), error);
-  if (status == OK && !admission_.Admit(connection->admitted, unsent_bytes, error)) {
-    busy_.fetch_add(1, std::memory_order_relaxed);
-    status = BUSY;
-  }
   if (status != OK) {
     admitting_.pop_back();
+    admission_.Produced();  // it will never run
     return status;
   }
   ++connection->admitted;
@@ -579,12 +607,20 @@ void ClientService::MarkReadyLocked(Connection* connection) {
 void ClientService::QueueReply(Connection* connection, const ClientReply& reply) {
   const std::string bytes = reply.SerializeAsString();
   std::lock_guard<std::mutex> lock(reply_mu_);
-  if (connection->outbox_bytes + connection->blocked_bytes >=
-      options_.admission.max_unsent_bytes_per_client) {
+  if (IgnoresRepliesLocked(*connection)) {
     dropped_replies_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   QueueMessageLocked(connection, bytes, 0);
+}
+
+bool ClientService::IgnoresRepliesLocked(const Connection& connection) const {
+  // Admission refuses a connection's txns once its unsent replies reach
+  // the per-client bound; past a few times that it is not reading at all,
+  // and further replies that answer nothing admitted (refusals, errors)
+  // are dropped: nothing ran, and memory stays bounded.
+  return connection.outbox_bytes + connection.blocked_bytes >=
+         kIgnoredRepliesFactor * options_.admission.max_unsent_bytes_per_client;
 }
 
 bool ClientService::WakeNeededLocked() {

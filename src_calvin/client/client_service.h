@@ -57,9 +57,9 @@ struct ClientServiceOptions {
 struct ClientPortCounters {
   uint64_t admitted = 0;        // admitted, result not yet produced
   uint64_t admit_limit = 0;
-  uint64_t busy = 0;            // BUSY replies given
+  uint64_t busy = 0;            // BUSY replies given (a message refused whole counts once)
   uint64_t unsent_bytes = 0;    // replies produced, not yet taken by their connection
-  uint64_t dropped_replies = 0; // replies to clients that did not read (never of admitted txns)
+  uint64_t dropped_replies = 0; // refusals to clients that do not read (never of admitted txns)
   uint64_t connections = 0;
   uint64_t request_messages = 0, reply_messages = 0;  // since start
   uint64_t txns_received = 0, txns_answered = 0;
@@ -134,6 +134,8 @@ class ClientService : public TxnSource, public ResultSink {
   // Returns how many txns the request held.
   size_t Handle(Connection* connection, const zmq::message_t& message);
   void HandleBatch(Connection* connection, TxnBatch* batch);
+  // True (and answered BUSY) if the node can take none of the message's txns.
+  bool RefusedWhole(Connection* connection, std::string_view bytes);
   // Validates one txn and asks admission control; an admitted txn joins
   // `admitting_`, else `error` says why it was refused.
   ReplyStatus AdmitTxn(Connection* connection, uint64_t id, bool batched, bool reads_with_keys,
@@ -149,6 +151,7 @@ class ClientService : public TxnSource, public ResultSink {
   void MarkReadyLocked(Connection* connection);
   // A reply from the service thread (errors, status): queued like results.
   void QueueReply(Connection* connection, const ClientReply& reply);
+  bool IgnoresRepliesLocked(const Connection& connection) const;
   // Under reply_mu_: whether the service thread needs a wake (it has none
   // pending); the caller then calls WakeServiceThread outside the lock.
   bool WakeNeededLocked();
@@ -192,6 +195,8 @@ class ClientService : public TxnSource, public ResultSink {
     std::string error;
   };
   std::vector<Refusal> refused_;      // one batch's refused txns
+  Admission::Verdict last_refusal_ = Admission::kAdmitted;
+  std::string last_refusal_text_;     // its explanation, for this request's BUSY replies
   ReplyWriter service_writer_;
   RequestScratch request_scratch_;
   int64_t last_sweep_us_ = 0;

@@ -36,8 +36,10 @@ const char* LoadKindName(int kind) {
 void LoadStats::Merge(const LoadStats& other) {
   for (int k = 0; k < kLoadKinds; ++k) latency_us[k].Merge(other.latency_us[k]);
   visibility_us.Merge(other.visibility_us);
+  server_latency_us.Merge(other.server_latency_us);
   for (int e = 0; e < 8; ++e) errors[e] += other.errors[e];
   busy += other.busy;
+  busy_local += other.busy_local;
   retries += other.retries;
   gave_up += other.gave_up;
   declined += other.declined;
@@ -45,10 +47,14 @@ void LoadStats::Merge(const LoadStats& other) {
   lost += other.lost;
   skipped += other.skipped;
   for (const auto& [reason, n] : other.ltx_aborts) ltx_aborts[reason] += n;
-  if (timeline.size() < other.timeline.size()) timeline.resize(other.timeline.size());
-  for (size_t i = 0; i < other.timeline.size(); ++i) {
-    timeline[i].latency_us.Merge(other.timeline[i].latency_us);
-    timeline[i].busy += other.timeline[i].busy;
+  for (auto [mine, theirs] : {std::make_pair(&timeline, &other.timeline),
+                               std::make_pair(&steps, &other.steps)}) {
+    if (mine->size() < theirs->size()) mine->resize(theirs->size());
+    for (size_t i = 0; i < theirs->size(); ++i) {
+      (*mine)[i].latency_us.Merge((*theirs)[i].latency_us);
+      (*mine)[i].server_latency_us.Merge((*theirs)[i].server_latency_us);
+      (*mine)[i].busy += (*theirs)[i].busy;
+    }
   }
 }
 
@@ -93,6 +99,12 @@ void LoadClient::Reset() {
 
 void LoadClient::Run(int64_t start_us, int64_t stop_us, const std::vector<RateStep>& steps) {
   phase_start_us_ = start_us;
+  step_ends_us_.clear();
+  int64_t end = start_us;
+  for (const RateStep& step : steps) {
+    end += static_cast<int64_t>(step.seconds * 1e6);
+    step_ends_us_.push_back(end);
+  }
   const auto on_result = [this](const TxnResult& result) { OnResult(result); };
   if (steps.empty()) {
     // Closed loop: refill the window in batches (a quarter of it, at most
@@ -107,7 +119,9 @@ void LoadClient::Run(int64_t start_us, int64_t stop_us, const std::vector<RateSt
       SubmitDueRetries(now);
       const size_t busy = in_flight_.size() + retries_.size();
       const size_t free = busy < window ? window - busy : 0;
-      if (free >= refill || (free > 0 && now - last_send >= tick_us)) {
+      // While the node asks to back off, the window waits (closed loop).
+      if (!client_.backing_off() &&
+          (free >= refill || (free > 0 && now - last_send >= tick_us))) {
         for (size_t i = 0; i < free; ++i) SubmitNew(NowMicros());
         last_send = now;
       }
@@ -162,6 +176,15 @@ void LoadClient::Run(int64_t start_us, int64_t stop_us, const std::vector<RateSt
 }
 
 void LoadClient::SubmitNew(int64_t scheduled_us) {
+  if (!options_.retry_busy && client_.backing_off()) {
+    // The node asked us to back off: this txn is refused here, unbuilt.
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.busy;
+    ++stats_.busy_local;
+    ++stats_.gave_up;
+    TallyLocked(scheduled_us, true, 0, 0);
+    return;
+  }
   InFlight flight;
   flight.scheduled_us = scheduled_us;
   Txn txn;
@@ -235,14 +258,10 @@ void LoadClient::OnResult(const TxnResult& result) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.busy;
+      if (result.error().find("backing off") != std::string::npos) ++stats_.busy_local;
       if (retry) ++stats_.retries;
       else ++stats_.gave_up;
-      if (options_.timeline_us > 0 && flight.scheduled_us >= phase_start_us_) {
-        const size_t bucket =
-            static_cast<size_t>((flight.scheduled_us - phase_start_us_) / options_.timeline_us);
-        if (stats_.timeline.size() <= bucket) stats_.timeline.resize(bucket + 1);
-        ++stats_.timeline[bucket].busy;
-      }
+      TallyLocked(flight.scheduled_us, true, 0, 0);
     }
     if (retry) {
       const int64_t due = now + Backoff(flight, result);
@@ -252,6 +271,31 @@ void LoadClient::OnResult(const TxnResult& result) {
     return;
   }
   Record(flight, result, now);
+}
+
+void LoadClient::TallyLocked(int64_t scheduled_us, bool busy, uint64_t latency,
+                             uint64_t server_latency) {
+  auto tally = [&](std::vector<TimelineBucket>* buckets, size_t bucket) {
+    if (buckets->size() <= bucket) buckets->resize(bucket + 1);
+    TimelineBucket& b = (*buckets)[bucket];
+    if (busy) {
+      ++b.busy;
+    } else {
+      b.latency_us.Record(latency);
+      b.server_latency_us.Record(server_latency);
+    }
+  };
+  if (scheduled_us < phase_start_us_) return;
+  if (options_.timeline_us > 0) {
+    tally(&stats_.timeline,
+          static_cast<size_t>((scheduled_us - phase_start_us_) / options_.timeline_us));
+  }
+  if (step_ends_us_.size() > 1) {
+    const size_t step = static_cast<size_t>(
+        std::upper_bound(step_ends_us_.begin(), step_ends_us_.end(), scheduled_us) -
+        step_ends_us_.begin());
+    tally(&stats_.steps, std::min(step, step_ends_us_.size() - 1));
+  }
 }
 
 void LoadClient::Record(const InFlight& flight, const TxnResult& result, int64_t now) {
@@ -272,12 +316,9 @@ void LoadClient::Record(const InFlight& flight, const TxnResult& result, int64_t
   } else if (!txn.committed()) {
     ++stats_.declined;
   }
-  if (options_.timeline_us > 0 && flight.scheduled_us >= phase_start_us_) {
-    const size_t bucket =
-        static_cast<size_t>((flight.scheduled_us - phase_start_us_) / options_.timeline_us);
-    if (stats_.timeline.size() <= bucket) stats_.timeline.resize(bucket + 1);
-    stats_.timeline[bucket].latency_us.Record(latency);
-  }
+  const uint64_t server_latency = static_cast<uint64_t>(std::max<int64_t>(0, txn.server_latency_us()));
+  stats_.server_latency_us.Record(server_latency);
+  TallyLocked(flight.scheduled_us, false, latency, server_latency);
   if (flight.audit) {
     // Check the audit ourselves from the balances it returned.
     const ReadsView reads(txn);

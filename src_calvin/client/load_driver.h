@@ -51,15 +51,20 @@ struct RateStep {
 };
 
 struct TimelineBucket {
-  Histogram latency_us;  // txns scheduled in this interval that ran
-  uint64_t busy = 0;     // BUSY replies to txns scheduled in it
+  Histogram latency_us;         // txns scheduled in this interval that ran
+  Histogram server_latency_us;  // the same txns, from arrival at the node to their result
+  uint64_t busy = 0;            // BUSY replies to txns scheduled in it
 };
 
 struct LoadStats {
   Histogram latency_us[kLoadKinds];
   Histogram visibility_us;           // RO: end of the snapshot's epoch -> result (node-side)
+  // From a txn's admission at the node to its result (what the node's
+  // admission control bounds), whatever the client added before and after.
+  Histogram server_latency_us;
   uint64_t errors[8] = {};           // by ReplyStatus, BUSY excluded
   uint64_t busy = 0;                 // BUSY replies (each retry of a txn counts again)
+  uint64_t busy_local = 0;           // of those, refused by the client while backing off
   uint64_t retries = 0;
   uint64_t gave_up = 0;              // BUSY past max_retries, or retry_busy off
   uint64_t declined = 0;             // the procedure chose not to write
@@ -68,6 +73,7 @@ struct LoadStats {
   uint64_t skipped = 0;              // open loop: too far behind to send
   std::map<std::string, uint64_t> ltx_aborts;  // by reason
   std::vector<TimelineBucket> timeline;
+  std::vector<TimelineBucket> steps;  // by step of an open-loop schedule (several steps)
 
   void Merge(const LoadStats& other);
   uint64_t Completed() const;        // txns that ran (OK replies)
@@ -102,6 +108,9 @@ class LoadClient {
   void SubmitDueRetries(int64_t now);
   void OnResult(const TxnResult& result);
   void Record(const InFlight& flight, const TxnResult& result, int64_t now);
+  // Under mu_: a result (or a BUSY reply) of a txn scheduled at
+  // `scheduled_us`, into the timeline and step buckets.
+  void TallyLocked(int64_t scheduled_us, bool busy, uint64_t latency, uint64_t server_latency);
   int64_t Backoff(const InFlight& flight, const TxnResult& result);
 
   const Application* app_;
@@ -113,6 +122,7 @@ class LoadClient {
   std::unordered_map<uint64_t, InFlight> in_flight_;
   std::multimap<int64_t, InFlight> retries_;  // BUSY txns by when to resubmit
   int64_t phase_start_us_ = 0;
+  std::vector<int64_t> step_ends_us_;  // of the open-loop schedule
   uint64_t jitter_ = 0x9e3779b97f4a7c15ULL;
 
   mutable std::mutex mu_;

@@ -22,7 +22,7 @@
 #include "common/json.h"
 
 DEFINE_int32(clients, 2, "Client connections (one thread each), spread over the nodes");
-DEFINE_int32(outstanding, 500, "Closed loop: txns in flight per client");
+DEFINE_int32(outstanding, 1000, "Closed loop: txns in flight per client");
 DEFINE_double(rate, 0, "Open loop: target txns/s over all clients (0: closed loop)");
 DEFINE_string(rate_schedule, "",
               "Open loop on a schedule: RATE:SECONDS,... (txn/s over all clients, e.g. "
@@ -200,7 +200,8 @@ void Report(const LoadStats& total, double seconds, const std::string& applicati
                 static_cast<unsigned long long>(vis.Quantile(0.99)),
                 static_cast<unsigned long long>(vis.max()));
   }
-  *json += ",\"visibility\":" + KindJson(vis);
+  *json += ",\"visibility\":" + KindJson(vis) +
+           ",\"node_latency\":" + KindJson(total.server_latency_us);
   std::printf("[ERRORS], Total, %llu\n", static_cast<unsigned long long>(total.Errors()));
   std::string errors_json;
   for (int e = 1; e < 8; ++e) {
@@ -212,6 +213,8 @@ void Report(const LoadStats& total, double seconds, const std::string& applicati
                    "\":" + std::to_string(total.errors[e]);
   }
   std::printf("[BUSY], Replies, %llu\n", static_cast<unsigned long long>(total.busy));
+  std::printf("[BUSY], RefusedLocally(backing off), %llu\n",
+              static_cast<unsigned long long>(total.busy_local));
   std::printf("[BUSY], Retries, %llu\n", static_cast<unsigned long long>(total.retries));
   std::printf("[BUSY], GaveUp, %llu\n", static_cast<unsigned long long>(total.gave_up));
   std::printf("[CLIENT], Lost(no reply), %llu\n", static_cast<unsigned long long>(total.lost));
@@ -230,6 +233,7 @@ void Report(const LoadStats& total, double seconds, const std::string& applicati
   }
   *json += ",\"errors\":" + std::to_string(total.Errors()) + ",\"errors_by_status\":{" +
            errors_json + "},\"busy\":" + std::to_string(total.busy) +
+           ",\"busy_local\":" + std::to_string(total.busy_local) +
            ",\"retries\":" + std::to_string(total.retries) +
            ",\"gave_up\":" + std::to_string(total.gave_up) +
            ",\"lost\":" + std::to_string(total.lost) +
@@ -246,6 +250,25 @@ void WriteTimeline(const LoadStats& total, const std::string& path) {
     out << Fixed(i * FLAGS_timeline_ms / 1000.0, 3) << "," << b.latency_us.count() << ","
         << b.busy << "," << b.latency_us.Quantile(0.5) << "," << b.latency_us.Quantile(0.99)
         << "\n";
+  }
+}
+
+// A schedule's steps side by side: what each step offered, what ran, how
+// much was refused, and the latency of the txns that ran.
+void PrintSteps(const LoadStats& total, const std::vector<RateStep>& steps, double epoch_ms) {
+  std::printf("latency of the txns that ran: client = from the scheduled send, node = from "
+              "admission at the node; in ms and in epochs (ep)\n");
+  std::printf("%5s %10s %8s %10s %10s %9s %9s %8s %9s %9s %8s\n", "step", "offered", "seconds",
+              "ran/s", "busy/s", "p50 ms", "p99 ms", "p99 ep", "node p50", "node p99",
+              "node ep");
+  for (size_t i = 0; i < steps.size() && i < total.steps.size(); ++i) {
+    const Histogram& h = total.steps[i].latency_us;
+    const Histogram& n = total.steps[i].server_latency_us;
+    std::printf("%5zu %10.0f %8.1f %10.0f %10.0f %9.2f %9.2f %8.2f %9.2f %9.2f %8.2f\n", i + 1,
+                steps[i].rate, steps[i].seconds, h.count() / steps[i].seconds,
+                total.steps[i].busy / steps[i].seconds, Ms(h.Quantile(0.5)),
+                Ms(h.Quantile(0.99)), Ms(h.Quantile(0.99)) / epoch_ms, Ms(n.Quantile(0.5)),
+                Ms(n.Quantile(0.99)), Ms(n.Quantile(0.99)) / epoch_ms);
   }
 }
 
@@ -422,6 +445,7 @@ int Main(int argc, char** argv) {
   if (!FLAGS_report_json.empty()) std::ofstream(FLAGS_report_json) << json << "\n";
   if (!FLAGS_report_csv.empty()) std::ofstream(FLAGS_report_csv) << csv;
   if (!FLAGS_timeline_csv.empty()) WriteTimeline(total, FLAGS_timeline_csv);
+  if (total.steps.size() > 1) PrintSteps(total, steps, resolved.engine.epoch_ms);
   const bool failed = total.Errors() > 0 || total.lost > 0 || total.audit_violations > 0 ||
                       (total.gave_up > 0 && !FLAGS_allow_busy);
   return failed ? 1 : 0;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <vector>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include "applications/kv_procedures.h"
 
 namespace paxflow {
@@ -109,6 +112,29 @@ const char* ReplyStatusName(ReplyStatus status) {
     case NOT_LEADER: return "NOT_LEADER";
     case BUSY: return "BUSY";
     default: return "UNKNOWN_STATUS";
+  }
+}
+
+bool PeekRequest(std::string_view bytes, uint64_t* request_id, bool* carries_txns) {
+  using google::protobuf::internal::WireFormatLite;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  *request_id = 0;
+  *carries_txns = false;
+  while (true) {
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) return in.CurrentPosition() == static_cast<int>(bytes.size());
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    if (field == ClientRequest::kRequestIdFieldNumber &&
+        WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_VARINT) {
+      if (!in.ReadVarint64(request_id)) return false;
+      continue;
+    }
+    if (field == ClientRequest::kTxnFieldNumber || field == ClientRequest::kLtxFieldNumber ||
+        field == ClientRequest::kBatchFieldNumber) {
+      *carries_txns = true;
+    }
+    if (!WireFormatLite::SkipField(&in, tag)) return false;
   }
 }
 

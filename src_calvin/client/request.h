@@ -38,6 +38,11 @@ class ProcedureTable {
   std::string names_;
 };
 
+// Reads only the request id of a request message and whether it asks for
+// txns (a txn, an LTX or a batch), skipping everything else undecoded.
+// False if the bytes are not a well-formed top level of a ClientRequest.
+bool PeekRequest(std::string_view bytes, uint64_t* request_id, bool* carries_txns);
+
 // Parses one request message.
 ReplyStatus ParseRequest(std::string_view bytes, const RequestLimits& limits,
                          ClientRequest* request, std::string* error);
