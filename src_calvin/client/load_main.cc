@@ -51,6 +51,9 @@ DEFINE_double(capacity, 0,
               "--capacity_s)");
 DEFINE_double(capacity_s, 5, "Sweep: seconds of the closed-loop capacity measurement");
 DEFINE_bool(allow_busy, false, "Exit 0 even if txns were given up after BUSY replies");
+DEFINE_double(wait_ready_s, 0,
+              "First wait up to this many seconds for every node to answer (a cluster still "
+              "loading its data); 0: start at once");
 
 namespace paxflow {
 namespace {
@@ -272,6 +275,26 @@ void PrintSteps(const LoadStats& total, const std::vector<RateStep>& steps, doub
   }
 }
 
+// Until every node answers a status request, or `seconds` pass.
+std::string WaitUntilReady(zmq::context_t* context, const std::vector<const NodeConfig*>& nodes,
+                           double seconds) {
+  const int64_t deadline = NowMicros() + static_cast<int64_t>(seconds * 1e6);
+  for (const NodeConfig* node : nodes) {
+    Client client(context);
+    std::string error = client.Connect(ClientEndpoint(*node));
+    ClientReply reply;
+    while (error.empty()) {
+      if (client.Call(Client::Status(), &reply, 500).empty()) break;
+      if (NowMicros() > deadline) {
+        error = "node " + std::to_string(node->id()) + " did not answer within " +
+                Fixed(seconds, 0) + " s";
+      }
+    }
+    if (!error.empty()) return error;
+  }
+  return "";
+}
+
 // The node's mode, from its status (for the sweep's records).
 std::string NodeMode(zmq::context_t* context, const std::string& endpoint) {
   Client client(context);
@@ -424,6 +447,10 @@ int Main(int argc, char** argv) {
         app.get(), resolved.workload, node->partition(), layout.partitions(),
         resolved.engine.seed * 7919 + i, ClientEndpoint(*node), options, &context));
     error = clients.back()->Connect();
+    if (!error.empty()) return Fail(error, 1);
+  }
+  if (FLAGS_wait_ready_s > 0) {
+    error = WaitUntilReady(&context, nodes, FLAGS_wait_ready_s);
     if (!error.empty()) return Fail(error, 1);
   }
   LoadRun run(&clients, resolved.engine.epoch_ms);

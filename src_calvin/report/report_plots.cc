@@ -423,9 +423,9 @@ std::string WriteFile(const std::string& path, const std::string& text) {
   return out ? "" : "cannot write " + path + ": " + std::strerror(errno);
 }
 
-// Runs `gnuplot plots.gp` in `dir` (no shell: the directory name may hold
-// any character). Returns "" on success.
-std::string RunGnuplot(const std::string& dir) {
+}  // namespace
+
+std::string RunGnuplot(const std::string& dir, const std::string& script) {
   // What we printed so far comes before gnuplot's own messages.
   std::fflush(stdout);
   std::fflush(stderr);
@@ -437,7 +437,7 @@ std::string RunGnuplot(const std::string& dir) {
     sigfillset(&all);
     sigprocmask(SIG_UNBLOCK, &all, nullptr);
     if (chdir(dir.c_str()) != 0) _exit(126);
-    execlp("gnuplot", "gnuplot", "plots.gp", static_cast<char*>(nullptr));
+    execlp("gnuplot", "gnuplot", script.c_str(), static_cast<char*>(nullptr));
     _exit(errno == ENOENT ? 127 : 126);
   }
   int status = 0;
@@ -452,12 +452,10 @@ std::string RunGnuplot(const std::string& dir) {
     return "cannot run gnuplot in " + dir;
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return "gnuplot failed on " + dir + "/plots.gp (its messages are above)";
+    return "gnuplot failed on " + dir + "/" + script + " (its messages are above)";
   }
   return "";
 }
-
-}  // namespace
 
 std::string LoadCompareJson(const std::string& path, std::vector<BenchRow>* rows) {
   std::ifstream in(path);

@@ -39,4 +39,8 @@ struct PlotOutcome {
 // outcome, not a failure: the data files are still there.
 PlotOutcome WritePlots(const std::vector<BenchRow>& rows, const std::string& dir);
 
+// Runs `gnuplot SCRIPT` in `dir` (no shell: the directory name may hold any
+// character). Empty on success, else why no PNG came out.
+std::string RunGnuplot(const std::string& dir, const std::string& script = "plots.gp");
+
 }  // namespace paxflow
