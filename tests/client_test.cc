@@ -3,14 +3,18 @@
 // the pipelined client against a scripted server (an inproc ROUTER).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
 #include <zmq.hpp>
 
 #include "applications/kv_procedures.h"
 #include "applications/workload.h"
 #include "client/admission.h"
+#include "client/load_driver.h"
 #include "client/client.h"
 #include "client/reply.h"
 #include "client/request.h"
+#include "common/clock.h"
 #include "common/types.h"
 
 namespace paxflow {
@@ -448,6 +452,105 @@ TEST(PipelinedClientTest, BacksOffAfterBusyForTheTimeTheNodeSuggests) {
   // Nothing reached the server meanwhile.
   zmq::pollitem_t item{server.handle(), 0, ZMQ_POLLIN, 0};
   EXPECT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(0)), 0);
+}
+
+// An application whose generator makes long txns only, as an LTX workload
+// would: paxflow-load must send them as LtxRequests with their fields.
+class LongTxnApplication : public Application {
+ public:
+  const char* name() const override { return "long"; }
+  uint64_t DenseKeys() const override { return 100; }
+  void Load(PartitionId, uint32_t, Loader*) const override {}
+  void Execute(const Txn&, const ReadValues&, WriteSet*, TxnOutcome*) const override {}
+  std::unique_ptr<TxnGenerator> NewGenerator(PartitionId, uint32_t, uint64_t) const override {
+    class Generator : public TxnGenerator {
+     public:
+      void Next(Txn* txn) override {
+        txn->Clear();
+        txn->set_procedure(7);
+        txn->set_txn_class(LTX);
+        txn->add_read_set(next_++ % 50);
+        txn->add_read_write_set(60);
+        txn->set_args("a");
+        txn->mutable_ltx()->set_kind(LTX_BEGIN);
+        KeyRange* area = txn->mutable_ltx()->add_write_area();
+        area->set_lo(60);
+        area->set_hi(69);
+      }
+      uint64_t next_ = 0;
+    };
+    return std::make_unique<Generator>();
+  }
+  const char* ProcedureName(uint32_t) const override { return "long-rmw"; }
+  std::vector<std::pair<std::string, uint32_t>> Procedures() const override {
+    return {{"long-rmw", 7}};
+  }
+  std::string CheckClientTxn(const Txn&) const override { return ""; }
+};
+
+// paxflow-load submits a generated LTX as an LtxRequest carrying its
+// procedure, args, key lists and areas, and reports LTX latency and aborts
+// by reason apart from other txns.
+TEST(LoadClientTest, SubmitsGeneratedLtxsAndCountsTheirAbortsByReason) {
+  zmq::context_t context(1);
+  zmq::socket_t server(context, zmq::socket_type::router);
+  server.bind("inproc://load-client-ltx-test");
+  LongTxnApplication app;
+  LoadOptions options;
+  options.outstanding = 4;
+  options.drain_ms = 5000;
+  LoadClient client(&app, WorkloadParams(), 0, 1, 1, "inproc://load-client-ltx-test", options,
+                    &context);
+  ASSERT_EQ(client.Connect(), "");
+  const int64_t start = NowMicros();
+  std::atomic<bool> done{false};
+  std::thread run([&] {
+    client.Run(start, start + 300000, {});
+    done = true;
+  });
+  // Answer every LTX until the run (and its drain) is over: every third
+  // aborts (retryably, busy), the rest commit.
+  size_t answered = 0;
+  zmq::pollitem_t item{server.handle(), 0, ZMQ_POLLIN, 0};
+  while (!done) {
+    if (zmq::poll(&item, 1, std::chrono::milliseconds(20)) <= 0) continue;
+    zmq::message_t who, body;
+    ASSERT_TRUE(server.recv(who));
+    ASSERT_TRUE(server.recv(body));
+    ClientRequest request;
+    ASSERT_TRUE(request.ParseFromArray(body.data(), static_cast<int>(body.size())));
+    ReplyWriter writer;
+    ByteBuffer reply;
+    for (const BatchedTxn& batched : request.batch().txns()) {
+      ASSERT_TRUE(batched.has_ltx());
+      const LtxRequest& ltx = batched.ltx();
+      EXPECT_EQ(ltx.procedure(), "long-rmw");
+      EXPECT_EQ(ltx.args(), "a");
+      ASSERT_EQ(ltx.write_area_size(), 1);
+      EXPECT_EQ(ltx.write_area(0).hi(), 69u);
+      ASSERT_EQ(ltx.read_write_set_size(), 1);
+      EXPECT_EQ(ltx.read_set_size(), 1);
+      Txn txn;
+      txn.set_txn_class(LTX);
+      TxnOutcome outcome;
+      if (answered++ % 3 == 0) {
+        outcome.aborted = true;
+        outcome.abort_reason = "busy: too many active LTXs";
+        outcome.retryable = true;
+      }
+      writer.AppendResult(batched.id(), txn, outcome, ResultTiming(), ReadValues(), false, &reply);
+    }
+    server.send(who, zmq::send_flags::sndmore);
+    server.send(zmq::buffer(reply.data(), reply.size()), zmq::send_flags::none);
+  }
+  run.join();
+  const LoadStats stats = client.Snapshot();
+  ASSERT_GT(answered, 3u);
+  EXPECT_EQ(stats.latency_us[kLoadLTX].count(), answered);
+  EXPECT_EQ(stats.latency_us[kLoadRW].count() + stats.latency_us[kLoadRO].count(), 0u);
+  EXPECT_EQ(stats.ltx_aborts.at("busy: too many active LTXs"), (answered + 2) / 3);
+  EXPECT_EQ(stats.declined, 0u);
+  EXPECT_EQ(stats.lost, 0u);
 }
 
 }  // namespace
