@@ -31,47 +31,17 @@ out=${OUT:-results/client-load-$(date +%Y%m%d-%H%M%S)}
 runs=("$@")
 [ ${#runs[@]} -gt 0 ] || runs=(mixed rmw:max_batch=2000)
 mkdir -p "$out"
-conf="$out/node.conf"
-cat > "$conf" <<EOF
-name: "client-load"
-transport: "tcp"
-node { id: 0 partition: 0 replica: 0 host: "127.0.0.1" port: $port client_port: $((port + 1)) }
-EOF
+# shellcheck source=bench/one_node.sh
+. bench/one_node.sh
+one_node_config client-load "$port"
 tck=$(getconf CLK_TCK)
-node_pid=""
 load_pid=""
-cleanup() {
-  [ -n "$load_pid" ] && kill "$load_pid" 2>/dev/null || true
-  [ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null || true
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT
 
-# "user system" CPU ticks of a process.
-cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
-# Busy (non-idle) CPU ticks of the whole machine.
-machine_ticks() { awk 'NR == 1 { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
 # The node's committed txns since it started, from its status.
 committed() {
   "$build/bin/paxflow-cli" --config="$conf" status |
     awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "committed") c = i; next }
          NR == 2 { print $c }'
-}
-wait_for_node() {
-  for _ in $(seq 1 600); do
-    if "$build/bin/paxflow-cli" --config="$conf" --timeout_ms=200 status > /dev/null 2>&1; then
-      return 0
-    fi
-    kill -0 "$node_pid" 2>/dev/null || { echo "node exited; see $1" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "node did not answer within 60 s; see $1" >&2
-  exit 1
-}
-stop_node() {
-  kill -TERM "$node_pid"
-  wait "$node_pid" || true
-  node_pid=""
 }
 
 # Measures one window: sets txns, node_user, node_sys, drv_user, drv_sys.
@@ -117,13 +87,10 @@ for run in "${runs[@]}"; do
   fi
   label=$(echo "$run" | tr ':=/' '___')
   # shellcheck disable=SC2086
-  common=(--config="$conf" --node_id=0 --workload="$preset" "${flags[@]}" --duration=0
-          --progress_ms=0 ${NODE_FLAGS:-})
+  common=(--workload="$preset" "${flags[@]}" ${NODE_FLAGS:-})
 
   # 1. Embedded generator.
-  "$build/bin/paxflow-node" "${common[@]}" > "$out/$label-embedded.out" 2>&1 &
-  node_pid=$!
-  wait_for_node "$out/$label-embedded.out"
+  start_node "$out/$label-embedded.out" "${common[@]}"
   measure ""
   stop_node
   embedded_txns=$txns
@@ -133,15 +100,14 @@ for run in "${runs[@]}"; do
     "$(sys_share "$node_user" "$node_sys")" - - "$other_share" | tee -a "$table"
 
   # 2. Clients only.
-  "$build/bin/paxflow-node" "${common[@]}" --generate=false > "$out/$label-clients.out" 2>&1 &
-  node_pid=$!
-  wait_for_node "$out/$label-clients.out"
+  start_node "$out/$label-clients.out" "${common[@]}" --generate=false
   # shellcheck disable=SC2086
   "$build/bin/paxflow-load" --config="$conf" --workload="$preset" "${flags[@]}" \
     --duration=$((warmup + window + 2)) --clients="$clients" --outstanding="$outstanding" \
     --batch="$batch" --report_json="$out/$label-load.json" ${LOAD_FLAGS:-} \
     > "$out/$label-load.out" 2>&1 &
   load_pid=$!
+  extra_pids=("$load_pid")
   measure "$load_pid"
   wait "$load_pid" || echo "paxflow-load exited non-zero; see $out/$label-load.out" >&2
   load_pid=""

@@ -27,31 +27,14 @@ clients=${CLIENTS:-2}
 port=${PORT:-52820}
 out=${OUT:-results/overload-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
-conf="$out/node.conf"
-cat > "$conf" <<EOF
-name: "overload"
-transport: "tcp"
-node { id: 0 partition: 0 replica: 0 host: "127.0.0.1" port: $port client_port: $((port + 1)) }
-EOF
-node_pid=""
+# shellcheck source=bench/one_node.sh
+. bench/one_node.sh
+one_node_config overload "$port"
 sampler_pid=""
-cleanup() {
-  [ -n "$sampler_pid" ] && kill "$sampler_pid" 2>/dev/null || true
-  [ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null || true
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT
 cli=("$build/bin/paxflow-cli" --config="$conf")
 load=("$build/bin/paxflow-load" --config="$conf" --workload="$workload" --clients="$clients")
 
-"$build/bin/paxflow-node" --config="$conf" --node_id=0 --workload="$workload" --generate=false \
-  --duration=0 --progress_ms=0 "$@" > "$out/node.out" 2>&1 &
-node_pid=$!
-for _ in $(seq 1 600); do
-  "${cli[@]}" --timeout_ms=200 status > /dev/null 2>&1 && break
-  kill -0 "$node_pid" 2>/dev/null || { echo "node exited; see $out/node.out" >&2; exit 1; }
-  sleep 0.1
-done
+start_node "$out/node.out" --workload="$workload" --generate=false "$@"
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$node_pid/status"; }
 
 capacity=${CAPACITY:-}
@@ -69,30 +52,28 @@ rss_before=$(rss_kib)
 ( while kill -0 "$node_pid" 2>/dev/null; do echo "$(date +%s.%N) $(rss_kib)"; sleep 1; done ) \
   > "$out/rss.txt" &
 sampler_pid=$!
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-machine_ticks() { awk 'NR == 1 { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
-m0=$(machine_ticks); n0=$(cpu_ticks "$node_pid")
+extra_pids=("$sampler_pid")
+ticks() { cpu_ticks "$1" | awk '{ print $1 + $2 }'; }
+m0=$(machine_ticks); n0=$(ticks "$node_pid")
 # shellcheck disable=SC2086
 "${load[@]}" --rate_schedule="$lo:$pre,$hi:$over,$lo:$post" --retry_busy=false --allow_busy \
   --timeline_csv="$out/timeline.csv" --timeline_ms=100 --report_json="$out/load.json" \
   ${LOAD_FLAGS:-} > "$out/load.out" 2>&1 &
 load_pid=$!
+extra_pids+=("$load_pid")
 d_last=0
-while kill -0 "$load_pid" 2>/dev/null; do d_last=$(cpu_ticks "$load_pid" 2>/dev/null || echo "$d_last"); sleep 0.5; done
+while kill -0 "$load_pid" 2>/dev/null; do d_last=$(ticks "$load_pid" 2>/dev/null || echo "$d_last"); sleep 0.5; done
 wait "$load_pid" || echo "paxflow-load exited non-zero; see $out/load.out"
-m1=$(machine_ticks); n1=$(cpu_ticks "$node_pid")
+m1=$(machine_ticks); n1=$(ticks "$node_pid")
 # What else used the machine meanwhile (cores, on average): well above 0
 # means the figures are suspect.
 others=$(awk -v m=$((m1 - m0)) -v n=$((n1 - n0)) -v d="$d_last" -v s=$((pre + over + post)) \
   -v t="$(getconf CLK_TCK)" 'BEGIN { x = (m - n - d) / (s * t); printf "%.2f", x < 0 ? 0 : x }')
 kill "$sampler_pid" 2>/dev/null || true
 wait "$sampler_pid" 2>/dev/null || true
-sampler_pid=""
 rss_max=$(awk '{ if ($2 > m) m = $2 } END { print m }' "$out/rss.txt")
 "${cli[@]}" status > "$out/status.txt" || true
-kill -TERM "$node_pid"
-wait "$node_pid" || true
-node_pid=""
+stop_node
 
 echo "other processes used $others cores on average meanwhile"
 sed -n '/^latency of the txns/,$p' "$out/load.out"

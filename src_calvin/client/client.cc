@@ -5,30 +5,40 @@
 #include "common/clock.h"
 
 namespace paxflow {
+namespace {
 
-Client::Client(zmq::context_t* context) {
-  if (!context) {
-    own_context_ = std::make_unique<zmq::context_t>(1);
-    context = own_context_.get();
-  }
-  context_ = context;
+// `given`, or a context of our own (kept in `own`) when none is given.
+zmq::context_t* ContextOrOwn(zmq::context_t* given, std::unique_ptr<zmq::context_t>* own) {
+  if (given) return given;
+  *own = std::make_unique<zmq::context_t>(1);
+  return own->get();
 }
+
+// A DEALER socket connected to `endpoint`; empty on success.
+std::string ConnectDealer(zmq::context_t* context, const std::string& endpoint, int hwm,
+                          std::unique_ptr<zmq::socket_t>* socket) {
+  try {
+    *socket = std::make_unique<zmq::socket_t>(*context, zmq::socket_type::dealer);
+    (*socket)->set(zmq::sockopt::linger, 0);
+    (*socket)->set(zmq::sockopt::sndhwm, hwm);
+    (*socket)->set(zmq::sockopt::rcvhwm, hwm);
+    (*socket)->connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    socket->reset();
+    return "cannot connect to " + endpoint + ": " + e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+Client::Client(zmq::context_t* context) : context_(ContextOrOwn(context, &own_context_)) {}
 
 Client::~Client() { socket_.reset(); }
 
 std::string Client::Connect(const std::string& endpoint) {
   endpoint_ = endpoint;
-  try {
-    socket_ = std::make_unique<zmq::socket_t>(*context_, zmq::socket_type::dealer);
-    socket_->set(zmq::sockopt::linger, 0);
-    socket_->set(zmq::sockopt::sndhwm, 100000);
-    socket_->set(zmq::sockopt::rcvhwm, 100000);
-    socket_->connect(endpoint);
-  } catch (const zmq::error_t& e) {
-    socket_.reset();
-    return "cannot connect to " + endpoint + ": " + e.what();
-  }
-  return "";
+  return ConnectDealer(context_, endpoint, 100000, &socket_);
 }
 
 uint64_t Client::Send(ClientRequest request) {
@@ -130,35 +140,23 @@ size_t RoughSize(const LtxRequest& ltx) {
 }  // namespace
 
 PipelinedClient::PipelinedClient(zmq::context_t* context, PipelineOptions options)
-    : options_(options), arena_block_(new char[kArenaBlockBytes]), arena_([this] {
+    : options_(options),
+      context_(ContextOrOwn(context, &own_context_)),
+      arena_block_(new char[kArenaBlockBytes]),
+      arena_([this] {
         google::protobuf::ArenaOptions arena_options;
         arena_options.initial_block = arena_block_.get();
         arena_options.initial_block_size = kArenaBlockBytes;
         return arena_options;
       }()) {
   if (options_.max_batch_txns == 0) options_.max_batch_txns = 1;
-  if (!context) {
-    own_context_ = std::make_unique<zmq::context_t>(1);
-    context = own_context_.get();
-  }
-  context_ = context;
 }
 
 PipelinedClient::~PipelinedClient() { socket_.reset(); }
 
 std::string PipelinedClient::Connect(const std::string& endpoint) {
   endpoint_ = endpoint;
-  try {
-    socket_ = std::make_unique<zmq::socket_t>(*context_, zmq::socket_type::dealer);
-    socket_->set(zmq::sockopt::linger, 0);
-    socket_->set(zmq::sockopt::sndhwm, 10000);
-    socket_->set(zmq::sockopt::rcvhwm, 10000);
-    socket_->connect(endpoint);
-  } catch (const zmq::error_t& e) {
-    socket_.reset();
-    return "cannot connect to " + endpoint + ": " + e.what();
-  }
-  return "";
+  return ConnectDealer(context_, endpoint, 10000, &socket_);
 }
 
 uint64_t PipelinedClient::Queue(BatchedTxn** item, size_t bytes) {
