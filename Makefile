@@ -40,7 +40,7 @@ TEST_BINS := $(BUILD)/bin/unit_tests $(BUILD)/bin/cluster_tests
 BENCH_BINS := $(BUILD)/bin/micro_bench
 
 # libFuzzer target for the client request path (clang, from Debian).
-FUZZ_SRCS := tests/fuzz/request_fuzzer.cc src_calvin/client/request.cc \
+FUZZ_SRCS := tests/fuzz/request_fuzzer.cc src_calvin/client/request.cc src_calvin/client/reply.cc \
              $(wildcard src_calvin/applications/*.cc) src_calvin/common/hash.cc \
              src_calvin/common/types.cc $(BUILD)/gen/txn.pb.cc $(BUILD)/gen/client.pb.cc
 FUZZ_FLAGS := -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined

@@ -7,11 +7,14 @@
 #     workload preset in calvin and paxflow mode, at its own batch size and
 #     with the batch cap lifted, plus ro and mixed with two sequencers per
 #     node; a table with the ratio and each run's peak resident memory.
+#  3. The latency-throughput curve through real clients (paxflow-load, open
+#     loop at fractions of capacity) for the CURVE workloads.
 # Results land in results/bench-<date>/ (compare.md is the README's table).
 #
 # Knobs: DURATION (seconds per run, default 10), REPEAT (runs per cell,
 # median kept; default 1), MICRO_FILTER (a --benchmark_filter regex),
-# SKIP_MICRO=1, UPDATE_README=1 (rewrite README.md's performance section).
+# SKIP_MICRO=1, UPDATE_README=1 (rewrite README.md's performance section),
+# CURVE (comma-separated workloads for the curve, default mixed; "" for none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -25,4 +28,4 @@ fi
 echo "== benchmark matrix on deployment/local-1.conf, calvin vs paxflow"
 "$build/bin/paxflow-bench" --config=deployment/local-1.conf --quiet --matrix \
   --duration="${DURATION:-10}" --repeat="${REPEAT:-1}" --results="$out" \
-  ${UPDATE_README:+--update_readme=README.md}
+  --curve="${CURVE-mixed}" ${UPDATE_README:+--update_readme=README.md}

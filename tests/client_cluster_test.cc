@@ -1,13 +1,21 @@
-// Real clients against a running 3-node cluster (nodes in this process,
-// client ports on 127.0.0.1): round trips of every request kind, an error
-// reply for every kind of bad request, vanishing clients, and the bank
-// invariant under paxflow-load.
+// Real clients against running clusters (nodes in this process, or node
+// processes, client ports on 127.0.0.1 picked free): round trips of every
+// request kind, an error reply for every kind of bad request, vanishing
+// clients, the bank invariant under paxflow-load; batches against single
+// requests (same replies, same digest), a batch with bad txns in it, LTXs
+// through every client path, overload (BUSY, bounded admission and
+// memory) and a client that never reads its replies.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <fstream>
+#include <map>
+#include <thread>
 
 #include "applications/bank.h"
 #include "client/client.h"
+#include "client/reply.h"
 #include "common/json.h"
 #include "tests/serial_reference.h"
 #include "tests/test_util.h"
@@ -15,6 +23,7 @@
 namespace paxflow {
 namespace {
 
+using testing::ChildProcess;
 using testing::InProcessCluster;
 using testing::TempDir;
 
@@ -25,11 +34,12 @@ std::string Endpoint(const NodeConfig& node) {
 // Nodes that run until stopped, with no embedded load: clients only.
 class ClientClusterTest : public ::testing::Test {
  protected:
-  void StartCluster(const std::string& preset, uint32_t partitions, uint32_t replicas = 1) {
+  void StartCluster(const std::string& preset, uint32_t partitions, uint32_t replicas = 1,
+                    const std::string& log_dir = "") {
     config_ = testing::MakeConfig("clients", partitions, replicas, "inproc");
     params_ = testing::TestParams(preset, Mode::kPaxflow, 0);
     params_.engine.generate = false;
-    params_.engine.log_dir = logs_.path();
+    params_.engine.log_dir = log_dir.empty() ? logs_.path() : log_dir;
     cluster_ = std::make_unique<InProcessCluster>(config_, params_);
     ASSERT_EQ(cluster_->Start(), "");
   }
@@ -237,6 +247,398 @@ TEST_F(ClientClusterTest, BankInvariantHoldsThroughRealClients) {
   testing::SerialResult serial = testing::SerialExecute(logs_.path(), params_.workload);
   ASSERT_EQ(serial.error, "");
   EXPECT_EQ(serial.digest, cluster_->DatabaseDigest());
+}
+
+
+// One txn of the comparison below, as a client would send it.
+struct ScriptedTxn {
+  bool ltx = false;
+  TxnRequest txn;
+  LtxRequest long_txn;
+};
+
+// Rounds of txns whose replies do not depend on their order within a
+// round, nor on their ids (so no ycsb-rmw, whose values fold in the txn
+// id): writers of a round touch keys nobody else touches in it, and
+// readers read only keys of earlier rounds, loaded keys and keys never
+// written.
+std::vector<std::vector<ScriptedTxn>> ComparisonRounds() {
+  std::vector<std::vector<ScriptedTxn>> rounds(4);
+  for (uint64_t r = 0; r < rounds.size(); ++r) {
+    const uint64_t base = 1000 + 100 * r;  // this round's keys
+    for (uint64_t i = 0; i < 6; ++i) {
+      ScriptedTxn put;
+      put.txn.set_procedure("put");
+      put.txn.add_write_set(base + i);
+      put.txn.add_write_set(base + 10 + i);
+      put.txn.add_values("r" + std::to_string(r) + "-" + std::to_string(i));
+      put.txn.add_values("s" + std::to_string(r) + "-" + std::to_string(i));
+      rounds[r].push_back(put);
+      ScriptedTxn get;
+      get.txn.set_procedure("get");
+      if (r > 0) {
+        get.txn.add_read_set(base - 100 + i);
+        get.txn.add_read_set(base - 100 + 10 + i);
+      }
+      get.txn.add_read_set(7 * r + i);        // loaded
+      get.txn.add_read_set(5000000 + i);      // never written
+      rounds[r].push_back(get);
+      ScriptedTxn kv;
+      kv.txn.set_procedure("kv");
+      kv.txn.add_read_set(r > 0 ? base - 100 + i : 40 + i);
+      kv.txn.add_write_set(base + 20 + i);
+      kv.txn.add_values("kv" + std::to_string(r));
+      rounds[r].push_back(kv);
+    }
+    ScriptedTxn ltx;  // reads only, with a write area nobody writes in
+    ltx.ltx = true;
+    ltx.long_txn.set_procedure("kv");
+    ltx.long_txn.add_read_set(r > 0 ? base - 100 + 20 : 60);
+    ltx.long_txn.set_args(KvArgs().SerializeAsString());
+    KeyRange* area = ltx.long_txn.add_write_area();
+    area->set_lo(base + 50);
+    area->set_hi(base + 59);
+    rounds[r].push_back(ltx);
+    ScriptedTxn bad;
+    bad.txn.set_procedure("no-such-procedure");
+    bad.txn.add_read_set(1);
+    rounds[r].push_back(bad);
+  }
+  return rounds;
+}
+
+// What must agree between submissions: everything but timing and ids.
+std::string Describe(ReplyStatus status, const TxnReply& reply) {
+  std::string text = ReplyStatusName(status);
+  if (status != OK) return text;
+  text += " " + reply.txn_class() + (reply.committed() ? " committed" : " declined") +
+          " checksum " + std::to_string(reply.checksum()) + " reads";
+  const ReadsView reads(reply);
+  if (reads.malformed()) return text + " MALFORMED";
+  for (size_t i = 0; i < reads.size(); ++i) {
+    text += reads.found(i) ? " '" + std::string(reads.value(i)) + "'" : " -";
+  }
+  return text;
+}
+
+// Batches (of several sizes, packed reads or keyed ones) and single
+// requests give the same reply to every txn and the same final state as
+// the same txns submitted one at a time, which is also the serial
+// execution of what the nodes logged.
+TEST_F(ClientClusterTest, BatchedAndSingleRequestsGiveTheSameRepliesAndDigest) {
+  const std::vector<std::vector<ScriptedTxn>> rounds = ComparisonRounds();
+  enum Way { kOneByOne, kBatchPerRound, kSmallKeyedBatches };
+  std::map<Way, std::vector<std::string>> replies;
+  std::map<Way, uint64_t> digests;
+  for (Way way : {kOneByOne, kBatchPerRound, kSmallKeyedBatches}) {
+    const std::string log_dir = logs_.path() + "/way-" + std::to_string(way);
+    StartCluster("mixed", 3, 1, log_dir);
+    const std::string endpoint = Endpoint(config_.node(way == kSmallKeyedBatches ? 2 : 0));
+    std::vector<std::string>& seen = replies[way];
+    if (way == kOneByOne) {
+      Client client;
+      ASSERT_EQ(client.Connect(endpoint), "");
+      for (const auto& round : rounds) {
+        for (const ScriptedTxn& t : round) {
+          ClientRequest request;
+          if (t.ltx) *request.mutable_ltx() = t.long_txn;
+          else *request.mutable_txn() = t.txn;
+          const ClientReply reply = Call(client, request);
+          seen.push_back(Describe(reply.status(), reply.txn()));
+        }
+      }
+    } else {
+      PipelineOptions options;
+      options.max_batch_txns = way == kBatchPerRound ? 1000 : 5;
+      options.reads_with_keys = way == kSmallKeyedBatches;
+      PipelinedClient client(nullptr, options);
+      ASSERT_EQ(client.Connect(endpoint), "");
+      for (const auto& round : rounds) {
+        std::map<uint64_t, size_t> index;  // id -> place in the round
+        for (ScriptedTxn t : round) {
+          const uint64_t id = t.ltx ? client.Submit(&t.long_txn) : client.Submit(&t.txn);
+          const size_t place = seen.size() + index.size();
+          index[id] = place;
+        }
+        seen.resize(seen.size() + round.size());
+        while (client.in_flight() > 0) {
+          ASSERT_GT(client.Poll(20000,
+                                [&](const TxnResult& result) {
+                                  seen[index.at(result.id())] =
+                                      Describe(result.status(), result.txn());
+                                }),
+                    0u)
+              << "no reply within 20 s";
+        }
+      }
+      EXPECT_EQ(client.counters().busy, 0u);
+      EXPECT_EQ(client.counters().errors, rounds.size());  // the unknown procedures
+    }
+    StopCluster();
+    digests[way] = cluster_->DatabaseDigest();
+    testing::SerialResult serial = testing::SerialExecute(log_dir, params_.workload);
+    ASSERT_EQ(serial.error, "");
+    EXPECT_EQ(serial.digest, digests[way]) << "way " << way;
+    cluster_.reset();
+  }
+  ASSERT_EQ(replies[kOneByOne].size(), replies[kBatchPerRound].size());
+  for (size_t i = 0; i < replies[kOneByOne].size(); ++i) {
+    EXPECT_EQ(replies[kOneByOne][i], replies[kBatchPerRound][i]) << "txn " << i;
+    EXPECT_EQ(replies[kOneByOne][i], replies[kSmallKeyedBatches][i]) << "txn " << i;
+  }
+  // The comparison means something: values written were read back.
+  const std::string& second_get = replies[kOneByOne][rounds[0].size() + 1];
+  EXPECT_NE(second_get.find("'r0-0' 's0-0'"), std::string::npos) << second_get;
+  EXPECT_EQ(digests[kOneByOne], digests[kBatchPerRound]);
+  EXPECT_EQ(digests[kOneByOne], digests[kSmallKeyedBatches]);
+}
+
+// Each txn of a batch stands alone: the bad ones get an error naming their
+// problem, the others run.
+TEST_F(ClientClusterTest, ABatchWithBadTxnsAnswersEachTxnOnItsOwn) {
+  StartCluster("mixed", 2);
+  PipelinedClient client;
+  ASSERT_EQ(client.Connect(Endpoint(config_.node(0))), "");
+  std::map<std::string, uint64_t> ids;
+  auto submit = [&](const std::string& name, TxnRequest txn) { ids[name] = client.Submit(&txn); };
+  TxnRequest put;
+  put.set_procedure("put");
+  put.add_write_set(42);
+  put.add_values("forty-two");
+  submit("put", put);
+  TxnRequest unknown;
+  unknown.set_procedure("drop-table");
+  unknown.add_read_set(1);
+  submit("unknown", unknown);
+  TxnRequest twice;
+  twice.set_procedure("get");
+  twice.add_read_set(3);
+  twice.add_read_set(3);
+  submit("twice", twice);
+  TxnRequest no_values;
+  no_values.set_procedure("put");
+  no_values.add_write_set(5);
+  submit("no values", no_values);
+  TxnRequest get;
+  get.set_procedure("get");
+  get.add_read_set(43);
+  get.add_read_set(44);
+  submit("get", get);
+  LtxRequest inverted;
+  inverted.set_procedure("ycsb-rmw");
+  inverted.add_read_write_set(12);
+  inverted.add_write_area()->set_lo(19);
+  inverted.mutable_write_area(0)->set_hi(10);
+  ids["inverted ltx"] = client.Submit(&inverted);
+  LtxRequest ltx;
+  ltx.set_procedure("ycsb-rmw");
+  ltx.add_read_write_set(12);
+  ltx.add_write_area()->set_lo(10);
+  ltx.mutable_write_area(0)->set_hi(19);
+  ids["ltx"] = client.Submit(&ltx);
+  std::map<uint64_t, TxnResult> results;
+  while (client.in_flight() > 0) {
+    ASSERT_GT(client.Poll(20000, [&](const TxnResult& r) { results[r.id()] = r; }), 0u);
+  }
+  auto expect = [&](const std::string& name, ReplyStatus status, const std::string& text) {
+    const TxnResult& r = results.at(ids.at(name));
+    EXPECT_EQ(r.status(), status) << name << ": " << r.error();
+    EXPECT_NE(r.error().find(text), std::string::npos) << name << ": " << r.error();
+  };
+  expect("put", OK, "");
+  expect("get", OK, "");
+  expect("ltx", OK, "");
+  expect("unknown", UNKNOWN_PROCEDURE, "unknown procedure 'drop-table'");
+  expect("twice", BAD_REQUEST, "key 3 appears twice");
+  expect("no values", BAD_REQUEST, "one value per write_set key");
+  expect("inverted ltx", BAD_REQUEST, "write_area range [19, 10] is inverted");
+  EXPECT_TRUE(results.at(ids.at("put")).txn().committed());
+  EXPECT_EQ(ReadsView(results.at(ids.at("get")).txn()).size(), 2u);
+  EXPECT_EQ(results.at(ids.at("ltx")).txn().txn_class(), "LTX");
+  EXPECT_EQ(client.counters().ok, 3u);
+  EXPECT_EQ(client.counters().errors, 4u);
+  // The put is there for later txns.
+  Client single;
+  ASSERT_EQ(single.Connect(Endpoint(config_.node(1))), "");
+  EXPECT_EQ(Call(single, Client::Get({42})).txn().reads(0).value(), "forty-two");
+  StopCluster();
+}
+
+// A long txn goes through the simple client, the pipelined one and
+// paxflow-cli; a bad LTX file is refused with its place.
+TEST_F(ClientClusterTest, LtxsThroughEveryClientPath) {
+  StartCluster("mixed", 2);
+  Client client;
+  ASSERT_EQ(client.Connect(Endpoint(config_.node(0))), "");
+  LtxRequest ltx;
+  ltx.set_procedure("kv");
+  ltx.add_read_set(3);
+  ltx.set_args([] {
+    KvArgs args;
+    return args.SerializeAsString();
+  }());
+  ltx.add_write_area()->set_lo(100);
+  ltx.mutable_write_area(0)->set_hi(199);
+  ltx.add_read_area()->set_lo(0);
+  ltx.mutable_read_area(0)->set_hi(50);
+  ClientReply reply = Call(client, Client::Ltx(ltx));
+  ASSERT_EQ(reply.status(), OK) << reply.error();
+  EXPECT_EQ(reply.txn().txn_class(), "LTX");
+  EXPECT_FALSE(reply.txn().aborted()) << reply.txn().abort_reason();
+
+  PipelinedClient pipelined;
+  ASSERT_EQ(pipelined.Connect(Endpoint(config_.node(1))), "");
+  LtxRequest scan;
+  scan.set_procedure("get");
+  scan.add_read_set(4);
+  scan.add_read_area()->set_lo(0);
+  scan.mutable_read_area(0)->set_hi(99);
+  const uint64_t id = pipelined.Submit(&scan);
+  TxnResult result;
+  ASSERT_GT(pipelined.Poll(20000, [&](const TxnResult& r) { result = r; }), 0u);
+  EXPECT_EQ(result.id(), id);
+  EXPECT_EQ(result.status(), OK) << result.error();
+  EXPECT_EQ(result.txn().txn_class(), "LTX");
+
+  const std::string file = logs_.path() + "/long.txt";
+  std::ofstream(file) << "# a long read-modify-write\nprocedure: \"ycsb-rmw\"\n"
+                         "read_write_set: [10, 11]\nwrite_area { lo: 10 hi: 19 }\n";
+  std::string output;
+  const std::string cli = testing::BinaryDir() + "/paxflow-cli";
+  const std::string address = "--address=" + Endpoint(config_.node(0));
+  EXPECT_EQ(testing::RunProcess({cli, address, "ltx", file}, &output), 0) << output;
+  EXPECT_NE(output.find("LTX, epoch"), std::string::npos) << output;
+  EXPECT_NE(output.find("committed"), std::string::npos) << output;
+  std::ofstream(file) << "procedure: \"ycsb-rmw\"\nwrite_area { lo: 10 hi: }\n";
+  EXPECT_EQ(testing::RunProcess({cli, address, "ltx", file}, &output), 2) << output;
+  EXPECT_NE(output.find("line 2"), std::string::npos) << output;
+  std::ofstream(file) << "procedure: \"ycsb-rmw\"\nread_write_set: 12\n"
+                         "write_area { lo: 10 hi: 19 }\nwrite_area { lo: 15 hi: 30 }\n";
+  EXPECT_EQ(testing::RunProcess({cli, address, "ltx", file}, &output), 1) << output;
+  EXPECT_NE(output.find("BAD_REQUEST"), std::string::npos) << output;
+  EXPECT_NE(output.find("overlap"), std::string::npos) << output;
+  StopCluster();
+}
+
+// One node as its own process (so that its memory is its own), clients only.
+class NodeProcessTest : public ::testing::Test {
+ protected:
+  void StartNode(const std::vector<std::string>& flags) {
+    config_ = testing::MakeConfig("admission", 1, 1, "tcp");
+    const std::string path = dir_.path() + "/node.conf";
+    std::ofstream(path) << testing::ToText(config_);
+    config_path_ = path;
+    std::vector<std::string> args = {testing::BinaryDir() + "/paxflow-node", "--config=" + path,
+                                     "--node_id=0", "--generate=false", "--duration=0",
+                                     "--progress_ms=0", "--workload=mixed", "--records=20000"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    node_ = std::make_unique<ChildProcess>(args);
+    ASSERT_EQ(status_client_.Connect(Endpoint(config_.node(0))), "");
+    // Until it answers (it loads its data first).
+    for (int attempt = 0; attempt < 120; ++attempt) {
+      if (status_client_.Call(Client::Status(), &status_, 500).empty()) return;
+    }
+    FAIL() << "the node did not answer: " << node_->output();
+  }
+  StatusReply Status() {
+    ClientReply reply;
+    EXPECT_EQ(status_client_.Call(Client::Status(), &reply, 20000), "");
+    return reply.node_status();
+  }
+  void StopNode() {
+    node_->Signal(SIGTERM);
+    EXPECT_EQ(node_->Wait(60000), 0) << node_->output();
+  }
+  TempDir dir_;
+  ClusterConfig config_;
+  std::string config_path_;
+  std::unique_ptr<ChildProcess> node_;
+  Client status_client_;
+  ClientReply status_;
+};
+
+// Offered four times what the node can sequence, open loop: past its
+// admission bound txns get BUSY at once, the bound holds, the node's memory
+// stays put, no admitted txn is lost, and it serves normally afterwards.
+TEST_F(NodeProcessTest, OverloadGetsBusyRepliesAndBoundedMemory) {
+  // 100 txns per 10 ms epoch: at most 10,000 txn/s.
+  StartNode({"--max_batch=100", "--epoch_ms=10", "--client_admit_limit=500"});
+  const uint64_t rss_before = Status().resident_bytes();
+  const std::string report = dir_.path() + "/load.json";
+  ChildProcess load({testing::BinaryDir() + "/paxflow-load", "--config=" + config_path_,
+                     "--workload=mixed", "--records=20000", "--rate=40000", "--duration=3",
+                     "--clients=2", "--retry_busy=false", "--allow_busy",
+                     "--report_json=" + report});
+  uint64_t most_admitted = 0, most_rss = rss_before;
+  // Sample the node while the load runs (sampling, not synchronisation).
+  while (!load.WaitForOutput("[OVERALL]", 100)) {
+    const StatusReply status = Status();
+    most_admitted = std::max(most_admitted, status.client_txns_waiting());
+    most_rss = std::max(most_rss, status.resident_bytes());
+  }
+  ASSERT_EQ(load.Wait(60000), 0) << load.output();
+  JsonValue json;
+  ASSERT_EQ(ParseJson(testing::ReadFile(report), &json), "") << load.output();
+  EXPECT_GT(json.NumberOr("busy", 0), 1000) << load.output();
+  EXPECT_EQ(json.NumberOr("errors", -1), 0) << load.output();
+  EXPECT_EQ(json.NumberOr("lost", -1), 0) << load.output();
+  EXPECT_GT(json.Find("kinds")->Find("RO")->NumberOr("operations", 0), 1000) << load.output();
+  const StatusReply after = Status();
+  EXPECT_LE(most_admitted, 500u);
+  EXPECT_EQ(after.client_admit_limit(), 500u);
+  EXPECT_GT(after.client_busy(), 1000u);
+  EXPECT_LT(most_rss, rss_before + (100u << 20)) << "RSS " << rss_before << " -> " << most_rss;
+  // Served as usual once the load is gone.
+  Client client;
+  ASSERT_EQ(client.Connect(Endpoint(config_.node(0))), "");
+  ClientReply put;
+  ASSERT_EQ(client.Call(Client::Put({{77, "after"}}), &put, 20000), "");
+  EXPECT_EQ(put.status(), OK) << put.error();
+  StopNode();
+}
+
+// A client that sends and never reads: its replies wait for it up to a
+// bound, then its txns are refused; the node's memory stays put and other
+// clients are served meanwhile.
+TEST_F(NodeProcessTest, AClientThatNeverReadsDoesNotGrowTheNodesMemory) {
+  StartNode({"--client_buffer_mb=2", "--client_admit_limit=2000"});
+  const uint64_t rss_before = Status().resident_bytes();
+  zmq::context_t context(1);
+  zmq::socket_t greedy(context, zmq::socket_type::dealer);
+  greedy.set(zmq::sockopt::linger, 0);
+  greedy.set(zmq::sockopt::rcvhwm, 1);  // reads nothing: let the node's side fill up
+  greedy.set(zmq::sockopt::rcvbuf, 64 << 10);
+  greedy.connect(Endpoint(config_.node(0)));
+  ClientRequest batch;
+  for (uint64_t i = 0; i < 100; ++i) {
+    BatchedTxn* item = batch.mutable_batch()->add_txns();
+    item->set_id(i + 1);
+    item->mutable_txn()->set_procedure("get");
+    for (uint64_t k = 0; k < 50; ++k) item->mutable_txn()->add_read_set(i * 50 + k);
+  }
+  const std::string bytes = batch.SerializeAsString();
+  Client other;
+  ASSERT_EQ(other.Connect(Endpoint(config_.node(0))), "");
+  uint64_t most_unsent = 0, most_rss = rss_before, served = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < until) {
+    for (int i = 0; i < 20; ++i) {
+      if (!greedy.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) break;
+    }
+    ClientReply reply;
+    ASSERT_EQ(other.Call(Client::Get({1}), &reply, 20000), "");
+    if (reply.status() == OK) ++served;
+    const StatusReply status = Status();
+    most_unsent = std::max(most_unsent, status.client_unsent_bytes());
+    most_rss = std::max(most_rss, status.resident_bytes());
+  }
+  const StatusReply after = Status();
+  EXPECT_GT(served, 0u);
+  EXPECT_GT(after.client_busy() + after.client_dropped_replies(), 0u);
+  // Its own bound (2 MiB) plus what its admitted txns' replies hold.
+  EXPECT_LT(most_unsent, 32u << 20) << most_unsent;
+  EXPECT_LT(most_rss, rss_before + (100u << 20)) << "RSS " << rss_before << " -> " << most_rss;
+  StopNode();
 }
 
 }  // namespace

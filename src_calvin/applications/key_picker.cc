@@ -7,7 +7,7 @@ DistinctKeySet::DistinctKeySet(size_t max_keys) {
   while (size < 4 * max_keys) size <<= 1;
   keys_.assign(size, 0);
   stamp_.assign(size, 0);
-  mask_ = size - 1;
+  full_mask_ = mask_ = size - 1;
 }
 
 bool DistinctKeySet::Insert(Key key) {

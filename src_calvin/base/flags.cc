@@ -39,6 +39,13 @@ DEFINE_string(digest_epochs, "",
 DEFINE_uint32(peer_wait_s, 60, "Seconds to wait for every peer at start-up");
 DEFINE_double(drain_timeout_s, 30,
               "Seconds a stopping node waits without progress before giving up (a peer died?)");
+DEFINE_uint64(client_admit_limit, 0,
+              "Client txns a node admits and has not answered before it replies BUSY "
+              "(0: one epoch of full batches, max_batch). Under overload an admitted "
+              "txn waits about this many txns / throughput");
+DEFINE_uint32(client_buffer_mb, 16,
+              "Replies (MiB) a node holds for a client that does not read them before it "
+              "refuses that client's txns with BUSY");
 DEFINE_string(gc, "epo",
               "Version garbage collection in paxflow mode: background (sweeps below the oldest "
               "snapshot), epo (prunes between snapshots on writes), epo-r (on reads)");
@@ -124,8 +131,9 @@ const std::vector<std::string>& NodeFlagNames() {
       "mode", "epoch_ms", "max_batch", "sequencers_per_node", "workers", "ro_workers",
       "max_inflight", "seed",
       "generate", "duration", "run_epochs", "log_fsync", "progress_ms", "digest_epochs",
-      "peer_wait_s", "drain_timeout_s", "gc", "ltx_workers", "ltx_timeout", "max_active_ltx",
-      "ltx_max_deferrals", "workload", "application", "records", "value_size", "ro_fraction",
+      "peer_wait_s", "drain_timeout_s", "client_admit_limit", "client_buffer_mb", "gc",
+      "ltx_workers", "ltx_timeout", "max_active_ltx", "ltx_max_deferrals", "workload",
+      "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
       "ltx_ops", "scan_length", "bank_accounts",
@@ -187,6 +195,8 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.ltx_timeout = FLAGS_ltx_timeout;
   e.max_active_ltx = FLAGS_max_active_ltx;
   e.ltx_max_deferrals = FLAGS_ltx_max_deferrals;
+  e.client_admit_limit = FLAGS_client_admit_limit;
+  e.client_buffer_mb = FLAGS_client_buffer_mb;
   if (!ParseGcPolicy(FLAGS_gc, &e.gc)) {
     return "gc '" + FLAGS_gc + "' is not one of background, epo, epo-r";
   }

@@ -99,6 +99,9 @@ std::string NodeParams::Validate(uint32_t partitions) const {
            " is out of range (1..1000000)";
   }
   if (!(e.drain_timeout_s > 0)) return "drain_timeout_s must be positive";
+  if (e.client_buffer_mb < 1 || e.client_buffer_mb > 65536) {
+    return "client_buffer_mb=" + std::to_string(e.client_buffer_mb) + " is out of range (1..65536)";
+  }
   return workload.Validate(partitions);
 }
 

@@ -1,5 +1,7 @@
 // paxflow-cli: talk to a running cluster.
 #include <gflags/gflags.h>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
 
 #include <algorithm>
 #include <cctype>
@@ -31,7 +33,15 @@ constexpr char kUsage[] =
     "  ro KEY [KEY...]              read-only txn over the keys (shows the snapshot it read)\n"
     "  put KEY VALUE [KEY VALUE...] write the values in one txn\n"
     "  txn FILE                     run the txn described in FILE (JSON or text; see README)\n"
-    "  status                       each node's epoch, publish_epoch, queues and throughput\n"
+    "  ltx FILE                     run the long txn in FILE: an LtxRequest in protobuf text\n"
+    "                               format (src_calvin/proto/client.proto), e.g.\n"
+    "                                 procedure: \"ycsb-rmw\"\n"
+    "                                 read_write_set: [10, 11]\n"
+    "                                 write_area { lo: 10 hi: 19 }\n"
+    "                                 read_area { lo: 0 hi: 99 }\n"
+    "                               an empty write_area makes it a long read-only scan\n"
+    "  status                       each node's epoch, publish_epoch, queues, throughput, client\n"
+    "                               txns admitted and unanswered, BUSY replies, CPU seconds, RSS\n"
     "  digest                       each node's state digest at one common epoch, and the\n"
     "                               whole database's";
 
@@ -90,13 +100,56 @@ void PrintTxnReply(const ClientReply& reply) {
   if (txn.read_version() > 0 || txn.txn_class() == "RO") {
     std::printf(", snapshot %llu", static_cast<unsigned long long>(txn.read_version()));
   }
-  std::printf("): %s in %.2f ms\n", txn.committed() ? "committed" : "declined by its procedure",
-              txn.server_latency_us() / 1000.0);
+  const std::string outcome =
+      txn.aborted() ? "aborted (" + txn.abort_reason() + ")" +
+                          (txn.retryable() ? ", retryable" : ", not retryable")
+      : txn.committed() ? "committed"
+                        : "declined by its procedure";
+  std::printf("): %s in %.2f ms\n", outcome.c_str(), txn.server_latency_us() / 1000.0);
+  if (txn.has_position()) {
+    const Position& p = txn.position();
+    std::printf("  position (epoch %llu, anchor %llu, chain %llu, txn %llu)",
+                static_cast<unsigned long long>(p.epoch()),
+                static_cast<unsigned long long>(p.anchor()),
+                static_cast<unsigned long long>(p.chain()),
+                static_cast<unsigned long long>(p.txn()));
+    if (txn.deferrals()) std::printf(", deferred %u time(s)", txn.deferrals());
+    std::printf("\n");
+  }
   if (!txn.detail().empty()) std::printf("  %s\n", txn.detail().c_str());
   for (const KeyValue& read : txn.reads()) {
     std::printf("  %llu = %s\n", static_cast<unsigned long long>(read.key()),
                 read.found() ? FormatValue(read.value()).c_str() : "(not found)");
   }
+}
+
+// Collects the first parse error of a text-format file, with its place.
+class TextErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (first.empty()) {
+      first = "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) +
+              ": " + message;
+    }
+  }
+  std::string first;
+};
+
+// An LTX file: an LtxRequest in protobuf text format.
+std::string ParseLtxFile(const std::string& path, ClientRequest* request) {
+  std::ifstream in(path);
+  if (!in) return "cannot read " + path;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  google::protobuf::TextFormat::Parser parser;
+  TextErrors errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(buffer.str(), request->mutable_ltx())) {
+    return path + ": " + (errors.first.empty() ? "not an LtxRequest" : errors.first);
+  }
+  if (request->ltx().procedure().empty()) return path + ": no procedure";
+  return "";
 }
 
 // A txn file: JSON {"procedure": ..., "read": [...], "write": {"key": "value"},
@@ -187,9 +240,9 @@ std::string ParseTxnFile(const std::string& path, ClientRequest* request) {
 }
 
 int Status(const std::vector<Target>& targets) {
-  std::printf("%-5s %-4s %-4s %-8s %9s %9s %5s %8s %9s %8s %10s %10s\n", "node", "part", "rep",
-              "mode", "epoch", "published", "lag", "pending", "executing", "wait-RO", "RO/s",
-              "RW/s");
+  std::printf("%-5s %-4s %-4s %-8s %9s %9s %5s %8s %9s %8s %10s %10s %8s %9s %12s %9s %8s\n",
+              "node", "part", "rep", "mode", "epoch", "published", "lag", "pending", "executing",
+              "wait-RO", "RO/s", "RW/s", "clients", "busy", "committed", "cpu_s", "rss_MiB");
   int failures = 0;
   for (const Target& target : targets) {
     Client client;
@@ -202,14 +255,33 @@ int Status(const std::vector<Target>& targets) {
       continue;
     }
     const StatusReply& s = reply.node_status();
-    std::printf("%-5u %-4u %-4u %-8s %9llu %9llu %5llu %8llu %9llu %8llu %10.0f %10.0f\n",
-                s.node_id(), s.partition(), s.replica(), s.mode().c_str(),
-                static_cast<unsigned long long>(s.admitted_epoch()),
-                static_cast<unsigned long long>(s.published_epoch()),
-                static_cast<unsigned long long>(s.admitted_epoch() - s.published_epoch()),
-                static_cast<unsigned long long>(s.pending()),
-                static_cast<unsigned long long>(s.executing()),
-                static_cast<unsigned long long>(s.waiting_ro()), s.ro_per_s(), s.rw_per_s());
+    std::printf(
+        "%-5u %-4u %-4u %-8s %9llu %9llu %5llu %8llu %9llu %8llu %10.0f %10.0f %8llu %9llu %12llu "
+        "%9.2f %8.0f\n",
+        s.node_id(), s.partition(), s.replica(), s.mode().c_str(),
+        static_cast<unsigned long long>(s.admitted_epoch()),
+        static_cast<unsigned long long>(s.published_epoch()),
+        static_cast<unsigned long long>(s.admitted_epoch() - s.published_epoch()),
+        static_cast<unsigned long long>(s.pending()), static_cast<unsigned long long>(s.executing()),
+        static_cast<unsigned long long>(s.waiting_ro()), s.ro_per_s(), s.rw_per_s(),
+        static_cast<unsigned long long>(s.client_txns_waiting()),
+        static_cast<unsigned long long>(s.client_busy()),
+        static_cast<unsigned long long>(s.committed()), s.process_cpu_s(),
+        s.resident_bytes() / 1048576.0);
+    if (s.client_request_messages() > 0) {
+      std::printf("      client port: %llu connection(s), admit limit %llu; %llu request message(s) "
+                  "with %llu txn(s), %llu reply message(s) answering %llu; %llu BUSY, %llu "
+                  "dropped, %llu bytes unsent\n",
+                  static_cast<unsigned long long>(s.client_connections()),
+                  static_cast<unsigned long long>(s.client_admit_limit()),
+                  static_cast<unsigned long long>(s.client_request_messages()),
+                  static_cast<unsigned long long>(s.client_txns_received()),
+                  static_cast<unsigned long long>(s.client_reply_messages()),
+                  static_cast<unsigned long long>(s.client_txns_answered()),
+                  static_cast<unsigned long long>(s.client_busy()),
+                  static_cast<unsigned long long>(s.client_dropped_replies()),
+                  static_cast<unsigned long long>(s.client_unsent_bytes()));
+    }
   }
   return failures ? 1 : 0;
 }
@@ -314,6 +386,10 @@ int Main(int argc, char** argv) {
   } else if (command == "txn") {
     if (args.size() != 1) return Fail("usage: txn FILE");
     std::string error = ParseTxnFile(args[0], &request);
+    if (!error.empty()) return Fail(error);
+  } else if (command == "ltx") {
+    if (args.size() != 1) return Fail("usage: ltx FILE");
+    std::string error = ParseLtxFile(args[0], &request);
     if (!error.empty()) return Fail(error);
   } else {
     return Fail("unknown command '" + command + "'\n" + kUsage);

@@ -2,31 +2,43 @@
 
 #include <chrono>
 
-namespace paxflow {
+#include "common/clock.h"
 
-Client::Client(zmq::context_t* context) {
-  if (!context) {
-    own_context_ = std::make_unique<zmq::context_t>(1);
-    context = own_context_.get();
-  }
-  context_ = context;
+namespace paxflow {
+namespace {
+
+// `given`, or a context of our own (kept in `own`) when none is given.
+zmq::context_t* ContextOrOwn(zmq::context_t* given, std::unique_ptr<zmq::context_t>* own) {
+  if (given) return given;
+  *own = std::make_unique<zmq::context_t>(1);
+  return own->get();
 }
+
+// A DEALER socket connected to `endpoint`; empty on success.
+std::string ConnectDealer(zmq::context_t* context, const std::string& endpoint, int hwm,
+                          std::unique_ptr<zmq::socket_t>* socket) {
+  try {
+    *socket = std::make_unique<zmq::socket_t>(*context, zmq::socket_type::dealer);
+    (*socket)->set(zmq::sockopt::linger, 0);
+    (*socket)->set(zmq::sockopt::sndhwm, hwm);
+    (*socket)->set(zmq::sockopt::rcvhwm, hwm);
+    (*socket)->connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    socket->reset();
+    return "cannot connect to " + endpoint + ": " + e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+Client::Client(zmq::context_t* context) : context_(ContextOrOwn(context, &own_context_)) {}
 
 Client::~Client() { socket_.reset(); }
 
 std::string Client::Connect(const std::string& endpoint) {
   endpoint_ = endpoint;
-  try {
-    socket_ = std::make_unique<zmq::socket_t>(*context_, zmq::socket_type::dealer);
-    socket_->set(zmq::sockopt::linger, 0);
-    socket_->set(zmq::sockopt::sndhwm, 100000);
-    socket_->set(zmq::sockopt::rcvhwm, 100000);
-    socket_->connect(endpoint);
-  } catch (const zmq::error_t& e) {
-    socket_.reset();
-    return "cannot connect to " + endpoint + ": " + e.what();
-  }
-  return "";
+  return ConnectDealer(context_, endpoint, 100000, &socket_);
 }
 
 uint64_t Client::Send(ClientRequest request) {
@@ -97,6 +109,216 @@ ClientRequest Client::Digest(uint64_t epoch) {
   ClientRequest request;
   request.mutable_digest()->set_epoch(epoch);
   return request;
+}
+
+ClientRequest Client::Ltx(LtxRequest ltx) {
+  ClientRequest request;
+  request.mutable_ltx()->Swap(&ltx);
+  return request;
+}
+
+namespace {
+constexpr size_t kRememberedBatches = 4096;
+constexpr size_t kArenaBlockBytes = size_t{256} << 10;
+
+// A cheap upper bound of a txn's encoded size (keys take at most 10 bytes),
+// enough to keep a message under its byte budget.
+size_t RoughSize(const TxnRequest& txn) {
+  size_t bytes = 10 * static_cast<size_t>(txn.read_set_size() + txn.write_set_size() +
+                                          txn.read_write_set_size()) +
+                 txn.procedure().size() + txn.args().size() + 16;
+  for (const std::string& value : txn.values()) bytes += value.size() + 4;
+  return bytes;
+}
+
+size_t RoughSize(const LtxRequest& ltx) {
+  return 10 * static_cast<size_t>(ltx.read_set_size() + ltx.read_write_set_size()) +
+         24 * static_cast<size_t>(ltx.write_area_size() + ltx.read_area_size()) +
+         ltx.procedure().size() + ltx.args().size() + 16;
+}
+
+}  // namespace
+
+PipelinedClient::PipelinedClient(zmq::context_t* context, PipelineOptions options)
+    : options_(options),
+      context_(ContextOrOwn(context, &own_context_)),
+      arena_block_(new char[kArenaBlockBytes]),
+      arena_([this] {
+        google::protobuf::ArenaOptions arena_options;
+        arena_options.initial_block = arena_block_.get();
+        arena_options.initial_block_size = kArenaBlockBytes;
+        return arena_options;
+      }()) {
+  if (options_.max_batch_txns == 0) options_.max_batch_txns = 1;
+}
+
+PipelinedClient::~PipelinedClient() { socket_.reset(); }
+
+std::string PipelinedClient::Connect(const std::string& endpoint) {
+  endpoint_ = endpoint;
+  return ConnectDealer(context_, endpoint, 10000, &socket_);
+}
+
+uint64_t PipelinedClient::Queue(BatchedTxn** item, size_t bytes) {
+  *item = pending_.mutable_batch()->add_txns();
+  const uint64_t id = next_id_++;
+  (*item)->set_id(id);
+  pending_bytes_ += bytes + 16;
+  ++counters_.submitted;
+  ++in_flight_;
+  return id;
+}
+
+bool PipelinedClient::backing_off() const {
+  return options_.back_off && back_off_until_us_ > 0 && NowMicros() < back_off_until_us_;
+}
+
+void PipelinedClient::RefuseLocally(uint64_t id) {
+  ++counters_.submitted;
+  ++in_flight_;
+  refused_locally_.push_back(id);
+}
+
+uint64_t PipelinedClient::Submit(TxnRequest* txn) {
+  if (backing_off()) {
+    const uint64_t id = next_id_++;
+    RefuseLocally(id);
+    return id;
+  }
+  BatchedTxn* item;
+  const uint64_t id = Queue(&item, RoughSize(*txn));
+  item->mutable_txn()->Swap(txn);
+  if (static_cast<size_t>(pending_.batch().txns_size()) >= options_.max_batch_txns ||
+      pending_bytes_ >= options_.max_batch_bytes) {
+    Flush();
+  }
+  return id;
+}
+
+uint64_t PipelinedClient::Submit(LtxRequest* ltx) {
+  if (backing_off()) {
+    const uint64_t id = next_id_++;
+    RefuseLocally(id);
+    return id;
+  }
+  BatchedTxn* item;
+  const uint64_t id = Queue(&item, RoughSize(*ltx));
+  item->mutable_ltx()->Swap(ltx);
+  if (static_cast<size_t>(pending_.batch().txns_size()) >= options_.max_batch_txns ||
+      pending_bytes_ >= options_.max_batch_bytes) {
+    Flush();
+  }
+  return id;
+}
+
+void PipelinedClient::Flush() {
+  if (!pending_.has_batch() || pending_.batch().txns_size() == 0) return;
+  const uint64_t request_id = next_request_++;
+  pending_.set_request_id(request_id);
+  if (options_.reads_with_keys) pending_.mutable_batch()->set_reads_with_keys(true);
+  const auto& txns = pending_.batch().txns();
+  sent_.push_back(SentBatch{request_id, txns[0].id(), static_cast<uint64_t>(txns.size())});
+  if (sent_.size() > kRememberedBatches) sent_.pop_front();
+  if (socket_) {
+    // Serialized straight into the message zmq sends.
+    zmq::message_t message(pending_.ByteSizeLong());
+    pending_.SerializeWithCachedSizesToArray(static_cast<uint8_t*>(message.data()));
+    socket_->send(message, zmq::send_flags::none);
+  }
+  pending_.Clear();
+  pending_bytes_ = 0;
+}
+
+void PipelinedClient::Count(const TxnResult& result) {
+  if (in_flight_ > 0) --in_flight_;
+  if (result.status() == OK) {
+    ++counters_.ok;
+  } else if (result.status() == BUSY) {
+    ++counters_.busy;
+    const int64_t until = NowMicros() + 1000LL * std::max<uint32_t>(1, result.retry_after_ms());
+    back_off_until_us_ = std::max(back_off_until_us_, until);
+  } else {
+    ++counters_.errors;
+  }
+}
+
+void PipelinedClient::HandleReply(const ClientReply& reply, const ResultHandler& on_result,
+                                  size_t* delivered) {
+  for (const TxnResult& result : reply.results()) {
+    Count(result);
+    ++*delivered;
+    if (on_result) on_result(result);
+  }
+  if (reply.results_size() > 0 || reply.status() == OK) return;
+  // A whole message refused: one result per txn it carried, if it was ours.
+  ++counters_.request_errors;
+  for (const SentBatch& batch : sent_) {
+    if (batch.request_id != reply.request_id()) continue;
+    for (uint64_t i = 0; i < batch.count; ++i) {
+      synthetic_.Clear();
+      synthetic_.set_id(batch.first_id + i);
+      synthetic_.set_status(reply.status());
+      synthetic_.set_error(reply.error());
+      synthetic_.set_retry_after_ms(reply.retry_after_ms());
+      Count(synthetic_);
+      ++*delivered;
+      if (on_result) on_result(synthetic_);
+    }
+    return;
+  }
+}
+
+size_t PipelinedClient::Poll(int timeout_ms, const ResultHandler& on_result) {
+  Flush();
+  size_t delivered = 0;
+  if (!refused_locally_.empty()) {
+    // Txns refused while backing off: answered now, without waiting.
+    std::vector<uint64_t> refused;
+    refused.swap(refused_locally_);
+    for (uint64_t id : refused) {
+      synthetic_.Clear();
+      synthetic_.set_id(id);
+      synthetic_.set_status(BUSY);
+      synthetic_.set_error("busy: backing off (the node asked to retry later); not sent");
+      if (in_flight_ > 0) --in_flight_;
+      ++counters_.busy;
+      ++counters_.busy_local;
+      ++delivered;
+      if (on_result) on_result(synthetic_);
+    }
+    timeout_ms = 0;
+  }
+  if (!socket_) return delivered;
+  zmq::pollitem_t item{socket_->handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms)) <= 0) return delivered;
+  zmq::message_t message;
+  while (socket_->recv(message, zmq::recv_flags::dontwait)) {
+    // Parsed on an arena: the many small messages of a reply cost one
+    // reset instead of a free each.
+    ClientReply* reply = google::protobuf::Arena::CreateMessage<ClientReply>(&arena_);
+    if (reply->ParseFromArray(message.data(), static_cast<int>(message.size()))) {
+      HandleReply(*reply, on_result, &delivered);
+    } else {
+      ++counters_.request_errors;
+    }
+    arena_.Reset();
+  }
+  return delivered;
+}
+
+size_t PipelinedClient::Drain(int timeout_ms, const ResultHandler& on_result) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (in_flight_ > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) break;
+    Poll(static_cast<int>(std::min<int64_t>(left, 50)), on_result);
+  }
+  const size_t lost = in_flight_;
+  counters_.lost += lost;
+  in_flight_ = 0;
+  return lost;
 }
 
 }  // namespace paxflow

@@ -1,15 +1,25 @@
-// A client of one PaxFlow node: sends requests to its client port and
-// receives the replies, many in flight at once (a zmq DEALER socket).
+// Clients of one PaxFlow node (a zmq DEALER socket to its client port).
 //
-// Owns: its socket. Threads: one owner thread per Client.
+// Client: simple calls, one request per message (a txn, an LTX, status, a
+// digest), many in flight at once if the caller likes.
+// PipelinedClient: the asynchronous, pipelined API for many txns: Submit
+// queues txns (and LTXs) and returns their ids at once; they travel many
+// per message; Poll hands over the results as they come, each with its own
+// status. Busy replies, errors and txns never answered are counted apart.
+//
+// Owns: its socket. Threads: one owner thread per client object.
 #pragma once
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+#include <google/protobuf/arena.h>
 #include <zmq.hpp>
 
 #include "client.pb.h"
+#include "client/reply.h"
 
 namespace paxflow {
 
@@ -42,6 +52,7 @@ class Client {
   static ClientRequest Put(const std::vector<std::pair<uint64_t, std::string>>& writes);
   static ClientRequest Status();
   static ClientRequest Digest(uint64_t epoch);
+  static ClientRequest Ltx(LtxRequest ltx);
 
  private:
   std::unique_ptr<zmq::context_t> own_context_;
@@ -49,6 +60,91 @@ class Client {
   std::unique_ptr<zmq::socket_t> socket_;
   std::string endpoint_;
   uint64_t next_request_ = 1;
+};
+
+struct PipelineOptions {
+  size_t max_batch_txns = 512;                // txns per request message
+  size_t max_batch_bytes = size_t{1} << 20;   // a message is sent once about this large
+  bool reads_with_keys = false;               // KeyValue reads instead of the packed form
+  // After a BUSY reply, for the retry time the node suggests, new txns are
+  // refused here (status BUSY, nothing sent) instead of adding to the
+  // node's overload.
+  bool back_off = true;
+};
+
+// What a PipelinedClient saw, by kind of answer.
+struct PipelineCounters {
+  uint64_t submitted = 0;
+  uint64_t ok = 0;        // ran (committed, declined by its procedure, or an aborted LTX)
+  uint64_t busy = 0;      // refused by admission control: nothing ran; may be retried
+  uint64_t busy_local = 0;  // of those, refused here while backing off (never sent)
+  uint64_t errors = 0;    // any other status (bad request, not leader, shutting down...)
+  uint64_t lost = 0;      // no answer by the end of a Drain
+  uint64_t request_errors = 0;  // whole messages refused (garbled, too large)
+};
+
+class PipelinedClient {
+ public:
+  using ResultHandler = std::function<void(const TxnResult&)>;
+
+  // `context`: shared by several clients of one process; null: own one.
+  explicit PipelinedClient(zmq::context_t* context = nullptr, PipelineOptions options = {});
+  ~PipelinedClient();
+  PipelinedClient(const PipelinedClient&) = delete;
+  PipelinedClient& operator=(const PipelinedClient&) = delete;
+
+  std::string Connect(const std::string& endpoint);
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Queues a txn (its fields are moved out) and returns its id, which its
+  // result echoes. Queued txns leave at the next Flush or Poll, or at once
+  // when a message is full.
+  uint64_t Submit(TxnRequest* txn);
+  uint64_t Submit(LtxRequest* ltx);
+  void Flush();
+  // Flushes, waits up to `timeout_ms` for replies and hands each result
+  // that has arrived to `on_result` (on this thread). Returns how many.
+  size_t Poll(int timeout_ms, const ResultHandler& on_result);
+  // Polls until nothing is in flight or `timeout_ms` passed; what is still
+  // unanswered then counts as lost (and is no longer in flight). Returns
+  // how many were lost.
+  size_t Drain(int timeout_ms, const ResultHandler& on_result);
+
+  size_t in_flight() const { return in_flight_; }
+  // The node asked to back off and the time it suggested has not passed:
+  // Submit refuses new txns locally meanwhile.
+  bool backing_off() const;
+  const PipelineCounters& counters() const { return counters_; }
+
+ private:
+  void Count(const TxnResult& result);
+  // Refuses a txn locally (backing off): its BUSY result comes at the next Poll.
+  void RefuseLocally(uint64_t id);
+  void HandleReply(const ClientReply& reply, const ResultHandler& on_result, size_t* delivered);
+  uint64_t Queue(BatchedTxn** item, size_t bytes);
+
+  PipelineOptions options_;
+  std::unique_ptr<zmq::context_t> own_context_;
+  zmq::context_t* context_;
+  std::unique_ptr<zmq::socket_t> socket_;
+  std::string endpoint_;
+  uint64_t next_id_ = 1;
+  uint64_t next_request_ = 1;
+  ClientRequest pending_;        // the batch being filled
+  size_t pending_bytes_ = 0;
+  // Recent batches' ids, so that a refusal of a whole message can be
+  // turned into one result per txn.
+  struct SentBatch {
+    uint64_t request_id, first_id, count;
+  };
+  std::deque<SentBatch> sent_;
+  std::unique_ptr<char[]> arena_block_;  // the arena's first block, kept across resets
+  google::protobuf::Arena arena_;        // replies are parsed on it
+  TxnResult synthetic_;
+  size_t in_flight_ = 0;
+  PipelineCounters counters_;
+  int64_t back_off_until_us_ = 0;
+  std::vector<uint64_t> refused_locally_;  // ids, answered at the next Poll
 };
 
 }  // namespace paxflow

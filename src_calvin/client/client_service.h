@@ -1,14 +1,23 @@
 // A node's client endpoint: a ROUTER socket on the node's client_port.
 //
-// Owns: the socket and its thread, client txns waiting to be sequenced,
-// and the clients waiting for results.
-// In: ClientRequests (any number in flight per client); results of client
-// txns at this node (OnResult, worker threads); digests (scheduler thread).
-// Out: txns for this node's sequencer (Fill, sequencer thread), replies.
-// Threads: one service thread owns the socket; other threads hand replies
-// over through a queue and an eventfd the service thread polls.
-// A client that vanishes costs nothing but its own replies, which are
-// dropped; malformed requests get an error reply and nothing else.
+// Owns: the socket and its thread, the connections it has heard from
+// (their unanswered txns and their replies not yet sent), client txns
+// waiting to be sequenced, the table of admitted txns, admission control.
+// In: ClientRequests: single txns, batches of txns (LTXs among them),
+// status and digest requests; results of client txns at this node
+// (OnResult: worker, LTX or scheduler threads); digests (scheduler thread).
+// Out: txns for this node's sequencer (Fill, sequencer threads), replies.
+// Threads: one service thread owns the socket: it decodes, admits and
+// queues whole batches under one lock, and sends replies. Result threads
+// encode each result straight into its connection's pending reply (one
+// message per connection collects every result due to it) and wake the
+// service thread only when it is not already awake.
+// Bounds: admitted txns (node-wide and per connection, admission.h),
+// reply bytes per connection (a client that does not read is refused, its
+// zmq pipe holds a few messages, the rest waits here, bounded), requests
+// per message and their sizes (request.h). A client that vanishes costs
+// nothing but its own replies, which are dropped; malformed requests get
+// an error reply and nothing else.
 #pragma once
 #include <atomic>
 #include <deque>
@@ -22,8 +31,10 @@
 #include <zmq.hpp>
 
 #include "applications/application.h"
+#include "client/admission.h"
+#include "client/reply.h"
 #include "client/request.h"
-#include "scheduler/scheduler.h"
+#include "scheduler/sinks.h"
 #include "sequencer/txn_source.h"
 
 namespace paxflow {
@@ -34,8 +45,24 @@ struct ClientServiceOptions {
   bool sequences = true;         // replica 0: accepts txns; others redirect
   std::string leader;            // who to send txns to when !sequences
   RequestLimits limits;
-  size_t max_waiting_txns = 100000;  // not yet sequenced, before OVERLOADED
+  AdmissionLimits admission;
+  uint32_t epoch_ms = 10;        // for read-only txns' visibility delay
   uint32_t max_pending_digests = 64;   // each is a full scan on the scheduler thread
+  size_t reply_message_bytes = size_t{256} << 10;  // a reply message is cut past this
+  uint32_t reply_delay_us = 500;  // replies leave at most this often (0: at once)
+  int send_hwm = 16;             // reply messages zmq queues per connection
+};
+
+// What the client port did, for status replies and summaries.
+struct ClientPortCounters {
+  uint64_t admitted = 0;        // admitted, result not yet produced
+  uint64_t admit_limit = 0;
+  uint64_t busy = 0;            // BUSY replies given (a message refused whole counts once)
+  uint64_t unsent_bytes = 0;    // replies produced, not yet taken by their connection
+  uint64_t dropped_replies = 0; // refusals to clients that do not read (never of admitted txns)
+  uint64_t connections = 0;
+  uint64_t request_messages = 0, reply_messages = 0;  // since start
+  uint64_t txns_received = 0, txns_answered = 0;
 };
 
 class ClientService : public TxnSource, public ResultSink {
@@ -55,33 +82,89 @@ class ClientService : public TxnSource, public ResultSink {
   // results and digests (late callers) are dropped.
   void Stop();
 
-  // TxnSource, on the sequencer thread: waiting client txns first come.
+  // TxnSource, on sequencer threads: waiting client txns, first come first.
   size_t Fill(size_t max, int64_t now_us, Batch* batch) override;
-  // ResultSink, on worker threads.
+  // ResultSink, on result threads.
   void OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
                 const ReadValues& reads) override;
 
-  uint64_t waiting_txns() const;
+  uint64_t waiting_txns() const { return admission_.admitted(); }
+  ClientPortCounters Counters() const;
 
  private:
-  struct Waiter {
-    std::string identity;
-    uint64_t request_id = 0;
-    int64_t arrival_us = 0;
-    bool sequenced = false;  // taken into a batch: its outcome is the cluster's
-  };
+  class BufferPool;
+  // A reply message built for a connection, and how many admitted txns it
+  // answers (they count against the connection until it is sent).
   struct Outgoing {
-    std::string identity;
-    std::string payload;
+    std::unique_ptr<ByteBuffer> bytes;
+    uint32_t answers = 0;
+    bool results = false;  // only ClientReply.results entries: more may be appended
   };
+  struct Blocked {
+    zmq::message_t message;
+    uint32_t answers = 0;
+  };
+  struct Connection {
+    std::string identity;
+    // Service thread only.
+    uint64_t admitted = 0;           // admitted, reply not yet handed to the socket
+    std::deque<Blocked> blocked;     // replies the socket would not take yet
+    size_t blocked_bytes = 0;
+    int64_t last_active_us = 0;
+    bool listed_blocked = false;     // in blocked_connections_
+    // Under reply_mu_.
+    std::vector<Outgoing> outbox;
+    size_t outbox_bytes = 0;
+    bool listed_ready = false;       // in ready_connections_
+  };
+  // One admitted txn, by slot (its Txn's client_request_id names the slot
+  // and a generation, so a stale id never matches a reused slot).
+  struct Waiter {
+    Connection* connection = nullptr;  // null: the slot is free
+    uint64_t id = 0;                   // batch: the client's txn id; single: request_id
+    int64_t arrival_us = 0;
+    int64_t sequenced_us = 0;          // when its batch was cut; 0: not yet
+    uint32_t generation = 0;
+    bool batched = false;
+    bool reads_with_keys = false;
+  };
+
   void Loop();
-  void Handle(const std::string& identity, const zmq::message_t& message);
-  void Reply(const std::string& identity, const ClientReply& reply);  // service thread
-  void Post(std::string identity, const ClientReply& reply);          // any thread
-  void FlushOutgoing();
+  size_t ReceiveSome();  // returns how many txns the requests held
+  // Returns how many txns the request held.
+  size_t Handle(Connection* connection, const zmq::message_t& message);
+  void HandleBatch(Connection* connection, TxnBatch* batch);
+  // True (and answered BUSY) if the node can take none of the message's txns.
+  bool RefusedWhole(Connection* connection, std::string_view bytes);
+  // Validates one txn and asks admission control; an admitted txn joins
+  // `admitting_`, else `error` says why it was refused.
+  ReplyStatus AdmitTxn(Connection* connection, uint64_t id, bool batched, bool reads_with_keys,
+                       TxnRequest* txn_request, LtxRequest* ltx_request, size_t unsent_bytes,
+                       std::string* error);
+  // Under admit_mu_: gives `admitting_` slots and queues them for the sequencer.
+  void EnqueueAdmittedLocked(Connection* connection, int64_t now);
+  size_t UnsentBytes(const Connection* connection) const;
+  Connection* ConnectionOf(const std::string& identity, int64_t now);
+  // Under reply_mu_: queue a whole reply message / one results entry for a connection.
+  void QueueMessageLocked(Connection* connection, std::string_view bytes, uint32_t answers);
+  ByteBuffer* ResultsBufferLocked(Connection* connection);
+  void MarkReadyLocked(Connection* connection);
+  // A reply from the service thread (errors, status): queued like results.
+  void QueueReply(Connection* connection, const ClientReply& reply);
+  bool IgnoresRepliesLocked(const Connection& connection) const;
+  // Under reply_mu_: whether the service thread needs a wake (it has none
+  // pending); the caller then calls WakeServiceThread outside the lock.
+  bool WakeNeededLocked();
+  void WakeServiceThread();
+  void Flush();
+  bool SendBlocked(Connection* connection);
+  void DropConnectionReplies(Connection* connection);
+  void ForgetIdleConnections(int64_t now);
+  uint32_t AllocateSlotLocked();
 
   const ClientServiceOptions options_;
   const Application* const app_;
+  const ProcedureTable procedures_;
   StatusProvider status_;
   DigestProvider digest_;
   zmq::context_t* const context_;
@@ -90,15 +173,54 @@ class ClientService : public TxnSource, public ResultSink {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> shutting_down_{false};
+  Admission admission_;
+  // Reply buffers, reused once zmq has sent them (zmq frees them on its
+  // I/O thread, possibly after this service is gone: hence shared).
+  std::shared_ptr<BufferPool> buffers_;
 
-  mutable std::mutex mu_;
-  std::deque<Txn> incoming_;                     // validated, not yet sequenced
-  std::unordered_map<uint64_t, Waiter> waiting_; // by client_request_id
-  uint64_t next_client_txn_ = 1;
-  std::vector<Outgoing> outgoing_;
+  // Service thread only.
+  std::unordered_map<std::string, std::unique_ptr<Connection>> connections_;
+  std::vector<Connection*> blocked_connections_;
+  ClientRequest request_;             // parse scratch, reused
+  struct Admitting {
+    std::unique_ptr<Txn> txn;
+    uint64_t id = 0;
+    bool batched = false;
+    bool reads_with_keys = false;
+  };
+  std::vector<Admitting> admitting_;  // one request's admitted txns
+  struct Refusal {
+    uint64_t id;
+    ReplyStatus status;
+    std::string error;
+  };
+  std::vector<Refusal> refused_;      // one batch's refused txns
+  Admission::Verdict last_refusal_ = Admission::kAdmitted;
+  std::string last_refusal_text_;     // its explanation, for this request's BUSY replies
+  ReplyWriter service_writer_;
+  RequestScratch request_scratch_;
+  int64_t last_sweep_us_ = 0;
+
+  // Two locks, never held in the other order: admit_mu_, then reply_mu_.
+  // Admitted txns: the service thread adds, sequencers take, results free.
+  mutable std::mutex admit_mu_;
+  std::deque<std::unique_ptr<Txn>> incoming_;  // admitted, not yet sequenced
+  std::vector<Waiter> waiters_;       // by slot
+  std::vector<uint32_t> free_slots_;
+  // Replies: result threads append, the service thread sends.
+  mutable std::mutex reply_mu_;
+  std::vector<Connection*> ready_connections_;
+  std::vector<std::unique_ptr<ReplyWriter>> writers_;  // result threads' scratch, pooled
+  bool wake_pending_ = false;
+  bool stopped_ = false;              // results are dropped from now on
 
   std::atomic<uint32_t> digests_pending_{0};
-  bool stopped_ = false;  // under mu_: Post drops replies from now on
+  std::atomic<uint64_t> busy_{0};
+  std::atomic<uint64_t> unsent_bytes_{0};
+  std::atomic<uint64_t> dropped_replies_{0};
+  std::atomic<uint64_t> connection_count_{0};
+  std::atomic<uint64_t> request_messages_{0}, reply_messages_{0};
+  std::atomic<uint64_t> txns_received_{0}, txns_answered_{0};
 };
 
 }  // namespace paxflow

@@ -150,6 +150,14 @@ std::string Node::Start() {
     const NodeConfig* leader = layout_.Node(layout_.NodeOf(0, partition));
     client_options.leader = "node " + std::to_string(leader->id()) + " (" + leader->host() + ":" +
                             std::to_string(leader->client_port()) + ")";
+    client_options.epoch_ms = params.engine.epoch_ms;
+    AdmissionLimits& admission = client_options.admission;
+    admission.max_admitted = params.engine.client_admit_limit
+                                 ? params.engine.client_admit_limit
+                                 : DefaultAdmitLimit(params.engine.max_batch, 1);
+    admission.max_admitted_per_client = admission.max_admitted;
+    admission.max_unsent_bytes_per_client = size_t{params.engine.client_buffer_mb} << 20;
+    admission.retry_after_ms = params.engine.epoch_ms;
     clients_ = std::make_unique<ClientService>(
         client_options, app_.get(), [this] { return NodeStatus(); },
         [this](Epoch epoch, std::function<void(DigestReply)> done) {

@@ -23,6 +23,7 @@
 #include "cluster/launcher.h"
 #include "report/bench_matrix.h"
 #include "report/ltx_report.h"
+#include "report/latency_curve.h"
 #include "report/report_plots.h"
 #include "base/signals.h"
 
@@ -46,6 +47,13 @@ DEFINE_string(update_readme, "",
 DEFINE_string(results, "", "Directory for results (default results/<date-time>)");
 DEFINE_string(node_binary, "", "paxflow-node to run (default: next to this binary)");
 DEFINE_bool(quiet, false, "Do not relay the nodes' progress lines");
+DEFINE_string(curve, "",
+              "Also draw the latency-throughput curve of these workloads (comma-separated "
+              "presets) in every mode: clients only, open loop at --curve_points percent of "
+              "the capacity (paxflow-load --sweep), --curve_seconds each");
+DEFINE_string(curve_points, "10,20,30,40,50,60,70,80,90,100,110,120",
+              "Load points of --curve, in percent of each mode's closed-loop capacity");
+DEFINE_double(curve_seconds, 5, "Seconds per load point of --curve");
 DEFINE_string(replot, "",
               "Run nothing: reprint the table of DIR/compare.json and re-render its plots "
               "(into --results if given, else DIR)");
@@ -225,7 +233,8 @@ void WriteLtxReport(const std::vector<BenchRow>& rows, const std::string& dir,
 // running a cluster again.
 int Replot(const std::set<std::string>& explicit_flags) {
   std::vector<std::string> run_flags = {"config", "runs",   "modes",         "node_binary",
-                                        "matrix", "repeat", "update_readme", "ltx_sweep"};
+                                        "matrix", "repeat", "update_readme", "ltx_sweep",
+                                        "curve"};
   const std::vector<std::string>& node_flags = NodeFlagNames();
   run_flags.insert(run_flags.end(), node_flags.begin(), node_flags.end());
   for (const std::string& name : run_flags) {
@@ -299,7 +308,12 @@ int Main(int argc, char** argv) {
     Mode parsed;
     if (!ParseMode(mode, &parsed)) return Fail("mode '" + mode + "' is not calvin or paxflow");
   }
-  if (specs.empty() || modes.empty()) return Fail("nothing to run (--runs / --modes are empty)");
+  if ((specs.empty() && FLAGS_curve.empty()) || modes.empty()) {
+    return Fail("nothing to run (--runs / --modes are empty)");
+  }
+  for (const std::string& workload : Split(FLAGS_curve, ',')) {
+    if (!FindWorkloadPreset(workload)) return Fail("--curve: unknown workload '" + workload + "'");
+  }
 
   const std::vector<std::string> common_flags = ForwardedNodeFlags(explicit_flags);
   const std::string results = FLAGS_results.empty() ? DefaultResultsDir() : FLAGS_results;
@@ -364,26 +378,50 @@ int Main(int argc, char** argv) {
   for (const auto& tries : runs) {
     if (!tries.empty()) rows.push_back(MedianRun(tries));
   }
-  const std::string table = Table(rows);
-  std::printf("\n%s", table.c_str());
-  std::ofstream(results + "/compare.txt") << table;
-  std::ofstream(results + "/compare.csv") << Csv(rows);
-  std::ofstream(results + "/compare.json") << Json(rows);
-  const std::string markdown = MarkdownTable(rows, MarkdownPreamble(command));
-  std::ofstream(results + "/compare.md") << markdown;
-  std::printf("results: %s/compare.{txt,csv,json,md}\n", results.c_str());
-  if (!FLAGS_update_readme.empty() && (signals.interrupted() || status != 0)) {
-    std::fprintf(stderr, "paxflow-bench: %s left alone: the runs did not all finish well\n",
-                 FLAGS_update_readme.c_str());
-  } else if (!FLAGS_update_readme.empty()) {
-    error = ReplaceMarkedSection(FLAGS_update_readme, markdown);
-    if (!error.empty()) return Fail(error);
-    std::printf("updated the performance section of %s\n", FLAGS_update_readme.c_str());
+  if (!rows.empty()) {
+    const std::string table = Table(rows);
+    std::printf("\n%s", table.c_str());
+    std::ofstream(results + "/compare.txt") << table;
+    std::ofstream(results + "/compare.csv") << Csv(rows);
+    std::ofstream(results + "/compare.json") << Json(rows);
+    const std::string markdown = MarkdownTable(rows, MarkdownPreamble(command));
+    std::ofstream(results + "/compare.md") << markdown;
+    std::printf("results: %s/compare.{txt,csv,json,md}\n", results.c_str());
+    if (!FLAGS_update_readme.empty() && (signals.interrupted() || status != 0)) {
+      std::fprintf(stderr, "paxflow-bench: %s left alone: the runs did not all finish well\n",
+                   FLAGS_update_readme.c_str());
+    } else if (!FLAGS_update_readme.empty()) {
+      error = ReplaceMarkedSection(FLAGS_update_readme, markdown);
+      if (!error.empty()) return Fail(error);
+      std::printf("updated the performance section of %s\n", FLAGS_update_readme.c_str());
+    }
+    if (FLAGS_ltx_sweep) WriteLtxReport(rows, results, MarkdownPreamble(command));
+    // Plots are a view of the results above: a gnuplot problem is reported
+    // but does not turn a good comparison into a failed one.
+    Plot(rows, results);
   }
-  // Plots are a view of the results above: a gnuplot problem is reported
-  // but does not turn a good comparison into a failed one.
-  if (!rows.empty()) Plot(rows, results);
-  if (FLAGS_ltx_sweep) WriteLtxReport(rows, results, MarkdownPreamble(command));
+  for (const std::string& workload : Split(FLAGS_curve, ',')) {
+    if (signals.interrupted()) break;
+    CurveOptions curve;
+    curve.workload = workload;
+    curve.modes = modes;
+    curve.percents = FLAGS_curve_points;
+    curve.seconds_per_point = FLAGS_curve_seconds;
+    curve.config_path = Absolute(FLAGS_config);
+    curve.node_binary =
+        FLAGS_node_binary.empty() ? SelfDirectory() + "/paxflow-node" : FLAGS_node_binary;
+    curve.load_binary = SelfDirectory() + "/paxflow-load";
+    curve.node_flags = common_flags;
+    curve.results = results;
+    curve.echo = !FLAGS_quiet;
+    std::string table;
+    const int code = RunLatencyCurve(config, curve, [&] { return signals.interrupted() ? 1 : 0; },
+                                     &table, &error);
+    if (!error.empty()) std::fprintf(stderr, "paxflow-bench: %s\n", error.c_str());
+    if (code != 0) status = code;
+    std::printf("\n%sresults: %s/curve-%s.{txt,csv,png} (and one .json per mode)\n",
+                table.c_str(), results.c_str(), workload.c_str());
+  }
   return status;
 }
 

@@ -44,6 +44,6 @@ std::string WriteFile(const std::string& path, const std::string& text);
 
 // Runs `gnuplot script` in `dir` (no shell: the directory name may hold any
 // character). Empty on success, else what went wrong (gnuplot missing, ...).
-std::string RunGnuplot(const std::string& dir, const std::string& script);
+std::string RunGnuplot(const std::string& dir, const std::string& script = "plots.gp");
 
 }  // namespace paxflow

@@ -1,0 +1,132 @@
+// paxflow-load's engine: one LoadClient per connection drives a node with a
+// PipelinedClient from the application's own generator, closed loop (a
+// fixed number of txns in flight) or open loop (txns sent on a schedule,
+// latency counted from the scheduled time, so a slow node cannot hide its
+// queueing). BUSY replies are counted apart and, if asked, retried after a
+// backoff (latency still counts from the first scheduled send).
+//
+// Owns: its client, generator, txns in flight and retry queue.
+// Threads: Run on the client's own thread; Snapshot from any thread (the
+// stats are under a mutex).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "applications/application.h"
+#include "applications/workload.h"
+#include "client/client.h"
+#include "common/histogram.h"
+
+namespace paxflow {
+
+enum LoadKind : int { kLoadRO = 0, kLoadRW = 1, kLoadLTX = 2 };
+constexpr int kLoadKinds = 3;
+const char* LoadKindName(int kind);
+
+struct LoadOptions {
+  int outstanding = 16;          // closed loop: txns in flight per client
+  size_t batch = 256;            // most txns per request message
+  // Open loop: due txns leave together every tick. Closed loop: the window
+  // is refilled once a quarter of it is free, or after a tick.
+  int tick_ms = 1;
+  bool retry_busy = true;        // resubmit BUSY txns after a backoff
+  int busy_backoff_ms = 0;       // first backoff (0: the node's hint), doubled per retry
+  int busy_backoff_max_ms = 500;
+  int max_retries = 50;          // then the txn is given up (counted)
+  int drain_ms = 10000;          // after a phase, wait this long for replies still due
+  size_t max_open_in_flight = 200000;  // open loop: past this, scheduled txns are skipped
+  int64_t timeline_us = 0;       // > 0: latency per interval of scheduled send time
+};
+
+// One step of an open-loop schedule: `rate` txn/s (over all clients) for
+// `seconds`.
+struct RateStep {
+  double rate = 0;
+  double seconds = 0;
+};
+
+struct TimelineBucket {
+  Histogram latency_us;         // txns scheduled in this interval that ran
+  Histogram server_latency_us;  // the same txns, from arrival at the node to their result
+  uint64_t busy = 0;            // BUSY replies to txns scheduled in it
+};
+
+struct LoadStats {
+  Histogram latency_us[kLoadKinds];
+  Histogram visibility_us;           // RO: end of the snapshot's epoch -> result (node-side)
+  // From a txn's admission at the node to its result (what the node's
+  // admission control bounds), whatever the client added before and after.
+  Histogram server_latency_us;
+  uint64_t errors[8] = {};           // by ReplyStatus, BUSY excluded
+  uint64_t busy = 0;                 // BUSY replies (each retry of a txn counts again)
+  uint64_t busy_local = 0;           // of those, refused by the client while backing off
+  uint64_t retries = 0;
+  uint64_t gave_up = 0;              // BUSY past max_retries, or retry_busy off
+  uint64_t declined = 0;             // the procedure chose not to write
+  uint64_t audit_violations = 0;     // bank audits whose balances did not add up
+  uint64_t lost = 0;                 // no reply by the end of the drain
+  uint64_t skipped = 0;              // open loop: too far behind to send
+  std::map<std::string, uint64_t> ltx_aborts;  // by reason
+  std::vector<TimelineBucket> timeline;
+  std::vector<TimelineBucket> steps;  // by step of an open-loop schedule (several steps)
+
+  void Merge(const LoadStats& other);
+  uint64_t Completed() const;        // txns that ran (OK replies)
+  uint64_t Errors() const;
+};
+
+class LoadClient {
+ public:
+  LoadClient(const Application* app, const WorkloadParams& workload, PartitionId partition,
+             uint32_t partitions, uint64_t seed, std::string endpoint, LoadOptions options,
+             zmq::context_t* context);
+
+  std::string Connect();
+  // Closed loop until `stop_us` (steps empty), or open loop on `steps`
+  // (this client's share of the rates) from `start_us`; then drains.
+  void Run(int64_t start_us, int64_t stop_us, const std::vector<RateStep>& steps);
+  // A copy of what was measured so far; Reset starts over (between phases).
+  LoadStats Snapshot() const;
+  void Reset();
+
+ private:
+  struct InFlight {
+    int64_t scheduled_us = 0;
+    int kind = kLoadRW;
+    bool audit = false;
+    int attempts = 0;
+    std::unique_ptr<Txn> txn;  // kept only for retries
+  };
+  void SubmitNew(int64_t scheduled_us);
+  // Submits `flight` (whose txn is `*txn`, or flight.txn when retrying).
+  void Submit(InFlight flight, Txn* txn);
+  void SubmitDueRetries(int64_t now);
+  void OnResult(const TxnResult& result);
+  void Record(const InFlight& flight, const TxnResult& result, int64_t now);
+  // Under mu_: a result (or a BUSY reply) of a txn scheduled at
+  // `scheduled_us`, into the timeline and step buckets.
+  void TallyLocked(int64_t scheduled_us, bool busy, uint64_t latency, uint64_t server_latency);
+  int64_t Backoff(const InFlight& flight, const TxnResult& result);
+
+  const Application* app_;
+  const WorkloadParams workload_;
+  std::unique_ptr<TxnGenerator> generator_;
+  const std::string endpoint_;
+  const LoadOptions options_;
+  PipelinedClient client_;
+  std::unordered_map<uint64_t, InFlight> in_flight_;
+  std::multimap<int64_t, InFlight> retries_;  // BUSY txns by when to resubmit
+  int64_t phase_start_us_ = 0;
+  std::vector<int64_t> step_ends_us_;  // of the open-loop schedule
+  uint64_t jitter_ = 0x9e3779b97f4a7c15ULL;
+
+  mutable std::mutex mu_;
+  LoadStats stats_;
+};
+
+}  // namespace paxflow
