@@ -16,7 +16,8 @@ EngineHarness::EngineHarness(const NodeParams& params, uint32_t partitions, Resu
       logs_.back()->Open(InputLogPath(log_dir, p), MakeLogHeader(params, p, p, 0, partitions),
                          false);
       InputLogWriter* log = logs_.back().get();
-      scheduler(p).SetBeforeExecute([log](const MergedEpoch& epoch) { log->Append(epoch); });
+      scheduler(p).SetBeforeExecute(
+          [log](const MergedEpoch& epoch) { return log->Append(epoch).empty(); });
     }
     generators_.push_back(std::make_unique<GeneratorSource>(
         app_->NewGenerator(p, partitions, params.engine.seed + p), /*max_inflight=*/0, nullptr));

@@ -252,20 +252,18 @@ void MultiVersionStore::SetSnapshotPins(std::vector<Epoch> pins) {
   reclaimer_.Retire(pins_slot_, const_cast<Pins*>(old), &FreePins);
 }
 
-uint64_t MultiVersionStore::Digest(size_t slot, Epoch epoch) {
-  uint64_t digest = 0;
+void MultiVersionStore::Scan(size_t slot, Epoch epoch, const Visitor& visit) {
   reclaimer_.Enter(slot);
   index_.ForEach([&](Key key, Record& record) {
     for (Version* v = record.head.load(std::memory_order_acquire); v;
          v = v->next.load(std::memory_order_acquire)) {
       if (v->epoch <= epoch) {
-        digest += DigestTerm(key, std::string_view(v->data(), v->size));
+        visit(key, std::string_view(v->data(), v->size));
         break;
       }
     }
   });
   reclaimer_.Exit(slot);
-  return digest;
 }
 
 void MultiVersionStore::Sweep(size_t slot) {

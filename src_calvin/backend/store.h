@@ -12,6 +12,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,10 +62,17 @@ class Store {
   // one also stands for every later snapshot. Versions no pin needs are
   // garbage.
   virtual void SetSnapshotPins(std::vector<Epoch> pins) = 0;
-  // Order-independent hash of every (key, value) as of `epoch`. A
-  // single-version store hashes its current state: the caller makes sure no
-  // write of a later epoch has been applied.
-  virtual uint64_t Digest(size_t slot, Epoch epoch) = 0;
+  // Visits every (key, value) as of `epoch`, in no particular order (a
+  // checkpoint). A multi-version store walks that snapshot, which must stay
+  // pinned meanwhile (SetSnapshotPins), concurrently with writers of later
+  // epochs; a single-version store visits its current state: the caller
+  // makes sure no write is under way (the partition is paused). The views
+  // are valid during the call only.
+  using Visitor = std::function<void(Key, std::string_view)>;
+  virtual void Scan(size_t slot, Epoch epoch, const Visitor& visit) = 0;
+  // Order-independent hash of every (key, value) as of `epoch`, under
+  // Scan's conditions.
+  uint64_t Digest(size_t slot, Epoch epoch);
 
   virtual StoreMetrics Metrics() = 0;
 };

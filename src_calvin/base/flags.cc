@@ -35,6 +35,27 @@ DEFINE_string(digest_epochs, "",
 DEFINE_uint32(peer_wait_s, 60, "Seconds to wait for every peer at start-up");
 DEFINE_double(drain_timeout_s, 30,
               "Seconds a stopping node waits without progress before giving up (a peer died?)");
+DEFINE_bool(recover, false,
+            "Rejoin a running cluster after a crash: load this node's newest checkpoint from "
+            "--log_dir, replay its input log after it, fetch from the peers what it missed, "
+            "and go on (paxflow-cluster restart adds it)");
+DEFINE_double(checkpoint_every, 60,
+              "With --log_dir: seconds between checkpoints (a cluster parameter: every node "
+              "checkpoints at the same epochs); 0: none. Logs older than the newest "
+              "checkpoint every node holds are removed");
+DEFINE_uint32(heartbeat_ms, 200, "How often a node tells every peer it is alive (ms)");
+DEFINE_uint32(peer_timeout_ms, 1000,
+              "A peer silent this long (ms) is reported in progress lines and status; while "
+              "the node waits for it, clients get UNAVAILABLE");
+DEFINE_uint32(peer_queue_mb, 64,
+              "Per peer, MiB of messages held for a peer that does not take them (dead or "
+              "slow); beyond it they are dropped, and the peer fetches them again from the logs");
+DEFINE_uint32(max_epochs_ahead, 200,
+              "A sequencer waits rather than run more than this many epochs ahead of its own "
+              "partition; a partition buffers at most twice this many epochs");
+DEFINE_uint32(fault_stall_checkpoint, 0,
+              "Testing: the n-th checkpoint this process writes stops half written, as if the "
+              "node crashed meanwhile (0: never)");
 DEFINE_string(gc, "epo",
               "Version garbage collection in paxflow mode: background (sweeps below the oldest "
               "snapshot), epo (prunes between snapshots on writes), epo-r (on reads)");
@@ -62,7 +83,8 @@ namespace {
 
 // Flags that describe one node or one invocation, never a cluster param.
 const std::set<std::string>& LocalOnlyFlags() {
-  static const std::set<std::string> kFlags = {"config", "node_id", "replay", "replay_replica"};
+  static const std::set<std::string> kFlags = {"config", "node_id", "replay", "replay_replica",
+                                               "recover"};
   return kFlags;
 }
 
@@ -98,7 +120,8 @@ const std::vector<std::string>& NodeFlagNames() {
   static const std::vector<std::string> kNames = {
       "mode", "epoch_ms", "max_batch", "workers", "ro_workers", "max_inflight", "seed",
       "generate", "duration", "run_epochs", "log_fsync", "progress_ms", "digest_epochs",
-      "peer_wait_s", "drain_timeout_s", "gc", "workload", "application", "records", "value_size", "ro_fraction",
+      "peer_wait_s", "drain_timeout_s", "gc", "checkpoint_every", "heartbeat_ms",
+      "peer_timeout_ms", "peer_queue_mb", "max_epochs_ahead", "fault_stall_checkpoint", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "bank_accounts",
       "bank_initial_balance", "audit_fraction"};
@@ -154,6 +177,13 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.summary_json = FLAGS_summary_json;
   e.peer_wait_s = FLAGS_peer_wait_s;
   e.drain_timeout_s = FLAGS_drain_timeout_s;
+  e.recover = FLAGS_recover;
+  e.checkpoint_every_s = FLAGS_checkpoint_every;
+  e.heartbeat_ms = FLAGS_heartbeat_ms;
+  e.peer_timeout_ms = FLAGS_peer_timeout_ms;
+  e.peer_queue_mb = FLAGS_peer_queue_mb;
+  e.max_epochs_ahead = FLAGS_max_epochs_ahead;
+  e.fault_stall_checkpoint = FLAGS_fault_stall_checkpoint;
   if (!ParseGcPolicy(FLAGS_gc, &e.gc)) {
     return "gc '" + FLAGS_gc + "' is not one of background, epo, epo-r";
   }

@@ -31,6 +31,19 @@ struct EngineParams {
   uint32_t peer_wait_s = 60;     // how long start-up waits for peers
   double drain_timeout_s = 30;   // after the load stops, how long to wait for the last epochs
   GcPolicy gc = GcPolicy::kEpo;  // multi-version garbage collection (paxflow mode)
+
+  // Durability and recovery.
+  bool recover = false;            // rejoin a running cluster from the log directory
+  double checkpoint_every_s = 60;  // checkpoint period (cluster parameter); 0: none
+  uint32_t heartbeat_ms = 200;     // how often a node tells its peers it lives
+  uint32_t peer_timeout_ms = 1000; // silence after which a peer is reported
+  uint32_t peer_queue_mb = 64;     // per peer: bytes held for one that does not take them
+  uint32_t max_epochs_ahead = 200; // a sequencer waits this far ahead of its partition
+  uint32_t fault_stall_checkpoint = 0;  // testing: the n-th checkpoint stalls half written
+
+  // Epochs between checkpoints (0: none): every node checkpoints at the
+  // same epochs, multiples of this.
+  uint64_t CheckpointEpochs() const;
 };
 
 struct NodeParams {

@@ -99,4 +99,10 @@ ClientRequest Client::Digest(uint64_t epoch) {
   return request;
 }
 
+ClientRequest Client::Checkpoint() {
+  ClientRequest request;
+  request.mutable_checkpoint();
+  return request;
+}
+
 }  // namespace paxflow

@@ -42,6 +42,7 @@ class Client {
   static ClientRequest Put(const std::vector<std::pair<uint64_t, std::string>>& writes);
   static ClientRequest Status();
   static ClientRequest Digest(uint64_t epoch);
+  static ClientRequest Checkpoint();
 
  private:
   std::unique_ptr<zmq::context_t> own_context_;

@@ -169,12 +169,40 @@ void ClientService::Handle(const std::string& identity, const zmq::message_t& me
       });
       return;
     }
+    case ClientRequest::kCheckpoint: {
+      if (!checkpoint_) {
+        reply.set_status(BAD_REQUEST);
+        reply.set_error("node " + std::to_string(options_.node) +
+                        " keeps no checkpoints (it runs without --log_dir)");
+        Reply(identity, reply);
+        return;
+      }
+      const uint64_t request_id = request.request_id();
+      checkpoint_([this, identity, request_id](const CheckpointReply& done,
+                                               const std::string& problem) {
+        ClientReply answer;
+        answer.set_request_id(request_id);
+        if (problem.empty()) {
+          *answer.mutable_checkpoint() = done;
+        } else {
+          answer.set_status(UNAVAILABLE);
+          answer.set_error(problem);
+        }
+        Post(identity, answer);
+      });
+      return;
+    }
     default:
       break;
   }
+  std::string unavailable;
+  if (request.body_case() == ClientRequest::kTxn && unavailable_) unavailable = unavailable_();
   if (shutting_down_.load()) {
     status = SHUTTING_DOWN;
     error = "node " + std::to_string(options_.node) + " is shutting down";
+  } else if (!unavailable.empty()) {
+    status = UNAVAILABLE;
+    error = "node " + std::to_string(options_.node) + " cannot run txns now: " + unavailable;
   } else if (!options_.sequences) {
     status = NOT_LEADER;
     error = "node " + std::to_string(options_.node) +
@@ -288,6 +316,24 @@ void ClientService::Reply(const std::string& identity, const ClientReply& reply)
     socket_->send(zmq::buffer(payload), zmq::send_flags::dontwait);
   } catch (const zmq::error_t& e) {
     LOG_EVERY_N(WARNING, 100) << "client port: reply dropped: " << e.what();
+  }
+}
+
+void ClientService::FailWaiting(const std::string& why) {
+  std::vector<Waiter> failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, waiter] : waiting_) failed.push_back(waiter);
+    waiting_.clear();
+    incoming_.clear();
+  }
+  for (const Waiter& waiter : failed) {
+    ClientReply reply;
+    reply.set_request_id(waiter.request_id);
+    reply.set_status(UNAVAILABLE);
+    reply.set_error(why + (waiter.sequenced ? "; this txn's outcome is unknown (read the keys again)"
+                                            : "; this txn never ran"));
+    Post(waiter.identity, reply);
   }
 }
 

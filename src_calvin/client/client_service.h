@@ -43,10 +43,23 @@ class ClientService : public TxnSource, public ResultSink {
   using StatusProvider = std::function<StatusReply()>;
   // Asks for the digest at an epoch (0: a few epochs ahead); calls back once.
   using DigestProvider = std::function<void(Epoch, std::function<void(DigestReply)>)>;
+  // Asks for a checkpoint; calls back once (an empty error: done).
+  using CheckpointDone = std::function<void(const CheckpointReply&, const std::string& error)>;
+  using CheckpointProvider = std::function<void(CheckpointDone)>;
+  // Why the node cannot run txns now (a silent peer it waits for, a failed
+  // log); empty when it can.
+  using Unavailable = std::function<std::string()>;
 
   ClientService(ClientServiceOptions options, const Application* app, StatusProvider status,
                 DigestProvider digest, zmq::context_t* context);
   ~ClientService() override;
+
+  // Before Start. Without them checkpoint requests are refused and txns
+  // are always taken.
+  void SetRecoveryHooks(Unavailable unavailable, CheckpointProvider checkpoint) {
+    unavailable_ = std::move(unavailable);
+    checkpoint_ = std::move(checkpoint);
+  }
 
   std::string Start();  // binds; empty on success
   // New txns are refused with SHUTTING_DOWN from now on.
@@ -54,6 +67,10 @@ class ClientService : public TxnSource, public ResultSink {
   // Answers what is still waiting with SHUTTING_DOWN, then stops. Later
   // results and digests (late callers) are dropped.
   void Stop();
+
+  // Answers every txn still waiting with UNAVAILABLE and `why` (the node
+  // can no longer run them: its log failed).
+  void FailWaiting(const std::string& why);
 
   // TxnSource, on the sequencer thread: waiting client txns first come.
   size_t Fill(size_t max, int64_t now_us, Batch* batch) override;
@@ -84,6 +101,8 @@ class ClientService : public TxnSource, public ResultSink {
   const Application* const app_;
   StatusProvider status_;
   DigestProvider digest_;
+  Unavailable unavailable_;
+  CheckpointProvider checkpoint_;
   zmq::context_t* const context_;
   std::unique_ptr<zmq::socket_t> socket_;
   int wake_fd_ = -1;

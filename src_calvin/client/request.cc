@@ -15,6 +15,7 @@ const char* ReplyStatusName(ReplyStatus status) {
     case SHUTTING_DOWN: return "SHUTTING_DOWN";
     case NOT_LEADER: return "NOT_LEADER";
     case OVERLOADED: return "OVERLOADED";
+    case UNAVAILABLE: return "UNAVAILABLE";
     default: return "UNKNOWN_STATUS";
   }
 }

@@ -32,6 +32,7 @@ DEFINE_double(stop_timeout, 40,
               "stop: seconds the nodes get to drain and exit after SIGTERM before SIGKILL");
 DEFINE_int32(status_timeout_ms, 2000, "status: how long each node's client port may take");
 DEFINE_int32(lines, 20, "logs: how many of the last lines of each node's log to print");
+DEFINE_int32(node, -1, "restart: the id of the node to restart");
 
 namespace paxflow {
 namespace {
@@ -52,8 +53,14 @@ constexpr char kUsage[] =
     "  stop    SIGTERM every node of the state file (they drain and write summaries), wait\n"
     "          for them (--stop_timeout, then SIGKILL), print the cluster summary like run\n"
     "          and remove the state file.\n"
-    "  status  for each node: is its process alive, and what its client port reports.\n"
-    "          Exits 1 if any node is down.\n"
+    "  restart --node=ID\n"
+    "          start node ID of a started cluster again (after a crash, or stopping it\n"
+    "          first if it runs), with start's flags and --recover: it loads its newest\n"
+    "          checkpoint, replays its input log, fetches from its peers what it missed and\n"
+    "          rejoins; the other nodes waited for it. Returns once it has rejoined.\n"
+    "  status  for each node: is its process alive, and what its client port reports\n"
+    "          (epochs, and who it waits for if it cannot go on). Exits 1 if any node is\n"
+    "          down or cannot go on.\n"
     "  logs    the last --lines lines of each node's log, prefixed by the node.\n"
     "Where nodes run: loopback hosts on this machine; nodes with a `netns` in their network\n"
     "namespace here (ip netns exec, as root; make them with tools/netns.sh up); any other\n"
@@ -85,15 +92,20 @@ int Main(int argc, char** argv) {
   gflags::SetUsageMessage(kUsage);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   const std::string verb = argc > 1 ? argv[1] : "run";
-  if (verb != "run" && verb != "start" && verb != "stop" && verb != "status" && verb != "logs") {
-    return Fail("unknown verb '" + verb + "' (expected run, start, stop, status or logs; see "
-                "--help)");
+  if (verb != "run" && verb != "start" && verb != "stop" && verb != "status" && verb != "logs" &&
+      verb != "restart") {
+    return Fail("unknown verb '" + verb + "' (expected run, start, stop, restart, status or "
+                "logs; see --help)");
   }
   if (argc > 2) return Fail(std::string("unexpected argument '") + argv[2] + "'");
   if (FLAGS_config.empty()) return Fail("--config is required; see --help");
   const bool launches = verb == "run" || verb == "start";
   std::set<std::string> explicit_flags = ExplicitFlags();
-  if (!launches) {
+  if (verb == "restart" && FLAGS_node < 0) return Fail("restart needs --node=ID");
+  if (verb != "restart" && explicit_flags.count("node")) {
+    return Fail("--node is for restart, not " + verb);
+  }
+  if (!launches && verb != "restart") {
     // Node flags only mean something to nodes being started.
     std::vector<std::string> node_flags = NodeFlagNames();
     node_flags.push_back("log_dir");
@@ -160,6 +172,10 @@ int Main(int argc, char** argv) {
           return Fail(std::to_string(combined.invariant_failures) + " invariant failure(s)", 3);
         }
       }
+    } else if (verb == "restart") {
+      SignalWatcher signals;
+      code = RestartDetached(config, options, static_cast<NodeId>(FLAGS_node),
+                             [&] { return signals.interrupted() ? 1 : 0; }, &error);
     } else if (verb == "status") {
       code = ShowStatus(config, options, &error);
     } else {

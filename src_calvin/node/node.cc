@@ -1,11 +1,16 @@
 #include "node/node.h"
 
 #include <glog/logging.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 
+#include "checkpoint/checkpoint.h"
 #include "common/clock.h"
 #include "common/paths.h"
 
@@ -14,6 +19,10 @@ namespace {
 
 // How long after the last node was ready the epoch clocks start.
 constexpr int64_t kStartMarginMs = 50;
+// A batch missing this long, from a peer that has sent it, is asked for
+// again; a request not answered this long is repeated.
+constexpr int64_t kMissingBatchUs = 300000;
+constexpr int64_t kRequestRetryUs = 1000000;
 
 std::string Rate(uint64_t count, double seconds) {
   char buffer[32];
@@ -21,11 +30,33 @@ std::string Rate(uint64_t count, double seconds) {
   return buffer;
 }
 
+int64_t UnixMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string joined;
+  for (const std::string& part : parts) joined += (joined.empty() ? "" : separator) + part;
+  return joined;
+}
+
 }  // namespace
 
 Node::Node(NodeOptions options) : options_(std::move(options)) {}
 
 Node::~Node() { Shutdown(); }
+
+const char* Node::StateName(State state) {
+  switch (state) {
+    case State::kStarting: return "starting";
+    case State::kRecovering: return "recovering";
+    case State::kRunning: return "running";
+    case State::kStopping: return "stopping";
+  }
+  return "?";
+}
 
 void Node::Print(const std::string& line) const {
   if (options_.print) {
@@ -47,29 +78,26 @@ std::string Node::Start() {
   if (!error.empty()) return error;
   const PartitionId partition = self_->partition();
   const uint32_t partitions = layout_.partitions();
+  const bool recover = params.engine.recover;
+  incarnation_ = NowMicros();
 
   app_ = MakeApplication(params.workload);
   store_ = MakeStore(params.engine, partition, partitions, *app_, params.workload.value_size);
   store_slot_ = store_->RegisterThread();
-  LoadPartition(*app_, partition, partitions, store_.get());
   stats_ = std::make_unique<NodeStats>(params.engine.workers);
+  SchedulerOptions scheduler_options =
+      SchedulerOptionsFor(params.engine, partition, partitions);
+  // Room for the epochs a sequencer may run ahead, twice over (sequencers
+  // are held back by their own partitions, which may trail this one).
+  scheduler_options.max_buffered_epochs = 2 * params.engine.max_epochs_ahead + 16;
+  scheduler_ = std::make_unique<Scheduler>(scheduler_options, store_.get(), app_.get(), this,
+                                           stats_.get(), this);
 
-  scheduler_ = std::make_unique<Scheduler>(
-      SchedulerOptionsFor(params.engine, partition, partitions), store_.get(), app_.get(), this,
-      stats_.get(), this);
-
-  if (!params.engine.log_dir.empty()) {
-    if (!MakeDirectories(params.engine.log_dir)) {
-      return "cannot create the input log directory " + params.engine.log_dir + ": " +
-             std::strerror(errno);
-    }
-    log_ = std::make_unique<InputLogWriter>();
-    error = log_->Open(InputLogPath(params.engine.log_dir, options_.id),
-                       MakeLogHeader(params, options_.id, partition, self_->replica(), partitions),
-                       params.engine.log_fsync);
-    if (!error.empty()) return error;
-    scheduler_->SetBeforeExecute([this](const MergedEpoch& epoch) { log_->Append(epoch); });
-  }
+  Epoch sequenced_through = 0;
+  error = OpenLogs(&logged_through_, &sequenced_through);
+  if (!error.empty()) return error;
+  sequenced_epoch_.store(sequenced_through);
+  MakeCheckpointer();
   for (Epoch epoch : params.engine.digest_epochs) {
     scheduler_->RequestDigest(epoch, [this](Epoch at, uint64_t digest) {
       {
@@ -81,118 +109,576 @@ std::string Node::Start() {
     });
   }
 
+  // The partition, before anything is heard: a fresh one, or rebuilt from
+  // the newest checkpoint.
+  Epoch restored_at = 0;
+  error = recover ? RestorePartition(&restored_at) : "";
+  if (!recover) LoadPartition(*app_, partition, partitions, store_.get());
+  if (!error.empty()) return error;
+
   if (options_.shared_context) {
     context_ = options_.shared_context;
   } else {
     own_context_ = std::make_unique<zmq::context_t>(1);
     context_ = own_context_.get();
   }
-  TransportOptions transport_options;
-  transport_options.self = options_.id;
-  transport_options.bind_endpoint = NodeEndpoint(options_.config, *self_);
-  transport_options.context = context_;
-  for (const NodeConfig& node : options_.config.node()) {
-    transport_options.peers.push_back({node.id(), NodeEndpoint(options_.config, node)});
-  }
-  transport_ = std::make_unique<Transport>(transport_options);
-  transport_->Subscribe(HELLO, [this](NodeId from, std::string&& payload) {
-    OnHello(from, std::move(payload));
-  });
-  transport_->Subscribe(BATCH, [this, partition](NodeId from, std::string&& payload) {
-    auto batch = std::make_unique<Batch>();
-    if (!batch->ParseFromString(payload) || batch->partition() != partition) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      LOG_EVERY_N(ERROR, 100) << "node " << options_.id << ": dropped a garbled batch from node "
-                              << from << " (or one for another partition)";
-      return;
-    }
-    scheduler_->DeliverBatch(std::move(batch));
-  });
-  transport_->Subscribe(REMOTE_READS, [this](NodeId from, std::string&& payload) {
-    RemoteReads reads;
-    if (!reads.ParseFromString(payload)) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      LOG_EVERY_N(ERROR, 100) << "node " << options_.id
-                              << ": dropped garbled remote reads from node " << from;
-      return;
-    }
-    scheduler_->DeliverRemoteReads(std::move(reads));
-  });
-  error = transport_->Start();
+  error = StartTransport();
   if (!error.empty()) return error;
-  if (self_->client_port() != 0) {
-    ClientServiceOptions client_options;
-    client_options.endpoint = ClientEndpoint(*self_);
-    client_options.node = options_.id;
-    client_options.sequences = self_->replica() == 0;
-    const NodeConfig* leader = layout_.Node(layout_.NodeOf(0, partition));
-    client_options.leader = "node " + std::to_string(leader->id()) + " (" + leader->host() + ":" +
-                            std::to_string(leader->client_port()) + ")";
-    clients_ = std::make_unique<ClientService>(
-        client_options, app_.get(), [this] { return NodeStatus(); },
-        [this](Epoch epoch, std::function<void(DigestReply)> done) {
-          ServeDigest(epoch, std::move(done));
-        },
-        context_);
-    error = clients_->Start();
-    if (!error.empty()) return error;
-  }
-  scheduler_->Start();
+  error = StartClients();
+  if (!error.empty()) return error;
+  if (recover) state_ = State::kRecovering;
   error = WaitForPeers();
   if (!error.empty()) return error;
 
+  if (recover) {
+    // Sequenced before this start (by anybody): whoever waited for those
+    // results here is gone.
+    recovered_through_ = std::max(sequenced_through, peers_sequenced_);
+    scheduler_->SetRecoveredThrough(recovered_through_);
+    rejoin_epoch_ = std::max({logged_through_, peers_admitted_, restored_at});
+  }
+  if (checkpointer_) {
+    checkpointer_->Start(restored_at,
+                         Checkpointer::ReadStable(params.engine.log_dir, options_.id));
+  }
+  if (catch_up_) catch_up_->Start();
+  // Built before the scheduler runs: a failed log stops it from any thread.
   if (self_->replica() == 0) {
-    // Replica 0's sequencers fix the order; other replicas execute it.
-    std::vector<TxnSource*> sources;
-    if (clients_) sources.push_back(clients_.get());
-    if (params.engine.generate) {
-      generator_ = std::make_unique<GeneratorSource>(
-          app_->NewGenerator(partition, partitions, params.engine.seed + options_.id),
-          params.engine.max_inflight, [this] { return stats_->GeneratedDone(); });
-      sources.push_back(generator_.get());
+    StartSequencer(sequenced_through + 1, recover ? peers_sequenced_ : 0);
+  }
+  scheduler_->Start();
+  if (recover) {
+    Print("[node " + std::to_string(options_.id) + "] recovering: " +
+          (restored_at > 0 ? "checkpoint at epoch " + std::to_string(restored_at)
+                           : std::string("no checkpoint, from the initial state")) +
+          ", input log through epoch " + std::to_string(logged_through_) +
+          ", own sequencer through epoch " + std::to_string(sequenced_through) +
+          "; the cluster is at epoch " + std::to_string(peers_admitted_));
+    // Reads of read-write txns after the checkpoint that peers sent us:
+    // we run those txns again and need them.
+    ReadsRequest request;
+    request.set_partition(partition);
+    request.set_after_epoch(restored_at);
+    const std::string bytes = request.SerializeAsString();
+    for (uint32_t p = 0; p < partitions; ++p) {
+      const NodeId peer = layout_.NodeOf(self_->replica(), p);
+      if (peer != options_.id) transport_->Send(peer, READS_REQUEST, bytes);
     }
-    SequencerOptions sequencer_options;
-    sequencer_options.sequencer_id = partition;
-    sequencer_options.partitions = partitions;
-    sequencer_options.node = options_.id;
-    sequencer_options.max_batch = params.engine.max_batch;
-    sequencer_ = std::make_unique<Sequencer>(sequencer_options, sources);
-    // Every node computes the same start from the same hellos (a margin
-    // later, so that none has to catch up).
-    const int64_t now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count();
-    const auto start = std::chrono::steady_clock::now() +
-                       std::chrono::milliseconds(agreed_start_unix_ms_ + kStartMarginMs -
-                                                 now_unix_ms);
-    runner_ = std::make_unique<SequencerRunner>(
-        sequencer_.get(), params.engine.epoch_ms, params.engine.run_epochs,
-        [this](PartitionId p, std::unique_ptr<Batch> batch) {
-          DeliverFromSequencer(p, std::move(batch));
-        },
-        start);
+    if (logged_through_ > restored_at) {
+      replaying_ = true;
+      replay_thread_ = std::thread([this, restored_at] {
+        ReplayOwnLog(restored_at + 1, logged_through_);
+        replaying_ = false;
+      });
+    }
   }
   start_us_ = NowMicros();
   if (runner_) runner_->Start();
+  if (!recover) state_ = State::kRunning;
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
   if (params.engine.progress_ms > 0) reporter_ = std::thread([this] { ReportLoop(); });
   started_ = true;
   return "";
 }
 
+std::string Node::OpenLogs(Epoch* logged_through, Epoch* sequenced_through) {
+  const EngineParams& engine = options_.params.engine;
+  if (engine.log_dir.empty()) return "";
+  if (!MakeDirectories(engine.log_dir)) {
+    return "cannot create the log directory " + engine.log_dir + ": " + std::strerror(errno);
+  }
+  const std::string& dir = engine.log_dir;
+  const std::string name = NodeFileName(options_.id);
+  LogHeader header = MakeLogHeader(options_.params, options_.id, self_->partition(),
+                                   self_->replica(), layout_.partitions());
+  const std::string serialized = header.SerializeAsString();
+  log_ = std::make_unique<InputLogWriter>();
+  reads_log_ = std::make_unique<SegmentedLogWriter>();
+  if (self_->replica() == 0) sequencer_log_ = std::make_unique<SegmentedLogWriter>();
+  std::string error;
+  if (engine.recover) {
+    RemoveUnfinishedCheckpoints(dir, options_.id);
+    error = log_->Reopen(InputLogPath(dir, options_.id), header, engine.log_fsync, logged_through);
+    Epoch ignored = 0;
+    if (error.empty()) {
+      error = reads_log_->Reopen(dir, name, kReadsLogFormat, serialized, EpochOfReadsRecord,
+                                 &ignored);
+    }
+    if (error.empty() && sequencer_log_) {
+      error = sequencer_log_->Reopen(dir, name, kSequencerLogFormat, serialized,
+                                     EpochOfSequencerRecord, sequenced_through);
+    }
+  } else {
+    // A fresh start: what an earlier run of this node left is removed.
+    RemoveAllCheckpoints(dir, options_.id);
+    unlink(Checkpointer::StatePath(dir, options_.id).c_str());
+    error = log_->Open(InputLogPath(dir, options_.id), header, engine.log_fsync);
+    if (error.empty()) error = reads_log_->Create(dir, name, kReadsLogFormat, serialized);
+    if (error.empty() && sequencer_log_) {
+      error = sequencer_log_->Create(dir, name, kSequencerLogFormat, serialized);
+    }
+  }
+  if (!error.empty()) return error;
+  scheduler_->SetBeforeExecute([this](const MergedEpoch& epoch) { return AppendToInputLog(epoch); });
+  return "";
+}
+
+bool Node::AppendToInputLog(const MergedEpoch& epoch) {
+  // A recovering node runs again epochs its log holds already.
+  if (epoch.epoch <= logged_through_) return true;
+  const std::string error = log_->Append(epoch);
+  if (error.empty()) return true;
+  LogFailed(error);
+  return false;
+}
+
+void Node::LogFailed(const std::string& error) {
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    if (!log_failure_.empty()) return;
+    log_failure_ = error;
+  }
+  LOG(ERROR) << "node " << options_.id << ": " << error
+             << "; this node stops: it admits no txns and acknowledges none whose epoch is "
+                "not in its log";
+  Print("[node " + std::to_string(options_.id) + "] STOPPED: " + error +
+        " (it admits no txns and acknowledges none whose epoch is not logged)");
+  if (runner_) runner_->RequestStop();
+  if (clients_) clients_->FailWaiting("node " + std::to_string(options_.id) + "'s log failed (" +
+                                      error + ")");
+}
+
+std::string Node::StartTransport() {
+  const PartitionId partition = self_->partition();
+  TransportOptions transport_options;
+  transport_options.self = options_.id;
+  transport_options.bind_endpoint = NodeEndpoint(options_.config, *self_);
+  transport_options.context = context_;
+  transport_options.max_queued_bytes = uint64_t{options_.params.engine.peer_queue_mb} << 20;
+  for (const NodeConfig& node : options_.config.node()) {
+    transport_options.peers.push_back({node.id(), NodeEndpoint(options_.config, node)});
+  }
+  transport_ = std::make_unique<Transport>(transport_options);
+  monitor_ = std::make_unique<PeerMonitor>(
+      options_.config, options_.id, transport_.get(),
+      int64_t{options_.params.engine.peer_timeout_ms} * 1000);
+  transport_->Subscribe(HELLO, [this](NodeId from, std::string&& payload) {
+    OnHello(from, std::move(payload));
+  });
+  auto garbled = [this](NodeId from, const char* what) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_N(ERROR, 100) << "node " << options_.id << ": dropped garbled " << what
+                            << " from node " << from;
+  };
+  transport_->Subscribe(BATCH, [this, partition, garbled](NodeId from, std::string&& payload) {
+    auto batch = std::make_unique<Batch>();
+    if (!batch->ParseFromString(payload) || batch->partition() != partition) {
+      garbled(from, "batch (or one for another partition)");
+      return;
+    }
+    DeliverBatch(std::move(batch));
+  });
+  transport_->Subscribe(REMOTE_READS, [this, garbled](NodeId from, std::string&& payload) {
+    RemoteReads reads;
+    if (!reads.ParseFromString(payload)) return garbled(from, "remote reads");
+    scheduler_->DeliverRemoteReads(std::move(reads));
+  });
+  transport_->Subscribe(HEARTBEAT, [this, garbled](NodeId from, std::string&& payload) {
+    Heartbeat heartbeat;
+    if (!heartbeat.ParseFromString(payload) || heartbeat.node_id() != from) {
+      return garbled(from, "heartbeat");
+    }
+    monitor_->OnHeartbeat(heartbeat);
+  });
+  transport_->Subscribe(BATCH_REQUEST, [this, garbled](NodeId from, std::string&& payload) {
+    BatchRequest request;
+    if (!request.ParseFromString(payload)) return garbled(from, "batch request");
+    if (catch_up_) catch_up_->RequestBatches(from, request);
+  });
+  transport_->Subscribe(READS_REQUEST, [this, garbled](NodeId from, std::string&& payload) {
+    ReadsRequest request;
+    if (!request.ParseFromString(payload)) return garbled(from, "reads request");
+    if (catch_up_) catch_up_->RequestReads(from, request);
+  });
+  if (log_) {
+    CatchUpOptions catch_up;
+    catch_up.self = options_.id;
+    catch_up.log_dir = options_.params.engine.log_dir;
+    catch_up.log_name = NodeFileName(options_.id);
+    catch_up.transport = transport_.get();
+    catch_up.sequencer_log = sequencer_log_.get();
+    catch_up.reads_log = reads_log_.get();
+    catch_up.deliver_local = [this](std::unique_ptr<Batch> batch) {
+      DeliverBatch(std::move(batch));
+    };
+    catch_up_ = std::make_unique<CatchUpServer>(catch_up);
+  }
+  return transport_->Start();
+}
+
+std::string Node::StartClients() {
+  if (self_->client_port() == 0) return "";
+  const PartitionId partition = self_->partition();
+  ClientServiceOptions client_options;
+  client_options.endpoint = ClientEndpoint(*self_);
+  client_options.node = options_.id;
+  client_options.sequences = self_->replica() == 0;
+  const NodeConfig* leader = layout_.Node(layout_.NodeOf(0, partition));
+  client_options.leader = "node " + std::to_string(leader->id()) + " (" + leader->host() + ":" +
+                          std::to_string(leader->client_port()) + ")";
+  clients_ = std::make_unique<ClientService>(
+      client_options, app_.get(), [this] { return NodeStatus(); },
+      [this](Epoch epoch, std::function<void(DigestReply)> done) {
+        ServeDigest(epoch, std::move(done));
+      },
+      context_);
+  ClientService::CheckpointProvider checkpoint;
+  if (log_) {
+    checkpoint = [this](ClientService::CheckpointDone done) { ServeCheckpoint(std::move(done)); };
+  }
+  clients_->SetRecoveryHooks(
+      [this] {
+        if (state_.load() == State::kStarting) return std::string("it is starting");
+        return Problem();
+      },
+      std::move(checkpoint));
+  return clients_->Start();
+}
+
+std::string Node::RestorePartition(Epoch* restored_at) {
+  const std::string& dir = options_.params.engine.log_dir;
+  const std::vector<Epoch> held = ListCheckpoints(dir, options_.id);
+  const Epoch stable = Checkpointer::ReadStable(dir, options_.id);
+  *restored_at = 0;
+  if (held.empty()) {
+    if (stable > 0) {
+      return "its log directory " + dir + " has no checkpoint, but its logs before epoch " +
+             std::to_string(stable) + " were removed: it cannot be rebuilt";
+    }
+    LoadPartition(*app_, self_->partition(), layout_.partitions(), store_.get());
+    return "";
+  }
+  // The newest: every log segment after it is kept, here and at the peers.
+  const std::string path = CheckpointPath(dir, options_.id, held.back());
+  CheckpointHeader header;
+  CheckpointStats stats;
+  std::string error = LoadCheckpoint(path, store_.get(), store_slot_, &header, &stats);
+  if (!error.empty()) return "cannot recover from its newest checkpoint: " + error;
+  if (header.node_id() != options_.id || header.partition() != self_->partition() ||
+      header.partitions() != layout_.partitions()) {
+    return path + " is a checkpoint of node " + std::to_string(header.node_id()) +
+           " (partition " + std::to_string(header.partition()) + " of " +
+           std::to_string(header.partitions()) + "), not of this one";
+  }
+  if (header.mode() != ModeName(options_.params.engine.mode)) {
+    return path + " was written in " + header.mode() + " mode; this node runs " +
+           ModeName(options_.params.engine.mode);
+  }
+  SnapshotInfo info;
+  info.ok = true;
+  info.epoch = header.epoch();
+  info.last_rw_epoch = header.last_rw_epoch();
+  info.lane_state = header.lane_state();
+  scheduler_->RestoreAt(info);
+  *restored_at = info.epoch;
+  char seconds[32];
+  snprintf(seconds, sizeof(seconds), "%.2f", stats.seconds);
+  Print("[node " + std::to_string(options_.id) + "] loaded the checkpoint at epoch " +
+        std::to_string(info.epoch) + ": " + std::to_string(stats.keys) + " keys in " + seconds +
+        " s (" + path + ")");
+  return "";
+}
+
+void Node::ReplayOwnLog(Epoch from, Epoch through) {
+  InputLogReader reader;
+  std::string error = reader.Open(InputLogPath(options_.params.engine.log_dir, options_.id));
+  if (!error.empty()) {
+    LOG(ERROR) << "node " << options_.id << ": cannot replay its log: " << error;
+    return;
+  }
+  const Epoch room = options_.params.engine.max_epochs_ahead;
+  LogEpoch epoch;
+  while (!replay_stop_.load() && reader.Next(&epoch)) {
+    if (epoch.epoch() < from) continue;
+    if (epoch.epoch() > through) break;
+    // No more than the scheduler buffers: it refuses epochs too far ahead.
+    while (!replay_stop_.load() && epoch.epoch() > scheduler_->Status().admitted_epoch + room) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // flow control, not sync
+    }
+    for (Batch& batch : *epoch.mutable_batch()) {
+      auto owned = std::make_unique<Batch>();
+      owned->Swap(&batch);
+      DeliverBatch(std::move(owned));
+    }
+  }
+}
+
+void Node::MakeCheckpointer() {
+  if (!log_) return;
+  const EngineParams& engine = options_.params.engine;
+  CheckpointerOptions options;
+  options.dir = engine.log_dir;
+  CheckpointHeader& header = options.header;
+  header.set_node_id(options_.id);
+  header.set_partition(self_->partition());
+  header.set_replica(self_->replica());
+  header.set_partitions(layout_.partitions());
+  header.set_mode(ModeName(engine.mode));
+  for (const auto& [name, value] : options_.params.ClusterParams()) {
+    Param* param = header.add_param();
+    param->set_name(name);
+    param->set_value(value);
+  }
+  options.every_epochs = engine.CheckpointEpochs();
+  options.single_version = !store_->multi_version();
+  options.sync = engine.log_fsync;
+  options.stall_nth = engine.fault_stall_checkpoint;
+  options.store = store_.get();
+  options.scheduler = scheduler_.get();
+  options.logs = {&log_->log(), reads_log_.get()};
+  if (sequencer_log_) options.logs.push_back(sequencer_log_.get());
+  options.print = [this](const std::string& line) { Print(line); };
+  checkpointer_ = std::make_unique<Checkpointer>(options);
+}
+
+void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
+  const NodeParams& params = options_.params;
+  const PartitionId partition = self_->partition();
+  const uint32_t partitions = layout_.partitions();
+  // Replica 0's sequencers fix the order; other replicas execute it.
+  std::vector<TxnSource*> sources;
+  if (clients_) sources.push_back(clients_.get());
+  if (params.engine.generate) {
+    generator_ = std::make_unique<GeneratorSource>(
+        app_->NewGenerator(partition, partitions, params.engine.seed + options_.id),
+        params.engine.max_inflight, [this] { return stats_->GeneratedDone(); });
+    sources.push_back(generator_.get());
+  }
+  SequencerOptions sequencer_options;
+  sequencer_options.sequencer_id = partition;
+  sequencer_options.partitions = partitions;
+  sequencer_options.node = options_.id;
+  sequencer_options.max_batch = params.engine.max_batch;
+  sequencer_ = std::make_unique<Sequencer>(sequencer_options, sources);
+  // Every node computes the same start from the same hellos (a margin
+  // later, so that none has to catch up). A restarted one starts now, and
+  // closes back to back the epochs the others are ahead.
+  auto start = std::chrono::steady_clock::now();
+  if (first_epoch == 1) {
+    start += std::chrono::milliseconds(agreed_start_unix_ms_ + kStartMarginMs - UnixMillis());
+  } else {
+    start -= std::chrono::milliseconds(params.engine.epoch_ms) * static_cast<int64_t>(first_epoch);
+  }
+  runner_ = std::make_unique<SequencerRunner>(
+      sequencer_.get(), params.engine.epoch_ms, params.engine.run_epochs,
+      [this](PartitionId p, std::unique_ptr<Batch> batch) {
+        DeliverFromSequencer(p, std::move(batch));
+      },
+      start);
+  runner_->SetFirstEpoch(first_epoch);
+  runner_->CatchUpTo(catch_up_to);
+  runner_->SetBeforeSend([this](Epoch epoch, const std::vector<std::unique_ptr<Batch>>& batches) {
+    return BeforeSend(epoch, batches);
+  });
+  const Epoch ahead = params.engine.max_epochs_ahead;
+  runner_->SetLimit([this, ahead] { return scheduler_->Status().admitted_epoch + ahead; });
+}
+
+bool Node::BeforeSend(Epoch epoch, const std::vector<std::unique_ptr<Batch>>& batches) {
+  sequenced_epoch_.store(epoch);
+  if (checkpoint_asked_.exchange(false)) {
+    for (const auto& batch : batches) batch->set_checkpoint(true);
+  }
+  sequenced_bytes_.resize(batches.size());
+  for (size_t p = 0; p < batches.size(); ++p) batches[p]->SerializeToString(&sequenced_bytes_[p]);
+  if (!sequencer_log_) return true;
+  // A SequencedEpoch from the batches' bytes, without serializing them again.
+  std::string record;
+  {
+    google::protobuf::io::StringOutputStream stream(&record);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.WriteTag(8);  // field 1: epoch
+    out.WriteVarint64(epoch);
+    out.WriteTag(16);  // field 2: sequencer
+    out.WriteVarint32(self_->partition());
+    for (const std::string& bytes : sequenced_bytes_) {
+      out.WriteTag((3 << 3) | 2);  // field 3: batches
+      out.WriteVarint32(static_cast<uint32_t>(bytes.size()));
+      out.WriteRaw(bytes.data(), static_cast<int>(bytes.size()));
+    }
+  }
+  std::string error = sequencer_log_->Append(epoch, record);
+  if (error.empty()) error = sequencer_log_->Flush(options_.params.engine.log_fsync);
+  if (error.empty()) return true;
+  LogFailed(error);
+  return false;
+}
+
+void Node::DeliverFromSequencer(PartitionId partition, std::unique_ptr<Batch> batch) {
+  bool to_self = false;
+  const std::string& bytes = sequenced_bytes_[partition];
+  for (uint32_t replica = 0; replica < layout_.replicas(); ++replica) {
+    const NodeId node = layout_.NodeOf(replica, partition);
+    if (node == options_.id) {
+      to_self = true;
+      continue;
+    }
+    // A full queue drops it: the peer asks for it again from our log.
+    transport_->Send(node, BATCH, bytes);
+  }
+  if (to_self) DeliverBatch(std::move(batch));
+}
+
+void Node::DeliverBatch(std::unique_ptr<Batch> batch) {
+  if (batch->checkpoint() && checkpointer_ &&
+      batch->epoch() >= scheduler_->Status().next_epoch) {
+    // Asked before the epoch can run: the scheduler holds its snapshot.
+    checkpointer_->CheckpointAt(batch->epoch());
+  }
+  scheduler_->DeliverBatch(std::move(batch));
+}
+
+void Node::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
+  const NodeId peer = layout_.NodeOf(self_->replica(), to);
+  if (reads.writes() && reads_log_) {
+    // Kept for the peer, should it restart and run the txn again.
+    SentReads record;
+    record.set_to_partition(to);
+    *record.mutable_reads() = reads;
+    const std::string error =
+        reads_log_->Append(TxnEpoch(reads.txn_id()), record.SerializeAsString());
+    if (!error.empty()) LogFailed(error);
+  }
+  if (TxnEpoch(reads.txn_id()) <= logged_through_) {
+    // Run again after a restart: the peer may have them.
+    RemoteReads again = reads;
+    again.set_resent(true);
+    transport_->Send(peer, REMOTE_READS, again.SerializeAsString());
+    return;
+  }
+  transport_->Send(peer, REMOTE_READS, reads.SerializeAsString());
+}
+
+void Node::ServeCheckpoint(std::function<void(const CheckpointReply&, const std::string&)> done) {
+  if (!runner_) {
+    done(CheckpointReply(), "node " + std::to_string(options_.id) +
+                                " does not sequence (a replica); ask a node of replica 0");
+    return;
+  }
+  const std::string problem = Problem();
+  if (!problem.empty()) {
+    done(CheckpointReply(), problem);
+    return;
+  }
+  // The next batch this node's sequencer cuts carries the request to every
+  // node; this one answers once its own checkpoint there is written.
+  checkpointer_->AddWaiter(runner_->current_epoch() + 1, std::move(done));
+  checkpoint_asked_.store(true);
+}
+
+void Node::RequestStop() {
+  state_ = State::kStopping;
+  if (clients_) clients_->BeginShutdown();
+  if (runner_) runner_->RequestStop();
+}
+
+void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
+                    const ReadValues& reads) {
+  if (clients_) clients_->OnResult(txn, outcome, read_version, reads);
+  if (options_.result_tap) options_.result_tap->OnResult(txn, outcome, read_version, reads);
+}
+
+std::string Node::Problem() const {
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    if (!log_failure_.empty()) return "its log failed: " + log_failure_;
+  }
+  std::lock_guard<std::mutex> lock(problem_mu_);
+  return stall_;
+}
+
+StatusReply Node::NodeStatus() const {
+  StatusReply reply;
+  const SchedulerStatus status = scheduler_->Status();
+  reply.set_node_id(options_.id);
+  reply.set_partition(self_->partition());
+  reply.set_replica(self_->replica());
+  reply.set_mode(ModeName(options_.params.engine.mode));
+  reply.set_workload(options_.params.workload.workload);
+  reply.set_admitted_epoch(status.admitted_epoch);
+  reply.set_published_epoch(status.published_epoch);
+  reply.set_pending(status.pending);
+  reply.set_executing(status.executing);
+  reply.set_waiting_ro(status.waiting_ro);
+  reply.set_ro_per_s(ro_rate_.load());
+  reply.set_rw_per_s(rw_rate_.load());
+  reply.set_committed(stats_->CommittedAll());
+  reply.set_client_txns_waiting(clients_ ? clients_->waiting_txns() : 0);
+  if (store_->multi_version()) reply.set_live_versions(store_->Metrics().live_versions);
+  reply.set_uptime_s((NowMicros() - start_us_) / 1e6);
+  reply.set_state(StateName(state_.load()));
+  reply.set_problem(Problem());
+  if (checkpointer_) {
+    const std::vector<Epoch> held = checkpointer_->Held();
+    if (!held.empty()) reply.set_checkpoint_epoch(held.back());
+  }
+  return reply;
+}
+
+void Node::ServeDigest(Epoch epoch, std::function<void(DigestReply)> done) {
+  if (epoch == 0) epoch = scheduler_->Status().published_epoch;
+  const PartitionId partition = self_->partition();
+  const uint32_t replica = self_->replica();
+  scheduler_->RequestDigest(epoch, [done, partition, replica](Epoch at, uint64_t digest) {
+    DigestReply reply;
+    reply.set_epoch(at);
+    reply.set_digest(digest);
+    reply.set_partition(partition);
+    reply.set_replica(replica);
+    done(reply);
+  });
+}
+
+// ------------------------------------------------------------ start-up
+
+Hello Node::MakeHello(bool reply) const {
+  Hello hello;
+  hello.set_node_id(options_.id);
+  hello.set_params_fingerprint(options_.params.Fingerprint());
+  hello.set_params_text(options_.params.ClusterParamsText());
+  hello.set_recovering(options_.params.engine.recover && state_.load() != State::kRunning);
+  hello.set_reply(reply);
+  hello.set_sequenced_epoch(sequenced_epoch_.load());
+  hello.set_admitted_epoch(scheduler_->Status().admitted_epoch);
+  return hello;
+}
+
 void Node::OnHello(NodeId from, std::string&& payload) {
   Hello hello;
-  std::lock_guard<std::mutex> lock(hello_mu_);
   if (!hello.ParseFromString(payload)) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     LOG(WARNING) << "node " << options_.id << ": garbled hello from node " << from;
     return;
   }
+  if (!hello.reply()) {
+    // A peer starting (or restarting) wants to know who is there.
+    transport_->Send(from, HELLO, MakeHello(/*reply=*/true).SerializeAsString());
+  }
+  std::lock_guard<std::mutex> lock(hello_mu_);
   if (hello.params_fingerprint() != options_.params.Fingerprint()) {
     hello_error_ = "node " + std::to_string(from) +
                    " runs with different cluster parameters. Ours:\n" +
                    options_.params.ClusterParamsText() + "theirs:\n" + hello.params_text();
   }
   start_unix_ms_ = std::max(start_unix_ms_, hello.ready_unix_ms());
+  // Its partition ran epochs: they had batches from every sequencer, ours
+  // included, so this cluster ran before (nobody runs epoch 1 without us).
+  if (hello.admitted_epoch() > 0 && !peer_running_) {
+    peer_running_ = true;
+    running_peer_ = from;
+  }
+  peers_sequenced_ = std::max<Epoch>(peers_sequenced_, hello.sequenced_epoch());
+  peers_admitted_ = std::max<Epoch>(peers_admitted_, hello.admitted_epoch());
   for (int i = 0; i < options_.config.node_size(); ++i) {
     if (options_.config.node(i).id() == from) {
       if (heard_from_.empty()) heard_from_.assign(options_.config.node_size(), false);
@@ -203,16 +689,19 @@ void Node::OnHello(NodeId from, std::string&& payload) {
 }
 
 std::string Node::WaitForPeers() {
-  Hello hello;
-  hello.set_node_id(options_.id);
-  hello.set_params_fingerprint(options_.params.Fingerprint());
-  hello.set_params_text(options_.params.ClusterParamsText());
-  const int64_t ready = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+  Hello hello = MakeHello(/*reply=*/false);
+  const int64_t ready = UnixMillis();
   hello.set_ready_unix_ms(ready);
   const std::string payload = hello.SerializeAsString();
+  const bool recover = options_.params.engine.recover;
   const int n = options_.config.node_size();
+  // A fresh cluster starts together; a restarted node needs the nodes of its
+  // replica (reads) and of replica 0 (batches), not a dead replica elsewhere.
+  std::vector<bool> needed(n, true);
+  for (int i = 0; i < n; ++i) {
+    const NodeConfig& node = options_.config.node(i);
+    if (recover && node.replica() != 0 && node.replica() != self_->replica()) needed[i] = false;
+  }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(options_.params.engine.peer_wait_s);
   std::unique_lock<std::mutex> lock(hello_mu_);
@@ -221,6 +710,12 @@ std::string Node::WaitForPeers() {
   for (int i = 0; i < n; ++i) {
     if (options_.config.node(i).id() == options_.id) heard_from_[i] = true;
   }
+  auto all_heard = [&] {
+    for (int i = 0; i < n; ++i) {
+      if (needed[i] && !heard_from_[i]) return false;
+    }
+    return true;
+  };
   bool said_waiting = false;
   while (true) {
     lock.unlock();
@@ -228,14 +723,17 @@ std::string Node::WaitForPeers() {
       if (node.id() != options_.id) transport_->Send(node.id(), HELLO, payload);
     }
     lock.lock();
-    hello_cv_.wait_for(lock, std::chrono::milliseconds(500), [&] {
-      return !hello_error_.empty() ||
-             std::all_of(heard_from_.begin(), heard_from_.end(), [](bool b) { return b; });
-    });
+    hello_cv_.wait_for(lock, std::chrono::milliseconds(500),
+                       [&] { return !hello_error_.empty() || all_heard(); });
     if (!hello_error_.empty()) return hello_error_;
+    if (!recover && peer_running_) {
+      return "the cluster runs already (node " + std::to_string(running_peer_) +
+             " is at epoch " + std::to_string(std::max(peers_admitted_, peers_sequenced_)) +
+             "): a node that stopped rejoins it with --recover (paxflow-cluster restart)";
+    }
     std::string missing;
     for (int i = 0; i < n; ++i) {
-      if (heard_from_[i]) continue;
+      if (heard_from_[i] || !needed[i]) continue;
       const NodeConfig& node = options_.config.node(i);
       missing += (missing.empty() ? "" : ", ") + std::string("node ") + std::to_string(node.id()) +
                  " (" + NodeEndpoint(options_.config, node) + ")";
@@ -260,71 +758,132 @@ std::string Node::WaitForPeers() {
   }
 }
 
-void Node::DeliverFromSequencer(PartitionId partition, std::unique_ptr<Batch> batch) {
-  bool to_self = false;
-  std::string bytes;
-  for (uint32_t replica = 0; replica < layout_.replicas(); ++replica) {
-    const NodeId node = layout_.NodeOf(replica, partition);
-    if (node == options_.id) {
-      to_self = true;
-      continue;
+// ------------------------------------------------------------ heartbeats
+
+void Node::HeartbeatLoop() {
+  const auto period = std::chrono::milliseconds(options_.params.engine.heartbeat_ms);
+  std::unique_lock<std::mutex> lock(heartbeat_mu_);
+  while (!heartbeat_cv_.wait_for(lock, period, [&] { return heartbeat_stop_; })) {
+    lock.unlock();
+    SendHeartbeats();
+    UpdateProblems();
+    AskForMissedBatches();
+    if (checkpointer_) {
+      checkpointer_->Retain(monitor_->StableCheckpoint(checkpointer_->Held()));
     }
-    if (bytes.empty()) bytes = batch->SerializeAsString();
-    transport_->Send(node, BATCH, bytes);
+    if (state_.load() == State::kRecovering &&
+        scheduler_->Status().admitted_epoch >= rejoin_epoch_) {
+      state_ = State::kRunning;
+      Print("[node " + std::to_string(options_.id) + "] recovered: rejoined the cluster at epoch " +
+            std::to_string(scheduler_->Status().admitted_epoch) + " after " +
+            PeerMonitor::Seconds(NowMicros() - incarnation_));
+    }
+    lock.lock();
   }
-  if (to_self) scheduler_->DeliverBatch(std::move(batch));
 }
 
-void Node::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
-  transport_->Send(layout_.NodeOf(self_->replica(), to), REMOTE_READS, reads.SerializeAsString());
-}
-
-void Node::RequestStop() {
-  if (clients_) clients_->BeginShutdown();
-  if (runner_) runner_->RequestStop();
-}
-
-void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
-                    const ReadValues& reads) {
-  if (clients_) clients_->OnResult(txn, outcome, read_version, reads);
-  if (options_.result_tap) options_.result_tap->OnResult(txn, outcome, read_version, reads);
-}
-
-StatusReply Node::NodeStatus() const {
-  StatusReply reply;
+void Node::SendHeartbeats() {
   const SchedulerStatus status = scheduler_->Status();
-  reply.set_node_id(options_.id);
-  reply.set_partition(self_->partition());
-  reply.set_replica(self_->replica());
-  reply.set_mode(ModeName(options_.params.engine.mode));
-  reply.set_workload(options_.params.workload.workload);
-  reply.set_admitted_epoch(status.admitted_epoch);
-  reply.set_published_epoch(status.published_epoch);
-  reply.set_pending(status.pending);
-  reply.set_executing(status.executing);
-  reply.set_waiting_ro(status.waiting_ro);
-  reply.set_ro_per_s(ro_rate_.load());
-  reply.set_rw_per_s(rw_rate_.load());
-  reply.set_committed(stats_->CommittedAll());
-  reply.set_client_txns_waiting(clients_ ? clients_->waiting_txns() : 0);
-  if (store_->multi_version()) reply.set_live_versions(store_->Metrics().live_versions);
-  reply.set_uptime_s((NowMicros() - start_us_) / 1e6);
-  return reply;
+  Heartbeat heartbeat;
+  heartbeat.set_node_id(options_.id);
+  heartbeat.set_incarnation(incarnation_);
+  heartbeat.set_admitted_epoch(status.admitted_epoch);
+  heartbeat.set_published_epoch(status.published_epoch);
+  if (runner_) {
+    heartbeat.set_sequenced_epoch(runner_->current_epoch());
+    heartbeat.add_sequencers(self_->partition());
+  }
+  if (checkpointer_) {
+    for (Epoch epoch : checkpointer_->Held()) heartbeat.add_checkpoints(epoch);
+    heartbeat.set_stable_checkpoint(checkpointer_->Stable());
+  }
+  heartbeat.set_recovering(state_.load() == State::kRecovering);
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    heartbeat.set_problem(log_failure_.empty() ? "" : "its log failed: " + log_failure_);
+  }
+  const std::string bytes = heartbeat.SerializeAsString();
+  for (const NodeConfig& node : options_.config.node()) {
+    if (node.id() != options_.id) transport_->Send(node.id(), HEARTBEAT, bytes);
+  }
 }
 
-void Node::ServeDigest(Epoch epoch, std::function<void(DigestReply)> done) {
-  if (epoch == 0) epoch = scheduler_->Status().published_epoch;
-  const PartitionId partition = self_->partition();
-  const uint32_t replica = self_->replica();
-  scheduler_->RequestDigest(epoch, [done, partition, replica](Epoch at, uint64_t digest) {
-    DigestReply reply;
-    reply.set_epoch(at);
-    reply.set_digest(digest);
-    reply.set_partition(partition);
-    reply.set_replica(replica);
-    done(reply);
-  });
+void Node::UpdateProblems() {
+  const int64_t now = NowMicros();
+  const SchedulerStatus status = scheduler_->Status();
+  std::vector<std::string> stalls;
+  std::vector<NodeId> waited_for;
+  if (!scheduler_->finished()) {
+    for (uint32_t sequencer : status.missing_sequencers) {
+      const NodeId node = monitor_->NodeOfSequencer(sequencer, layout_.NodeOf(0, sequencer));
+      if (node == options_.id) continue;
+      Heartbeat heartbeat;
+      const bool heard = monitor_->Latest(node, &heartbeat);
+      std::string why;
+      if (monitor_->Silent(node, now)) {
+        why = ", silent for " + PeerMonitor::Seconds(monitor_->SilentForUs(node, now));
+      } else if (heard && !heartbeat.problem().empty()) {
+        why = ", which cannot go on: " + heartbeat.problem();
+      } else {
+        continue;  // alive: its batch is on its way
+      }
+      stalls.push_back("waiting for " + monitor_->Describe(node) + why + " (epoch " +
+                       std::to_string(status.next_epoch) + ")");
+      waited_for.push_back(node);
+    }
+  }
+  const std::vector<std::string> silent = monitor_->SilentPeers(now, waited_for);
+  std::lock_guard<std::mutex> lock(problem_mu_);
+  stall_ = Join(stalls, "; ");
+  warnings_ = Join(silent, "; ");
 }
+
+void Node::AskForMissedBatches() {
+  if (scheduler_->finished()) return;
+  const SchedulerStatus status = scheduler_->Status();
+  // Its own log feeds a recovering partition first.
+  if (replaying_.load() && status.next_epoch <= logged_through_) return;
+  const int64_t now = NowMicros();
+  const Epoch window = options_.params.engine.max_epochs_ahead;
+  for (uint32_t sequencer : status.missing_sequencers) {
+    const NodeId node = monitor_->NodeOfSequencer(sequencer, layout_.NodeOf(0, sequencer));
+    Epoch sequenced = 0;
+    if (node == options_.id) {
+      sequenced = sequenced_epoch_.load();
+    } else {
+      Heartbeat heartbeat;
+      if (!monitor_->Latest(node, &heartbeat) || monitor_->Silent(node, now)) continue;
+      sequenced = heartbeat.sequenced_epoch();
+    }
+    // Ask only for batches that were cut: later ones come by themselves.
+    if (sequenced < status.next_epoch) continue;
+    Asked& asked = asked_[sequencer];
+    if (asked.waiting_epoch != status.next_epoch) {
+      // Progress (or a new wait): an answer still coming counts from now.
+      asked.waiting_epoch = status.next_epoch;
+      asked.since_us = now;
+    }
+    const bool covered = asked.through >= status.next_epoch &&
+                         now - std::max(asked.at_us, asked.since_us) < kRequestRetryUs;
+    if (covered) continue;
+    // In a running cluster a batch is seldom late: give it a moment.
+    if (state_.load() == State::kRunning && now - asked.since_us < kMissingBatchUs) continue;
+    BatchRequest request;
+    request.set_partition(self_->partition());
+    request.set_from_epoch(status.next_epoch);
+    request.set_to_epoch(std::min(sequenced, status.next_epoch + window - 1));
+    request.add_sequencers(sequencer);
+    asked.through = request.to_epoch();
+    asked.at_us = now;
+    if (node == options_.id) {
+      if (catch_up_) catch_up_->RequestBatches(node, request);
+    } else {
+      transport_->Send(node, BATCH_REQUEST, request.SerializeAsString());
+    }
+  }
+}
+
+// ------------------------------------------------------------ run, stop
 
 bool Node::WaitFinished(int64_t timeout_ms) {
   if (!scheduler_->WaitFinished(timeout_ms)) return false;
@@ -361,9 +920,11 @@ void Node::Run(const std::function<bool()>& interrupted) {
     }
     if (stopping && now - last_progress_us > options_.params.engine.drain_timeout_s * 1e6) {
       const SchedulerStatus status = scheduler_->Status();
+      const std::string problem = Problem();
       LOG(ERROR) << "node " << options_.id << ": gave up draining after "
                  << options_.params.engine.drain_timeout_s << " s without progress at epoch "
-                 << status.admitted_epoch << " (" << status.waiting_for << ")";
+                 << status.admitted_epoch << " ("
+                 << (problem.empty() ? status.waiting_for : problem) << ")";
       drain_failed_ = true;
       break;
     }
@@ -374,24 +935,39 @@ void Node::Run(const std::function<bool()>& interrupted) {
 void Node::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  state_ = State::kStopping;
   if (runner_) {
     runner_->RequestStop();
     runner_->Join();
   }
-  if (reporter_.joinable()) {
+  replay_stop_ = true;
+  if (replay_thread_.joinable()) replay_thread_.join();
+  for (auto* thread : {&reporter_, &heartbeat_thread_}) {
+    if (!thread->joinable()) continue;
     {
       std::lock_guard<std::mutex> lock(report_mu_);
       report_stop_ = true;
     }
+    {
+      std::lock_guard<std::mutex> lock(heartbeat_mu_);
+      heartbeat_stop_ = true;
+    }
     report_cv_.notify_all();
-    reporter_.join();
+    heartbeat_cv_.notify_all();
+    thread->join();
   }
+  if (catch_up_) catch_up_->Stop();
   // The scheduler first: its workers and digests still report to clients.
   if (scheduler_) scheduler_->Stop();
+  if (checkpointer_) checkpointer_->Stop();
   if (clients_) clients_->Stop();
   // Flush what a finished run still has queued for its peers (remote reads
   // they wait for); after a failed start there is nothing worth waiting for.
   if (transport_) transport_->Stop(/*flush=*/started_ && !drain_failed_);
+  for (SegmentedLogWriter* log :
+       {log_ ? &log_->log() : nullptr, sequencer_log_.get(), reads_log_.get()}) {
+    if (log) log->Close(options_.params.engine.log_fsync);
+  }
   if (end_us_ == 0) end_us_ = NowMicros();
 }
 
@@ -430,9 +1006,21 @@ void Node::ReportLoop() {
               std::to_string(metrics.longest_chain);
       last_reclaimed = metrics.reclaimed_versions;
     }
-    if (!status.waiting_for.empty() && status.buffered_epochs > 0) {
+    if (state_.load() == State::kRecovering) {
+      line += " | recovering (to epoch " + std::to_string(rejoin_epoch_) + ")";
+    }
+    const std::string problem = Problem();
+    std::string warnings;
+    {
+      std::lock_guard<std::mutex> problems(problem_mu_);
+      warnings = warnings_;
+    }
+    if (!problem.empty()) {
+      line += " | " + problem;
+    } else if (!status.waiting_for.empty() && status.buffered_epochs > 0) {
       line += " | " + status.waiting_for;
     }
+    if (!warnings.empty()) line += " | " + warnings;
     Print(line);
   }
 }

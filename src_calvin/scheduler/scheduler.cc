@@ -23,6 +23,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
       merger_(options.sequencers),
       reader_mark_(options.partitions, 0),
       writer_mark_(options.partitions, 0) {
+  merger_.set_window(options.max_buffered_epochs);
   store_slot_ = store_->RegisterThread();
   for (uint32_t i = 0; i < options_.workers; ++i) {
     contexts_.push_back(std::make_unique<WorkerContext>());
@@ -70,13 +71,17 @@ void Scheduler::DeliverBatch(std::unique_ptr<Batch> batch) {
 void Scheduler::DeliverRemoteReads(RemoteReads&& reads) {
   std::string error;
   TxnWork* complete = nullptr;
+  const bool resent = reads.resent();
   if (TxnEpoch(reads.txn_id()) <= freed_through_.load(std::memory_order_acquire)) {
     error = "remote reads for txn " + TxnIdString(reads.txn_id()) +
             ", whose epoch is over here";
   } else {
     complete = remote_reads_.AddRemote(std::move(reads), &error);
   }
-  if (!error.empty()) {
+  if (!error.empty() && resent) {
+    // Sent again by a recovering partition: a duplicate is expected.
+    repeated_messages_.fetch_add(1, std::memory_order_relaxed);
+  } else if (!error.empty()) {
     dropped_messages_.fetch_add(1, std::memory_order_relaxed);
     LOG_EVERY_N(ERROR, 100) << "partition " << options_.partition << ": " << error;
   }
@@ -91,6 +96,39 @@ void Scheduler::RequestDigest(Epoch epoch, std::function<void(Epoch, uint64_t)> 
   }
   inbox_cv_.notify_one();
 }
+
+void Scheduler::RequestSnapshot(Epoch epoch, std::function<void(const SnapshotInfo&)> ready) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    inbox_snapshots_.push_back(SnapshotRequest{epoch, std::move(ready), {}, false});
+    wake_ = true;
+  }
+  inbox_cv_.notify_one();
+}
+
+void Scheduler::ReleaseSnapshot(Epoch epoch) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    inbox_releases_.push_back(epoch);
+    wake_ = true;
+  }
+  inbox_cv_.notify_one();
+}
+
+void Scheduler::RestoreAt(const SnapshotInfo& snapshot) {
+  merger_.StartAt(snapshot.epoch + 1);
+  last_rw_epoch_ = snapshot.last_rw_epoch;
+  admitted_.store(snapshot.epoch, std::memory_order_relaxed);
+  published_.store(snapshot.epoch, std::memory_order_relaxed);
+  freed_through_.store(snapshot.epoch, std::memory_order_relaxed);
+  next_epoch_ = snapshot.epoch + 1;
+  RestoreLaneState(snapshot.lane_state);
+  UpdatePins();
+}
+
+// The LTX lane keeps its state here; without it there is nothing to keep.
+std::string Scheduler::CheckpointLaneState(Epoch) { return ""; }
+void Scheduler::RestoreLaneState(const std::string&) {}
 
 void Scheduler::PostDone(const DoneMessage& message) {
   {
@@ -120,8 +158,11 @@ SchedulerStatus Scheduler::Status() const {
   status.waited_ro = waited_ro_.load(std::memory_order_relaxed);
   status.locked_keys = locked_keys_.load(std::memory_order_relaxed);
   status.buffered_epochs = buffered_epochs_.load(std::memory_order_relaxed);
+  status.repeated_messages = repeated_messages_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(status_mu_);
   status.waiting_for = waiting_for_;
+  status.next_epoch = next_epoch_;
+  status.missing_sequencers = missing_sequencers_;
   return status;
 }
 
@@ -159,16 +200,53 @@ void Scheduler::TakeInbox(std::vector<std::unique_ptr<Batch>>* batches,
   done->swap(inbox_done_);
   for (auto& request : inbox_digests_) digests_.push_back(std::move(request));
   inbox_digests_.clear();
+  for (auto& request : inbox_snapshots_) taken_snapshots_.push_back(std::move(request));
+  inbox_snapshots_.clear();
+  taken_releases_.insert(taken_releases_.end(), inbox_releases_.begin(), inbox_releases_.end());
+  inbox_releases_.clear();
+}
+
+void Scheduler::TakeSnapshotRequests() {
+  for (auto& request : taken_snapshots_) {
+    if (request.epoch < merger_.next_epoch()) {
+      // Later epochs may have run: this snapshot can no longer be had.
+      request.info.epoch = request.epoch;
+      request.ready(request.info);
+      continue;
+    }
+    auto at = std::find_if(snapshots_.begin(), snapshots_.end(),
+                           [&](const SnapshotRequest& r) { return r.epoch >= request.epoch; });
+    snapshots_.insert(at, std::move(request));
+  }
+  taken_snapshots_.clear();
+  for (Epoch epoch : taken_releases_) {
+    auto it = std::find_if(snapshots_.begin(), snapshots_.end(), [&](const SnapshotRequest& r) {
+      return r.epoch == epoch && r.served;
+    });
+    if (it != snapshots_.end()) snapshots_.erase(it);
+  }
+  taken_releases_.clear();
 }
 
 void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
                              std::vector<DoneMessage>* done) {
+  TakeSnapshotRequests();
   for (const DoneMessage& message : *done) HandleDone(message);
   for (auto& batch : *batches) {
-    std::string error = merger_.Add(std::move(batch));
-    if (!error.empty()) {
-      dropped_messages_.fetch_add(1, std::memory_order_relaxed);
-      LOG(ERROR) << "partition " << options_.partition << " dropped " << error;
+    std::string error;
+    switch (merger_.Offer(std::move(batch), &error)) {
+      case EpochMerger::Outcome::kAccepted:
+        break;
+      case EpochMerger::Outcome::kRepeated:
+      case EpochMerger::Outcome::kTooFarAhead:
+        // Sent again after a restart, or early: harmless; its sender's log
+        // has it for when it is due.
+        repeated_messages_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case EpochMerger::Outcome::kRejected:
+        dropped_messages_.fetch_add(1, std::memory_order_relaxed);
+        LOG(ERROR) << "partition " << options_.partition << " dropped " << error;
+        break;
     }
   }
   // In calvin mode a digest needs the store exactly at its epoch: pin the
@@ -194,6 +272,7 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   FlushReady();
   ServeDigests();
   FreeFinishedEpochs();
+  ServeSnapshots();
 
   pending_.store(admitted_txns_ - dispatched_txns_, std::memory_order_relaxed);
   waiting_ro_count_.store(waiting_ro_.size(), std::memory_order_relaxed);
@@ -201,8 +280,9 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   buffered_epochs_.store(merger_.buffered_epochs(), std::memory_order_relaxed);
   {
     std::string waiting;
+    std::vector<uint32_t> missing;
     if (!merger_.Finished()) {
-      std::vector<uint32_t> missing = merger_.MissingForNextEpoch();
+      missing = merger_.MissingForNextEpoch();
       if (!missing.empty()) {
         waiting = "epoch " + std::to_string(merger_.next_epoch()) + " waits for sequencer";
         for (uint32_t s : missing) waiting += " " + std::to_string(s);
@@ -210,6 +290,8 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
     }
     std::lock_guard<std::mutex> lock(status_mu_);
     waiting_for_ = std::move(waiting);
+    next_epoch_ = merger_.next_epoch();
+    missing_sequencers_ = std::move(missing);
   }
   if (!finished_.load(std::memory_order_relaxed) && merger_.Finished() && epochs_.empty()) {
     {
@@ -221,15 +303,25 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
 }
 
 bool Scheduler::AdmissionBlocked(Epoch epoch) const {
+  if (input_failed_) return true;
   if (options_.mode != Mode::kCalvin) return false;
   for (const auto& request : digests_) {
+    if (request.epoch < epoch) return true;
+  }
+  // A single-version store holds a snapshot by not moving past it.
+  for (const auto& request : snapshots_) {
     if (request.epoch < epoch) return true;
   }
   return false;
 }
 
 void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
-  if (before_execute_) before_execute_(*merged);
+  if (before_execute_ && !before_execute_(*merged)) {
+    LOG(ERROR) << "partition " << options_.partition << ": epoch " << merged->epoch
+               << " could not be logged; it does not run, nor does anything after it";
+    input_failed_ = true;
+    return;
+  }
   auto epoch = std::make_unique<EpochWork>();
   epoch->epoch = merged->epoch;
   epoch->has_rw = merged->has_rw;
@@ -244,6 +336,7 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
   epoch->txns.resize(count);
   size_t next = 0;
   uint32_t writers = 0;
+  size_t skipped = 0;
   for (const auto& batch : epoch->batches) {
     if (!batch) continue;
     for (const Txn& txn : batch->txns()) {
@@ -252,8 +345,10 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
       work->epoch = epoch.get();
       Prepare(work);
       writers += work->writes_here ? 1 : 0;
+      skipped += work->skipped ? 1 : 0;
     }
   }
+  count -= skipped;
   epoch->writes_pending = writers;
   epoch->ro_read_version = last_rw_epoch_;
   epoch->unfinished.store(static_cast<uint32_t>(count), std::memory_order_relaxed);
@@ -261,6 +356,7 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
   const Epoch published = published_.load(std::memory_order_relaxed);
   uint32_t snapshot_readers = 0;
   for (TxnWork& work : epoch->txns) {
+    if (work.skipped) continue;
     if (work.snapshot_read) {
       ++snapshot_readers;
       if (work.read_version <= published) {
@@ -276,6 +372,9 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
   epoch->ro_unfinished.store(snapshot_readers, std::memory_order_relaxed);
   if (epoch->has_rw) last_rw_epoch_ = epoch->epoch;
   previous_close_time_us_ = epoch->close_time_us;
+  for (SnapshotRequest& request : snapshots_) {
+    if (request.epoch == epoch->epoch) request.info.last_rw_epoch = last_rw_epoch_;
+  }
   admitted_.store(epoch->epoch, std::memory_order_relaxed);
   epochs_.push_back(std::move(epoch));
 }
@@ -336,6 +435,16 @@ void Scheduler::Prepare(TxnWork* work) {
       if (origin != self && !writer_mark_[origin]) work->send_reads_to.push_back(origin);
     }
     for (PartitionId p : touched) reader_mark_[p] = writer_mark_[p] = 0;
+  }
+  if (work->epoch->epoch <= recovered_through_ && work->origin && !work->writes_here) {
+    // Sequenced before a restart: the client waiting for this result is
+    // gone. A read-only txn has nothing else to do here; another still
+    // owes its reads to the partitions that write.
+    if (read_only) {
+      work->skipped = true;
+      return;
+    }
+    work->executor = false;
   }
   if (work->snapshot_read) return;
 
@@ -399,6 +508,7 @@ void Scheduler::UpdatePins() {
     }
   }
   for (const auto& request : digests_) pins.push_back(request.epoch);
+  for (const auto& request : snapshots_) pins.push_back(request.epoch);
   std::sort(pins.begin(), pins.end());
   pins.erase(std::unique(pins.begin(), pins.end()), pins.end());
   if (pins == pins_) return;
@@ -447,11 +557,28 @@ void Scheduler::FreeFinishedEpochs() {
   // Reads still held for txns of freed epochs never had a txn here to go to.
   if (freed > 0) {
     freed_through_.store(freed, std::memory_order_release);
-    if (size_t stale = remote_reads_.DropThrough(freed)) {
+    if (size_t stale = remote_reads_.DropThrough(freed); stale > 0 && freed <= recovered_through_) {
+      // Reads for txns skipped after a restart, or sent again.
+      repeated_messages_.fetch_add(stale, std::memory_order_relaxed);
+    } else if (stale > 0) {
       dropped_messages_.fetch_add(stale, std::memory_order_relaxed);
       LOG_EVERY_N(WARNING, 100) << "partition " << options_.partition << " dropped " << stale
                                 << " remote read(s) for txns it does not run";
     }
+  }
+}
+
+void Scheduler::ServeSnapshots() {
+  const Epoch freed = freed_through_.load(std::memory_order_relaxed);
+  for (SnapshotRequest& request : snapshots_) {
+    if (request.served || request.epoch > freed) continue;
+    // Every txn of epochs <= request.epoch has finished here: its writes are
+    // in, and the reads it owed other partitions are sent.
+    request.info.ok = true;
+    request.info.epoch = request.epoch;
+    request.info.lane_state = CheckpointLaneState(request.epoch);
+    request.served = true;
+    request.ready(request.info);
   }
 }
 
@@ -559,6 +686,7 @@ void Scheduler::SendReads(TxnWork* work, const ReadValues& reads, WorkerContext*
   message.Clear();
   message.set_txn_id(txn.id());
   message.set_from_partition(options_.partition);
+  message.set_writes(txn.txn_class() != RO);
   uint32_t position = 0;
   auto add = [&](Key key) {
     if (PartitionOf(key, options_.partitions) == options_.partition) {
@@ -589,7 +717,7 @@ void Scheduler::RunProcedure(TxnWork* work, const ReadValues& reads, WorkerConte
       }
     }
   }
-  if (work->origin) {
+  if (work->origin && work->epoch->epoch > recovered_through_) {
     WorkerStats& stats = stats_->worker(context->index);
     const int64_t now = NowMicros();
     const int64_t latency = now - txn.submit_time_us();

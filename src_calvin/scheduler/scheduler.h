@@ -43,6 +43,10 @@ struct SchedulerOptions {
   uint32_t sequencers = 1;
   uint32_t workers = 2;
   uint32_t ro_workers = 0;  // workers allowed to run read-only work; 0: all
+  // Batches for epochs this far ahead of the next one to run are refused
+  // (their senders keep them in their logs and send them again when asked):
+  // bounds what a stalled partition buffers. 0: no bound.
+  uint32_t max_buffered_epochs = 0;
 };
 
 // Sends this partition's reads of a multi-partition txn to another
@@ -73,6 +77,17 @@ struct SchedulerStatus {
   uint64_t locked_keys = 0;
   uint64_t buffered_epochs = 0;  // received, waiting for other sequencers
   std::string waiting_for;    // which sequencers the next epoch waits on
+  Epoch next_epoch = 0;       // the epoch it waits to admit
+  std::vector<uint32_t> missing_sequencers;  // whose batch of next_epoch has not come
+  uint64_t repeated_messages = 0;  // batches and reads sent again (recovery), dropped as such
+};
+
+// A partition's state at a checkpoint epoch, besides its store.
+struct SnapshotInfo {
+  bool ok = false;          // false: the epoch was already admitted when asked; no snapshot
+  Epoch epoch = 0;
+  Epoch last_rw_epoch = 0;  // newest epoch <= `epoch` with RW work (RO snapshots follow it)
+  std::string lane_state;   // the lanes' own state at `epoch` (opaque)
 };
 
 class Scheduler {
@@ -84,10 +99,33 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Called on the scheduler thread for each epoch before any of its txns
-  // executes: the input log's hook.
-  void SetBeforeExecute(std::function<void(const MergedEpoch&)> hook) {
+  // executes: the input log's hook. False: the epoch could not be logged;
+  // it does not run, and nothing is admitted from then on.
+  void SetBeforeExecute(std::function<bool(const MergedEpoch&)> hook) {
     before_execute_ = std::move(hook);
   }
+
+  // Recovery, before Start: the partition's store holds its state as of
+  // `epoch` (a checkpoint); execution goes on with epoch + 1.
+  void RestoreAt(const SnapshotInfo& snapshot);
+  // Recovery, before Start: epochs up to `epoch` were sequenced before a
+  // restart, so nobody waits for their results here: read-only txns whose
+  // origin is this partition are skipped, as is the procedure of a txn
+  // that only reports its result here, and none is counted in the stats.
+  void SetRecoveredThrough(Epoch epoch) { recovered_through_ = epoch; }
+
+  // A consistent snapshot for a checkpoint at `epoch`, asked for before
+  // `epoch` + 1 is admitted. Once every txn of epochs <= `epoch` has
+  // finished here, `ready` runs on the scheduler thread; the snapshot stays
+  // readable until ReleaseSnapshot(epoch): pinned against garbage collection
+  // in a multi-version store; in calvin mode by holding back later epochs
+  // (the partition pauses). Asked too late, `ready` gets ok = false.
+  void RequestSnapshot(Epoch epoch, std::function<void(const SnapshotInfo&)> ready);
+  void ReleaseSnapshot(Epoch epoch);  // any thread
+  // The lanes' state at a checkpoint epoch, as opaque bytes, and back
+  // (scheduler thread; RestoreLaneState before Start).
+  std::string CheckpointLaneState(Epoch epoch);
+  void RestoreLaneState(const std::string& state);
 
   void Start();  // the scheduler thread and the workers
   void Stop();   // joins them; work in flight is dropped
@@ -122,6 +160,12 @@ class Scheduler {
     Epoch epoch;
     std::function<void(Epoch, uint64_t)> done;
   };
+  struct SnapshotRequest {
+    Epoch epoch;
+    std::function<void(const SnapshotInfo&)> ready;
+    SnapshotInfo info;   // filled at admission of `epoch`
+    bool served = false;  // `ready` ran; pinned until released
+  };
   // Scratch state of one worker thread.
   struct WorkerContext {
     size_t index = 0;
@@ -143,6 +187,8 @@ class Scheduler {
   void ReleaseWaitingReadOnly();
   void ServeDigests();
   void FreeFinishedEpochs();
+  void ServeSnapshots();
+  void TakeSnapshotRequests();
   bool AdmissionBlocked(Epoch epoch) const;
   void FlushReady();
   void UpdatePins();
@@ -162,7 +208,7 @@ class Scheduler {
   PeerSender* const peers_;
   NodeStats* const stats_;
   ResultSink* const results_;
-  std::function<void(const MergedEpoch&)> before_execute_;
+  std::function<bool(const MergedEpoch&)> before_execute_;
 
   // Inbox: filled by any thread, drained by the scheduler thread.
   std::mutex inbox_mu_;
@@ -170,6 +216,8 @@ class Scheduler {
   std::vector<std::unique_ptr<Batch>> inbox_batches_;
   std::vector<DoneMessage> inbox_done_;
   std::vector<DigestRequest> inbox_digests_;
+  std::vector<SnapshotRequest> inbox_snapshots_;
+  std::vector<Epoch> inbox_releases_;
   bool wake_ = false;
 
   // Scheduler-thread state.
@@ -180,7 +228,12 @@ class Scheduler {
   std::vector<LockedTxn*> ready_locked_;
   std::vector<WorkItem> ready_rw_, ready_ro_;
   std::vector<DigestRequest> digests_;
+  std::vector<SnapshotRequest> snapshots_;  // ascending epochs
+  std::vector<SnapshotRequest> taken_snapshots_;  // from the inbox, not yet placed
+  std::vector<Epoch> taken_releases_;
   Epoch last_rw_epoch_ = 0;
+  Epoch recovered_through_ = 0;
+  bool input_failed_ = false;  // an epoch could not be logged: admit nothing more
   size_t store_slot_ = 0;            // the scheduler thread's
   std::vector<Epoch> pins_;          // last pins given to the store
   int64_t previous_close_time_us_ = 0;
@@ -201,9 +254,12 @@ class Scheduler {
   std::atomic<uint64_t> locked_keys_{0};
   std::atomic<uint64_t> buffered_epochs_{0};
   std::atomic<uint64_t> dropped_messages_{0};
+  std::atomic<uint64_t> repeated_messages_{0};
   std::atomic<Epoch> freed_through_{0};  // every epoch up to here is done and freed
   mutable std::mutex status_mu_;
   std::string waiting_for_;
+  Epoch next_epoch_ = 1;
+  std::vector<uint32_t> missing_sequencers_;
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};

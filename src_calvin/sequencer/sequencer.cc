@@ -104,16 +104,40 @@ void SequencerRunner::Join() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool SequencerRunner::WaitForLimit(Epoch epoch) {
+  if (!limit_) return false;
+  bool waited = false;
+  std::unique_lock<std::mutex> lock(mu_);
+  // The final epoch goes out whatever the limit: the others must learn it.
+  while (!stop_.load() && epoch > limit_()) {
+    waited = true;
+    cv_.wait_for(lock, std::chrono::milliseconds(epoch_ms_));
+  }
+  return waited;
+}
+
 void SequencerRunner::Run() {
   const auto period = std::chrono::milliseconds(epoch_ms_);
-  for (Epoch epoch = 1;; ++epoch) {
-    const auto deadline = start_ + period * static_cast<int64_t>(epoch);
-    {
+  // Epoch e closes at anchor + (e - anchor_epoch) periods.
+  auto anchor = start_ + period * static_cast<int64_t>(first_epoch_ - 1);
+  Epoch anchor_epoch = first_epoch_ - 1;
+  for (Epoch epoch = first_epoch_;; ++epoch) {
+    if (epoch > catch_up_to_.load()) {
+      const auto deadline = anchor + period * static_cast<int64_t>(epoch - anchor_epoch);
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_until(lock, deadline, [&] { return stop_.load(); });
     }
+    if (WaitForLimit(epoch)) {
+      // Held back: go on at the usual pace from now, not in a burst.
+      anchor = std::chrono::steady_clock::now();
+      anchor_epoch = epoch;
+    }
     const bool final = stop_.load() || (run_epochs_ > 0 && epoch >= run_epochs_);
     auto batches = sequencer_->CloseEpoch(epoch, NowMicros(), final);
+    if (before_send_ && !before_send_(epoch, batches)) {
+      failed_.store(true);
+      return;  // not done: the node stays up and says why
+    }
     epoch_.store(epoch, std::memory_order_relaxed);
     for (PartitionId p = 0; p < batches.size(); ++p) deliver_(p, std::move(batches[p]));
     if (final) break;
