@@ -647,16 +647,18 @@ int RestartDetached(const ClusterConfig& config, const LaunchOptions& options, N
     return 1;
   }
   if (probe.liveness == Liveness::kRunning) {
-    printf("[cluster] node %u still runs (%s); stopping it first (SIGTERM, SIGKILL after %.0f s)\n",
-           id, probe.detail.c_str(), options.stop_timeout_s);
+    // Killed, not stopped: a node that stops ends its sequencer's part of
+    // the run for good, and could not rejoin.
+    printf("[cluster] node %u still runs (%s); killing it first\n", id, probe.detail.c_str());
     fflush(stdout);
-    ClusterState one = state;
-    one.nodes = {*recorded};
-    std::vector<NodeId> unknown;
-    TerminateNodes(one, options.stop_timeout_s, /*own_children=*/false, &unknown);
-    if (!unknown.empty()) {
-      *error = "node " + std::to_string(id) + " did not stop; not restarted";
-      return 1;
+    const std::string problem = SignalNode(state, *recorded, SIGKILL);
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (problem.empty() && ProbeNode(state, *recorded).liveness == Liveness::kRunning) {
+      if (Clock::now() > deadline) {
+        *error = "node " + std::to_string(id) + " still runs 10 s after SIGKILL; not restarted";
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polled: not our child
     }
   } else {
     printf("[cluster] node %u is down (%s); restarting it\n", id, probe.detail.c_str());

@@ -157,7 +157,8 @@ std::string SegmentedLogWriter::Create(const std::string& dir, const std::string
 
 std::string SegmentedLogWriter::Reopen(const std::string& dir, const std::string& name,
                                        const LogFormat& format, const std::string& header,
-                                       const EpochOf& epoch_of, Epoch* last_epoch) {
+                                       const EpochOf& epoch_of, Epoch* last_epoch,
+                                       std::string* last_record) {
   std::lock_guard<std::mutex> lock(mu_);
   dir_ = dir;
   name_ = name;
@@ -166,10 +167,13 @@ std::string SegmentedLogWriter::Reopen(const std::string& dir, const std::string
   error_.clear();
   next_number_ = 1;
   last_epoch_ = 0;
+  std::string newest_closed;
+  std::string last;
   for (const LogSegment& segment : ListSegments(dir, name, format.ext)) {
     if (!segment.active) {
       next_number_ = std::max(next_number_, segment.number + 1);
       last_epoch_ = std::max(last_epoch_, segment.last_epoch);
+      newest_closed = segment.path;
       continue;
     }
     // The segment a crash left open: keep its whole records, close it.
@@ -182,6 +186,7 @@ std::string SegmentedLogWriter::Reopen(const std::string& dir, const std::string
     while (has_header && reader.Next(&payload)) {
       max_epoch = std::max(max_epoch, epoch_of(payload));
       ++records;
+      last.swap(payload);
     }
     if (records == 0) {
       unlink(segment.path.c_str());
@@ -196,6 +201,17 @@ std::string SegmentedLogWriter::Reopen(const std::string& dir, const std::string
                   std::strerror(errno));
     }
     last_epoch_ = std::max(last_epoch_, max_epoch);
+  }
+  if (last_record) {
+    if (last.empty() && !newest_closed.empty()) {
+      // Nothing since the last roll: the last record closes the newest segment.
+      RecordReader reader;
+      std::string payload;
+      if (reader.Open(newest_closed, format.magic, format.what).empty() && reader.Next(&payload)) {
+        while (reader.Next(&payload)) last.swap(payload);
+      }
+    }
+    *last_record = std::move(last);
   }
   *last_epoch = last_epoch_;
   return StartSegment();

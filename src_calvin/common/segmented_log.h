@@ -56,9 +56,11 @@ class SegmentedLogWriter {
                      const std::string& header);
   // Goes on with an existing log after a restart: the active segment left
   // behind is cut after its last whole record and closed, and a new one
-  // started. `last_epoch` gets the newest epoch in the log (0: none).
+  // started. `last_epoch` gets the newest epoch in the log (0: none), and
+  // `last_record` (if given) the log's last record (empty: none).
   std::string Reopen(const std::string& dir, const std::string& name, const LogFormat& format,
-                     const std::string& header, const EpochOf& epoch_of, Epoch* last_epoch);
+                     const std::string& header, const EpochOf& epoch_of, Epoch* last_epoch,
+                     std::string* last_record = nullptr);
   ~SegmentedLogWriter();
 
   // Appends a record of `epoch`. After a failure every call returns the

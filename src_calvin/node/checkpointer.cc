@@ -41,12 +41,7 @@ Epoch Checkpointer::ReadStable(const std::string& dir, NodeId node) {
 void Checkpointer::Start(Epoch epoch, Epoch stable) {
   std::lock_guard<std::mutex> lock(mu_);
   stable_ = stable;
-  if (options_.every_epochs > 0) {
-    // Two epochs of room: the request must reach the scheduler before the
-    // epoch after it is admitted.
-    next_periodic_ = (epoch / options_.every_epochs + 1) * options_.every_epochs;
-    Ask(next_periodic_);
-  }
+  if (options_.every_epochs > 0) AskPeriodicAfter(epoch);
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -68,6 +63,15 @@ void Checkpointer::Stop() {
 void Checkpointer::Ask(Epoch epoch) {
   if (!asked_.insert(epoch).second) return;
   options_.scheduler->RequestSnapshot(epoch, [this](const SnapshotInfo& info) { Ready(info); });
+}
+
+void Checkpointer::AskPeriodicAfter(Epoch epoch) {
+  // The next two: a request must reach the scheduler before the epoch after
+  // it is admitted, and execution may trail admission by many epochs.
+  const Epoch every = options_.every_epochs;
+  const Epoch next = (epoch / every + 1) * every;
+  Ask(next);
+  Ask(next + every);
 }
 
 void Checkpointer::CheckpointAt(Epoch epoch) {
@@ -94,6 +98,12 @@ void Checkpointer::Ready(const SnapshotInfo& info) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ready_.push_back(info);
+    if (options_.every_epochs > 0 && !stop_) {
+      // Later ones first: the scheduler is past this epoch already. A
+      // refused one (asked too late) asks from where execution is.
+      const Epoch now = info.ok ? info.epoch : options_.scheduler->Status().admitted_epoch + 1;
+      AskPeriodicAfter(now);
+    }
   }
   cv_.notify_all();
 }
@@ -109,18 +119,11 @@ void Checkpointer::Loop() {
     if (info.ok) {
       Write(info);
     } else {
-      LOG(WARNING) << "node " << options_.header.node_id() << ": no checkpoint at epoch "
-                   << info.epoch << ": later epochs had run when it was asked for";
+      LOG(INFO) << "node " << options_.header.node_id() << ": no checkpoint at epoch "
+                << info.epoch << ": later epochs had run when it was asked for";
     }
     lock.lock();
     asked_.erase(info.epoch);
-    if (options_.every_epochs > 0 && info.epoch >= next_periodic_ && !stop_) {
-      // The next periodic one, far enough ahead of execution to be had.
-      const Epoch admitted = options_.scheduler->Status().admitted_epoch;
-      next_periodic_ += options_.every_epochs;
-      while (next_periodic_ <= admitted + 1) next_periodic_ += options_.every_epochs;
-      Ask(next_periodic_);
-    }
   }
 }
 

@@ -74,6 +74,7 @@ class Checkpointer {
 
  private:
   void Ask(Epoch epoch);  // mu_ held
+  void AskPeriodicAfter(Epoch epoch);  // mu_ held
   void Ready(const SnapshotInfo& info);  // scheduler thread
   void Loop();
   void Write(const SnapshotInfo& info);
@@ -84,7 +85,6 @@ class Checkpointer {
   std::condition_variable cv_;
   std::deque<SnapshotInfo> ready_;
   std::set<Epoch> asked_;  // snapshots requested, not yet written
-  Epoch next_periodic_ = 0;
   std::vector<Epoch> held_;
   Epoch stable_ = 0;
   std::vector<std::pair<Epoch, Waiter>> waiters_;

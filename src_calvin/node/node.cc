@@ -131,9 +131,11 @@ std::string Node::Start() {
   if (!error.empty()) return error;
 
   if (recover) {
-    // Sequenced before this start (by anybody): whoever waited for those
-    // results here is gone.
-    recovered_through_ = std::max(sequenced_through, peers_sequenced_);
+    // Results here of epochs sequenced before this start have nobody
+    // waiting for them: in replica 0 those its own sequencer cut before; in
+    // another replica (no clients) whatever its peers ran already, whose
+    // reads they will not send again.
+    recovered_through_ = self_->replica() == 0 ? sequenced_through : peers_admitted_;
     scheduler_->SetRecoveredThrough(recovered_through_);
     rejoin_epoch_ = std::max({logged_through_, peers_admitted_, restored_at});
   }
@@ -143,8 +145,11 @@ std::string Node::Start() {
   }
   if (catch_up_) catch_up_->Start();
   // Built before the scheduler runs: a failed log stops it from any thread.
-  if (self_->replica() == 0) {
+  if (self_->replica() == 0 && !sequencer_finished_) {
     StartSequencer(sequenced_through + 1, recover ? peers_sequenced_ : 0);
+  } else if (sequencer_finished_) {
+    Print("[node " + std::to_string(options_.id) + "] its sequencer finished its run at epoch " +
+          std::to_string(sequenced_through) + " before the restart; it only executes now");
   }
   scheduler_->Start();
   if (recover) {
@@ -153,6 +158,7 @@ std::string Node::Start() {
                            : std::string("no checkpoint, from the initial state")) +
           ", input log through epoch " + std::to_string(logged_through_) +
           ", own sequencer through epoch " + std::to_string(sequenced_through) +
+          ", recovered through " + std::to_string(recovered_through_) +
           "; the cluster is at epoch " + std::to_string(peers_admitted_));
     // Reads of read-write txns after the checkpoint that peers sent us:
     // we run those txns again and need them.
@@ -204,9 +210,16 @@ std::string Node::OpenLogs(Epoch* logged_through, Epoch* sequenced_through) {
       error = reads_log_->Reopen(dir, name, kReadsLogFormat, serialized, EpochOfReadsRecord,
                                  &ignored);
     }
+    std::string last;
     if (error.empty() && sequencer_log_) {
       error = sequencer_log_->Reopen(dir, name, kSequencerLogFormat, serialized,
-                                     EpochOfSequencerRecord, sequenced_through);
+                                     EpochOfSequencerRecord, sequenced_through, &last);
+    }
+    SequencedEpoch record;
+    if (!last.empty() && record.ParseFromString(last) && record.batches_size() > 0 &&
+        record.batches(0).final()) {
+      // It had stopped cleanly: its sequencer's part of the run is over.
+      sequencer_finished_ = true;
     }
   } else {
     // A fresh start: what an earlier run of this node left is removed.
@@ -243,7 +256,9 @@ void Node::LogFailed(const std::string& error) {
                 "not in its log";
   Print("[node " + std::to_string(options_.id) + "] STOPPED: " + error +
         " (it admits no txns and acknowledges none whose epoch is not logged)");
-  if (runner_) runner_->RequestStop();
+  // The sequencer stops too (its gate stays shut), without a final batch:
+  // the others wait for this node rather than run on without it.
+  log_failed_.store(true);
   if (clients_) clients_->FailWaiting("node " + std::to_string(options_.id) + "'s log failed (" +
                                       error + ")");
 }
@@ -401,8 +416,9 @@ void Node::ReplayOwnLog(Epoch from, Epoch through) {
   while (!replay_stop_.load() && reader.Next(&epoch)) {
     if (epoch.epoch() < from) continue;
     if (epoch.epoch() > through) break;
-    // No more than the scheduler buffers: it refuses epochs too far ahead.
-    while (!replay_stop_.load() && epoch.epoch() > scheduler_->Status().admitted_epoch + room) {
+    // No more than it can run soon: epochs are admitted as fast as they
+    // come, and each holds its txns until it is done.
+    while (!replay_stop_.load() && epoch.epoch() > scheduler_->Status().published_epoch + room) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));  // flow control, not sync
     }
     for (Batch& batch : *epoch.mutable_batch()) {
@@ -481,7 +497,9 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
     return BeforeSend(epoch, batches);
   });
   const Epoch ahead = params.engine.max_epochs_ahead;
-  runner_->SetLimit([this, ahead] { return scheduler_->Status().admitted_epoch + ahead; });
+  runner_->SetLimit([this, ahead] {
+    return log_failed_.load() ? 0 : scheduler_->Status().admitted_epoch + ahead;
+  });
 }
 
 bool Node::BeforeSend(Epoch epoch, const std::vector<std::unique_ptr<Batch>>& batches) {
@@ -767,6 +785,7 @@ void Node::HeartbeatLoop() {
     lock.unlock();
     SendHeartbeats();
     UpdateProblems();
+    KeepSequencerInStep();
     AskForMissedBatches();
     if (checkpointer_) {
       checkpointer_->Retain(monitor_->StableCheckpoint(checkpointer_->Held()));
@@ -808,6 +827,21 @@ void Node::SendHeartbeats() {
   }
 }
 
+void Node::KeepSequencerInStep() {
+  if (!runner_) return;
+  const int64_t now = NowMicros();
+  Epoch ahead = 0;
+  for (uint32_t p = 0; p < layout_.partitions(); ++p) {
+    const NodeId peer = layout_.NodeOf(0, p);
+    Heartbeat heartbeat;
+    if (peer == options_.id || monitor_->Silent(peer, now) || !monitor_->Latest(peer, &heartbeat)) {
+      continue;
+    }
+    ahead = std::max<Epoch>(ahead, heartbeat.sequenced_epoch());
+  }
+  runner_->CatchUpTo(ahead);
+}
+
 void Node::UpdateProblems() {
   const int64_t now = NowMicros();
   const SchedulerStatus status = scheduler_->Status();
@@ -845,6 +879,8 @@ void Node::AskForMissedBatches() {
   if (replaying_.load() && status.next_epoch <= logged_through_) return;
   const int64_t now = NowMicros();
   const Epoch window = options_.params.engine.max_epochs_ahead;
+  // A partition catching up asks for no more than it can run soon.
+  if (status.next_epoch > status.published_epoch + window) return;
   for (uint32_t sequencer : status.missing_sequencers) {
     const NodeId node = monitor_->NodeOfSequencer(sequencer, layout_.NodeOf(0, sequencer));
     Epoch sequenced = 0;
@@ -871,7 +907,7 @@ void Node::AskForMissedBatches() {
     BatchRequest request;
     request.set_partition(self_->partition());
     request.set_from_epoch(status.next_epoch);
-    request.set_to_epoch(std::min(sequenced, status.next_epoch + window - 1));
+    request.set_to_epoch(std::min(sequenced, status.published_epoch + 2 * window));
     request.add_sequencers(sequencer);
     asked.through = request.to_epoch();
     asked.at_us = now;

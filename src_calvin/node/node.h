@@ -125,6 +125,7 @@ class Node : public PeerSender, public ResultSink {
   void HeartbeatLoop();
   void SendHeartbeats();
   void UpdateProblems();
+  void KeepSequencerInStep();
   void AskForMissedBatches();
   void ReportLoop();
   void Print(const std::string& line) const;
@@ -150,8 +151,10 @@ class Node : public PeerSender, public ResultSink {
   Epoch logged_through_ = 0;     // epochs the input log held at start: not appended again
   Epoch recovered_through_ = 0;  // epochs sequenced before this start
   Epoch rejoin_epoch_ = 0;       // recovering until the partition admitted this one
+  bool sequencer_finished_ = false;  // it ended its run (final batch) before a restart
   mutable std::mutex failure_mu_;
   std::string log_failure_;      // the first failed write of a log: the node stopped
+  std::atomic<bool> log_failed_{false};
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<PeerMonitor> monitor_;
   std::unique_ptr<CatchUpServer> catch_up_;

@@ -5,10 +5,11 @@
 namespace paxflow {
 
 LocalPartitions::LocalPartitions(const NodeParams& params, const Application* app,
-                                 uint32_t partitions, uint32_t sequencers, ResultSink* results) {
+                                 uint32_t partitions, uint32_t sequencers, ResultSink* results,
+                                 bool load) {
   for (PartitionId p = 0; p < partitions; ++p) {
     stores_.push_back(MakeStore(params.engine, p, partitions, *app, params.workload.value_size));
-    LoadPartition(*app, p, partitions, stores_.back().get());
+    if (load) LoadPartition(*app, p, partitions, stores_.back().get());
     owner_slots_.push_back(stores_.back()->RegisterThread());
     stats_.push_back(std::make_unique<NodeStats>(params.engine.workers));
     schedulers_.push_back(std::make_unique<Scheduler>(

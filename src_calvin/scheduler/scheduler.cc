@@ -71,15 +71,16 @@ void Scheduler::DeliverBatch(std::unique_ptr<Batch> batch) {
 void Scheduler::DeliverRemoteReads(RemoteReads&& reads) {
   std::string error;
   TxnWork* complete = nullptr;
-  const bool resent = reads.resent();
+  // Sent again by a recovering partition, or queued for this one while it
+  // was down: a repeat is expected.
+  const bool expected = reads.resent() || TxnEpoch(reads.txn_id()) <= recovered_through_.load();
   if (TxnEpoch(reads.txn_id()) <= freed_through_.load(std::memory_order_acquire)) {
     error = "remote reads for txn " + TxnIdString(reads.txn_id()) +
             ", whose epoch is over here";
   } else {
     complete = remote_reads_.AddRemote(std::move(reads), &error);
   }
-  if (!error.empty() && resent) {
-    // Sent again by a recovering partition: a duplicate is expected.
+  if (!error.empty() && expected) {
     repeated_messages_.fetch_add(1, std::memory_order_relaxed);
   } else if (!error.empty()) {
     dropped_messages_.fetch_add(1, std::memory_order_relaxed);
@@ -557,10 +558,12 @@ void Scheduler::FreeFinishedEpochs() {
   // Reads still held for txns of freed epochs never had a txn here to go to.
   if (freed > 0) {
     freed_through_.store(freed, std::memory_order_release);
-    if (size_t stale = remote_reads_.DropThrough(freed); stale > 0 && freed <= recovered_through_) {
-      // Reads for txns skipped after a restart, or sent again.
-      repeated_messages_.fetch_add(stale, std::memory_order_relaxed);
-    } else if (stale > 0) {
+    // Reads for txns skipped after a restart, or sent again, are expected.
+    const size_t expected = remote_reads_.DropThrough(std::min(freed, recovered_through_.load()));
+    size_t resent = 0;
+    const size_t stale = remote_reads_.DropThrough(freed, &resent) - resent;
+    repeated_messages_.fetch_add(expected + resent, std::memory_order_relaxed);
+    if (stale > 0) {
       dropped_messages_.fetch_add(stale, std::memory_order_relaxed);
       LOG_EVERY_N(WARNING, 100) << "partition " << options_.partition << " dropped " << stale
                                 << " remote read(s) for txns it does not run";
@@ -631,7 +634,9 @@ void Scheduler::Execute(const WorkItem& item, WorkerContext* context) {
   if (!work->writes_here && !work->snapshot_read) PostDone(DoneMessage{work, false});
   std::string dropped;
   const bool complete = remote_reads_.AddLocal(work, &reads, &dropped);
-  if (!dropped.empty()) {
+  if (!dropped.empty() && work->epoch->epoch <= recovered_through_) {
+    repeated_messages_.fetch_add(1, std::memory_order_relaxed);  // sent again after a restart
+  } else if (!dropped.empty()) {
     dropped_messages_.fetch_add(1, std::memory_order_relaxed);
     LOG_EVERY_N(ERROR, 100) << "partition " << options_.partition << " dropped " << dropped;
   }

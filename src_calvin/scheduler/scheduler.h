@@ -232,7 +232,7 @@ class Scheduler {
   std::vector<SnapshotRequest> taken_snapshots_;  // from the inbox, not yet placed
   std::vector<Epoch> taken_releases_;
   Epoch last_rw_epoch_ = 0;
-  Epoch recovered_through_ = 0;
+  std::atomic<Epoch> recovered_through_{0};  // set before Start; read by any thread
   bool input_failed_ = false;  // an epoch could not be logged: admit nothing more
   size_t store_slot_ = 0;            // the scheduler thread's
   std::vector<Epoch> pins_;          // last pins given to the store

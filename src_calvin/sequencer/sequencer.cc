@@ -104,6 +104,15 @@ void SequencerRunner::Join() {
   if (thread_.joinable()) thread_.join();
 }
 
+void SequencerRunner::CatchUpTo(Epoch epoch) {
+  if (epoch <= catch_up_to_.load()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    catch_up_to_.store(epoch);
+  }
+  cv_.notify_all();
+}
+
 bool SequencerRunner::WaitForLimit(Epoch epoch) {
   if (!limit_) return false;
   bool waited = false;
@@ -122,10 +131,16 @@ void SequencerRunner::Run() {
   auto anchor = start_ + period * static_cast<int64_t>(first_epoch_ - 1);
   Epoch anchor_epoch = first_epoch_ - 1;
   for (Epoch epoch = first_epoch_;; ++epoch) {
-    if (epoch > catch_up_to_.load()) {
+    {
       const auto deadline = anchor + period * static_cast<int64_t>(epoch - anchor_epoch);
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_until(lock, deadline, [&] { return stop_.load(); });
+      if (cv_.wait_until(lock, deadline,
+                         [&] { return stop_.load() || epoch <= catch_up_to_.load(); }) &&
+          !stop_.load()) {
+        // Caught up early: the clock counts from here.
+        anchor = std::chrono::steady_clock::now();
+        anchor_epoch = epoch;
+      }
     }
     if (WaitForLimit(epoch)) {
       // Held back: go on at the usual pace from now, not in a burst.

@@ -69,9 +69,10 @@ class SequencerRunner {
   void SetFirstEpoch(Epoch epoch) { first_epoch_ = epoch; }
   void SetBeforeSend(BeforeSend hook) { before_send_ = std::move(hook); }
   void SetLimit(std::function<Epoch()> limit) { limit_ = std::move(limit); }
-  // Epochs up to `epoch` are closed back to back, not on the clock (a
-  // restarted sequencer catching up with the others). Any thread.
-  void CatchUpTo(Epoch epoch) { catch_up_to_.store(epoch); }
+  // Epochs up to `epoch` are closed back to back, not on the clock: a
+  // sequencer behind the others (restarted, or held back) catches up, so
+  // that no epoch waits long for its batch. Any thread.
+  void CatchUpTo(Epoch epoch);
 
   void Start();
   void RequestStop();  // the next epoch is the final one
