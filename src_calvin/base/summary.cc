@@ -13,6 +13,15 @@
 namespace paxflow {
 namespace {
 
+// The field of `kinds` for txn kind `k` (kinds print as the fields are named).
+KindSummaryFile* KindField(KindsFile* kinds, int k) {
+  switch (k) {
+    case kKindReadOnly: return kinds->mutable_ro();
+    case kKindReadWrite: return kinds->mutable_rw();
+    default: return kinds->mutable_ltx();
+  }
+}
+
 std::string Fixed(double x, int digits) {
   char buffer[64];
   snprintf(buffer, sizeof(buffer), "%.*f", digits, x);
@@ -103,7 +112,7 @@ SummaryFile RunSummary::ToFile() const {
   file.set_throughput(Throughput());
   for (int k = 0; k < kTxnKinds; ++k) {
     const KindSummary& s = kinds[k];
-    KindSummaryFile& kind = (*file.mutable_kinds())[TxnKindName(k)];
+    KindSummaryFile& kind = *KindField(file.mutable_kinds(), k);
     kind.set_committed(s.committed);
     kind.set_declined(s.declined);
     kind.set_throughput(seconds > 0 ? s.committed / seconds : 0);
@@ -143,12 +152,12 @@ std::string RunSummary::FromFile(const SummaryFile& file, RunSummary* out) {
   s.mode = file.mode();
   s.workload = file.workload();
   s.seconds = file.seconds();
+  KindsFile kinds = file.kinds();
   for (int k = 0; k < kTxnKinds; ++k) {
-    auto kind = file.kinds().find(TxnKindName(k));
-    if (kind == file.kinds().end()) continue;
-    s.kinds[k].committed = kind->second.committed();
-    s.kinds[k].declined = kind->second.declined();
-    const std::string& histogram = kind->second.histogram_us();
+    const KindSummaryFile& kind = *KindField(&kinds, k);
+    s.kinds[k].committed = kind.committed();
+    s.kinds[k].declined = kind.declined();
+    const std::string& histogram = kind.histogram_us();
     if (!s.kinds[k].latency_us.Decode(histogram.empty() ? "0;0;0;" : histogram)) {
       return "bad latency histogram for " + std::string(TxnKindName(k));
     }
