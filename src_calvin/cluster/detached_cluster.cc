@@ -429,7 +429,8 @@ int WaitUntilUp(const ClusterConfig& config, const ClusterState& state,
                    reply.node_status().state() != "recovering" &&
                    reply.node_status().state() != "starting";
       }
-      if (!watch.up && (!remote || remote_round)) {
+      // Without a client port to ask, a progress line says it runs.
+      if (!watch.client && (!remote || remote_round)) {
         std::string tail;
         if (!remote) {
           const std::string log = ReadWholeFile(record.log);

@@ -1,6 +1,7 @@
 #include "common/record_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -92,6 +93,12 @@ bool RecordReader::Next(std::string* payload) {
   }
   good_bytes_ += sizeof(frame) + frame[0];
   return true;
+}
+
+uint64_t RecordReader::inode() const {
+  struct stat info {};
+  if (!file_ || fstat(fileno(file_.get()), &info) != 0) return 0;
+  return static_cast<uint64_t>(info.st_ino);
 }
 
 std::string SyncDirectory(const std::string& dir) {

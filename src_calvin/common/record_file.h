@@ -53,6 +53,8 @@ class RecordReader {
   // Where the last whole record ends: a writer continuing the file cuts it there.
   uint64_t good_bytes() const { return good_bytes_; }
   const std::string& path() const { return path_; }
+  // The open file's inode: names it whatever it is renamed to.
+  uint64_t inode() const;
 
  private:
   std::unique_ptr<FILE, int (*)(FILE*)> file_{nullptr, &fclose};

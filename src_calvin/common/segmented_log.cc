@@ -280,44 +280,51 @@ std::string SegmentedLogWriter::active_path() const {
 
 std::string SegmentedLogReader::Open(const std::string& dir, const std::string& name,
                                      const LogFormat& format, Epoch from_epoch) {
+  dir_ = dir;
+  name_ = name;
   format_ = format;
-  segments_ = ListSegments(dir, name, format.ext);
-  segments_.erase(std::remove_if(segments_.begin(), segments_.end(),
-                                 [&](const LogSegment& segment) {
-                                   return !segment.active && segment.last_epoch < from_epoch;
-                                 }),
-                  segments_.end());
-  current_ = 0;
+  from_epoch_ = from_epoch;
+  read_.clear();
   truncated_ = false;
   header_.clear();
-  if (segments_.empty()) {
+  const std::vector<LogSegment> segments = ListSegments(dir, name, format.ext);
+  if (segments.empty()) {
     return "cannot open " + format.what + " " + dir + "/" + name + "." + format.ext +
            ": no such log";
   }
-  std::string error = reader_.Open(segments_[0].path, format.magic, format.what);
+  // The first segment says what the log is (and whether it is one at all).
+  std::string error = reader_.Open(segments[0].path, format.magic, format.what);
   if (!error.empty()) return error;
-  if (!reader_.Next(&header_)) return segments_[0].path + ": unreadable log header";
+  if (!reader_.Next(&header_)) return segments[0].path + ": unreadable log header";
+  reading_ = false;
   return "";
 }
 
-bool SegmentedLogReader::OpenSegment(size_t index) {
-  std::string header;
-  if (!reader_.Open(segments_[index].path, format_.magic, format_.what).empty() ||
-      !reader_.Next(&header)) {
-    truncated_ = true;
-    return false;
+bool SegmentedLogReader::OpenNextSegment(std::string* header) {
+  for (const LogSegment& segment : ListSegments(dir_, name_, format_.ext)) {
+    if (!segment.active && segment.last_epoch < from_epoch_) continue;
+    if (!reader_.Open(segment.path, format_.magic, format_.what).empty()) {
+      truncated_ = true;
+      continue;
+    }
+    if (!read_.insert(reader_.inode()).second) continue;  // read already (renamed since)
+    if (!reader_.Next(header)) {
+      truncated_ = true;
+      continue;
+    }
+    return true;
   }
-  return true;
+  return false;
 }
 
 bool SegmentedLogReader::Next(std::string* payload) {
-  while (current_ < segments_.size()) {
-    if (reader_.Next(payload)) return true;
-    truncated_ |= reader_.truncated();
-    ++current_;
-    while (current_ < segments_.size() && !OpenSegment(current_)) ++current_;
+  std::string header;
+  while (true) {
+    if (reading_ && reader_.Next(payload)) return true;
+    if (reading_) truncated_ |= reader_.truncated();
+    reading_ = OpenNextSegment(&header);
+    if (!reading_) return false;
   }
-  return false;
 }
 
 }  // namespace paxflow

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,9 +99,11 @@ class SegmentedLogWriter {
 
 class SegmentedLogReader {
  public:
-  // Opens every segment of `name` in `dir`, but closed ones whose records
-  // are all of epochs below `from_epoch`; the header is the first segment's.
-  // Empty on success, else why not.
+  // Opens log `name` in `dir`, but for closed segments whose records are all
+  // of epochs below `from_epoch`; the header is the first segment's. Empty
+  // on success, else why not. A log written meanwhile is read on: at each
+  // segment's end the segments are listed again, so what a roll moved to a
+  // new segment is found (each file is read once).
   std::string Open(const std::string& dir, const std::string& name, const LogFormat& format,
                    Epoch from_epoch = 0);
   const std::string& header() const { return header_; }
@@ -110,12 +113,15 @@ class SegmentedLogReader {
   bool truncated() const { return truncated_; }
 
  private:
-  bool OpenSegment(size_t index);
+  // Opens the first segment not read yet; false if there is none.
+  bool OpenNextSegment(std::string* header);
 
-  std::vector<LogSegment> segments_;
+  std::string dir_, name_;
   LogFormat format_;
-  size_t current_ = 0;
+  Epoch from_epoch_ = 0;
   RecordReader reader_;
+  bool reading_ = false;
+  std::set<uint64_t> read_;  // inodes of the segments opened so far
   std::string header_;
   bool truncated_ = false;
 };

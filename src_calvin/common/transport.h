@@ -47,7 +47,7 @@ struct TransportOptions {
   int linger_ms = 5000;  // how long Stop() tries to flush unsent messages
   // Per peer: messages zmq holds, then bytes held here, before new ones are
   // dropped; and messages the receiving socket holds per sender.
-  int zmq_queue = 1000;
+  int zmq_queue = 256;
   uint64_t max_queued_bytes = 64ull << 20;
   int receive_queue = 10000;
 };

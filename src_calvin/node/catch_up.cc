@@ -62,6 +62,7 @@ void CatchUpServer::ServeBatches(NodeId to, const BatchRequest& request) {
   options_.sequencer_log->Flush(false);
   Cursor& cursor = cursors_[to];
   if (!cursor.open || request.from_epoch() <= cursor.last_epoch) {
+    // Asked again (or first): from the request's first epoch.
     cursor = Cursor();
     std::string error = cursor.reader.Open(options_.log_dir, options_.log_name,
                                            kSequencerLogFormat, request.from_epoch());
@@ -80,9 +81,7 @@ void CatchUpServer::ServeBatches(NodeId to, const BatchRequest& request) {
       payload.swap(cursor.pending);
       cursor.pending.clear();
     } else if (!cursor.reader.Next(&payload)) {
-      // The end for now: the next request reopens at the writer's new end.
-      cursor.open = false;
-      break;
+      break;  // the end for now; the reader goes on from here next time
     }
     if (!record.ParseFromString(payload)) continue;
     if (record.epoch() > request.to_epoch()) {
@@ -104,13 +103,15 @@ void CatchUpServer::ServeBatches(NodeId to, const BatchRequest& request) {
       } else if (!SendTo(to, BATCH, batch.SerializeAsString())) {
         LOG(WARNING) << "node " << options_.self << ": node " << to
                      << " takes no batches; catch-up paused (it will ask again)";
-        cursor.open = false;
+        cursor = Cursor();
         return;
       }
       ++sent;
     }
   }
   served_batches_.fetch_add(sent);
+  VLOG(1) << "node " << options_.self << ": sent node " << to << " " << sent << " batch(es) of "
+          << request.from_epoch() << ".." << request.to_epoch();
 }
 
 void CatchUpServer::ServeReads(NodeId to, const ReadsRequest& request) {

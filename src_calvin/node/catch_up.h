@@ -53,7 +53,7 @@ class CatchUpServer {
 
  private:
   struct Cursor {
-    SegmentedLogReader reader;
+    SegmentedLogReader reader;  // reads on as the log grows
     Epoch last_epoch = 0;  // of the last record read
     std::string pending;   // read past the last request's range: the next one's
     bool open = false;

@@ -20,9 +20,8 @@ namespace {
 // How long after the last node was ready the epoch clocks start.
 constexpr int64_t kStartMarginMs = 50;
 // A batch missing this long, from a peer that has sent it, is asked for
-// again; a request not answered this long is repeated.
+// (again).
 constexpr int64_t kMissingBatchUs = 300000;
-constexpr int64_t kRequestRetryUs = 1000000;
 
 std::string Rate(uint64_t count, double seconds) {
   char buffer[32];
@@ -90,6 +89,7 @@ std::string Node::Start() {
   // Room for the epochs a sequencer may run ahead, twice over (sequencers
   // are held back by their own partitions, which may trail this one).
   scheduler_options.max_buffered_epochs = 2 * params.engine.max_epochs_ahead + 16;
+  scheduler_options.max_unpublished_epochs = 2 * params.engine.max_epochs_ahead;
   scheduler_ = std::make_unique<Scheduler>(scheduler_options, store_.get(), app_.get(), this,
                                            stats_.get(), this);
 
@@ -899,8 +899,10 @@ void Node::AskForMissedBatches() {
       asked.waiting_epoch = status.next_epoch;
       asked.since_us = now;
     }
+    // A request that covers it is still being answered while the partition
+    // moves; stuck for a moment, it is asked again (repeats are harmless).
     const bool covered = asked.through >= status.next_epoch &&
-                         now - std::max(asked.at_us, asked.since_us) < kRequestRetryUs;
+                         now - std::max(asked.at_us, asked.since_us) < kMissingBatchUs;
     if (covered) continue;
     // In a running cluster a batch is seldom late: give it a moment.
     if (state_.load() == State::kRunning && now - asked.since_us < kMissingBatchUs) continue;
@@ -911,6 +913,8 @@ void Node::AskForMissedBatches() {
     request.add_sequencers(sequencer);
     asked.through = request.to_epoch();
     asked.at_us = now;
+    VLOG(1) << "node " << options_.id << ": asks node " << node << " for sequencer " << sequencer
+            << "'s batches of epochs " << request.from_epoch() << ".." << request.to_epoch();
     if (node == options_.id) {
       if (catch_up_) catch_up_->RequestBatches(node, request);
     } else {
@@ -948,6 +952,12 @@ void Node::Run(const std::function<bool()>& interrupted) {
     // executes what the others send. It gives up only when nothing moves for
     // the drain timeout: a peer died and its epochs will never come.
     if (runner_ && runner_->done()) stopping = true;
+    if (stopping && log_failed_.load()) {
+      // Nothing can run any more: there is nothing to drain.
+      LOG(ERROR) << "node " << options_.id << ": stops without draining: " << Problem();
+      drain_failed_ = true;
+      break;
+    }
     const SchedulerStatus progress = scheduler_->Status();
     const std::pair<Epoch, Epoch> epochs{progress.admitted_epoch, progress.published_epoch};
     if (epochs != last_epochs) {
@@ -965,7 +975,40 @@ void Node::Run(const std::function<bool()>& interrupted) {
       break;
     }
   }
+  if (!drain_failed_) WaitForStragglers();
   Shutdown();
+}
+
+void Node::WaitForStragglers() {
+  // A peer still catching up (a replica that was down) needs this node's
+  // logs and sequencer to the end: stay until every live peer has admitted
+  // the run's last epoch, or nothing moves for the drain timeout.
+  const Epoch last = final_epoch_;
+  const int64_t patience = static_cast<int64_t>(options_.params.engine.drain_timeout_s * 1e6);
+  int64_t last_progress = NowMicros();
+  Epoch slowest_seen = 0;
+  while (true) {
+    const int64_t now = NowMicros();
+    Epoch slowest = last;
+    for (const NodeConfig& node : options_.config.node()) {
+      if (node.id() == options_.id || monitor_->Silent(node.id(), now)) continue;
+      Heartbeat heartbeat;
+      const Epoch admitted =
+          monitor_->Latest(node.id(), &heartbeat) ? heartbeat.admitted_epoch() : 0;
+      slowest = std::min(slowest, admitted);
+    }
+    if (slowest >= last) return;
+    if (slowest != slowest_seen) {
+      slowest_seen = slowest;
+      last_progress = now;
+    } else if (now - last_progress > patience) {
+      LOG(WARNING) << "node " << options_.id << ": a peer is still at epoch " << slowest
+                   << " of " << last << "; stopping anyway";
+      return;
+    }
+    // Peers' progress comes with their heartbeats.
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.params.engine.heartbeat_ms));
+  }
 }
 
 void Node::Shutdown() {
@@ -1057,6 +1100,16 @@ void Node::ReportLoop() {
       line += " | " + status.waiting_for;
     }
     if (!warnings.empty()) line += " | " + warnings;
+    // Peers that do not take what is sent to them: what is held, what went.
+    for (const NodeConfig& node : options_.config.node()) {
+      if (node.id() == options_.id) continue;
+      const Transport::PeerQueue queue = transport_->Queue(node.id());
+      if (queue.queued_bytes == 0 && queue.dropped == 0) continue;
+      char held[128];
+      snprintf(held, sizeof(held), " | held for node %u: %.1f MiB, %llu dropped", node.id(),
+               queue.queued_bytes / 1048576.0, static_cast<unsigned long long>(queue.dropped));
+      line += held;
+    }
     Print(line);
   }
 }

@@ -127,6 +127,7 @@ class Node : public PeerSender, public ResultSink {
   void UpdateProblems();
   void KeepSequencerInStep();
   void AskForMissedBatches();
+  void WaitForStragglers();
   void ReportLoop();
   void Print(const std::string& line) const;
 

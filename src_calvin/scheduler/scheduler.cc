@@ -305,6 +305,10 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
 
 bool Scheduler::AdmissionBlocked(Epoch epoch) const {
   if (input_failed_) return true;
+  if (options_.max_unpublished_epochs > 0 &&
+      epoch > published_.load(std::memory_order_relaxed) + options_.max_unpublished_epochs) {
+    return true;
+  }
   if (options_.mode != Mode::kCalvin) return false;
   for (const auto& request : digests_) {
     if (request.epoch < epoch) return true;

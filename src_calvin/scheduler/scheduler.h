@@ -47,6 +47,10 @@ struct SchedulerOptions {
   // (their senders keep them in their logs and send them again when asked):
   // bounds what a stalled partition buffers. 0: no bound.
   uint32_t max_buffered_epochs = 0;
+  // An epoch is admitted only this many epochs past publish_epoch: a
+  // partition that cannot publish (it waits for a dead peer's reads) stops
+  // taking in work. 0: no bound.
+  uint32_t max_unpublished_epochs = 0;
 };
 
 // Sends this partition's reads of a multi-partition txn to another
