@@ -340,6 +340,27 @@ TEST(RecoveryClusterTest, CrashLoopOverCheckpoints) {
   TestCluster cluster("loop", 3, 1,
                       {"--workload=mixed", "--multi_partition_pct=10", "--checkpoint_every=0.2"});
   cluster.Start();
+  // A checkpoint asked for by a client: every node writes one at one epoch.
+  std::string output;
+  ASSERT_EQ(RunProcess({BinaryDir() + "/paxflow-cli",
+                        "--address=" + ClientEndpoint(cluster.node(1)), "checkpoint"},
+                       &output),
+            0)
+      << output;
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(output, match, std::regex("checkpoint at epoch (\\d+) on every node")))
+      << output;
+  const Epoch asked = std::stoull(match[1]);
+  for (NodeId node = 0; node < 3; ++node) {
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          const std::vector<Epoch> held = ListCheckpoints(cluster.input(), node);
+          return std::find(held.begin(), held.end(), asked) != held.end() ||
+                 (!held.empty() && held.front() > asked);  // a newer one every node holds
+        },
+        5000))
+        << "node " << node << " has no checkpoint at epoch " << asked;
+  }
   std::mt19937 random(static_cast<unsigned>(getpid()));
   for (int round = 0; round < 5; ++round) {
     const int dead = static_cast<int>(random() % 3);

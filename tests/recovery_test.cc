@@ -455,6 +455,35 @@ TEST_P(StepRecovery, SnapshotsPauseCalvinAndPinPaxflow) {
   EXPECT_FALSE(ready[1].ok);
 }
 
+// A sequencer that ended its run before a checkpoint's epoch is remembered
+// with it: restored, the partition does not wait for its later batches.
+TEST_P(StepRecovery, FinishedSequencersAreKeptAcrossARestore) {
+  std::vector<SnapshotInfo> ready;
+  scheduler_->RequestSnapshot(2, [&](const SnapshotInfo& info) { ready.push_back(info); });
+  scheduler_->DeliverBatch(BatchOf(1, 0, {Put(1, "one")}));
+  auto last = BatchOf(2, 0, {Put(1, "two")});
+  last->set_final(true);
+  scheduler_->DeliverBatch(std::move(last));
+  Drain();
+  ASSERT_EQ(ready.size(), 1u);
+  const std::vector<std::pair<uint32_t, Epoch>> expected = {{0, 2}};
+  EXPECT_EQ(ready[0].finished_sequencers, expected);
+  scheduler_->ReleaseSnapshot(2);
+  Drain();
+  EXPECT_TRUE(scheduler_->finished());
+
+  GcOptions gc;
+  MultiVersionStore store(0, 1, 100, 24, gc);
+  NodeStats stats(1);
+  SchedulerOptions options;
+  options.mode = GetParam();
+  options.workers = 1;
+  Scheduler restored(options, &store, app_.get(), nullptr, &stats, &results_);
+  restored.RestoreAt(ready[0]);
+  restored.Step();
+  EXPECT_TRUE(restored.finished()) << "it waits for a sequencer that had ended its run";
+}
+
 // Batches far ahead are refused (their senders send them again when due),
 // repeats are harmless: neither counts as garbage.
 TEST_P(StepRecovery, BatchesBeyondTheWindowAreRefusedNotCounted) {

@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/proto_json.h"
 #include "common/record_file.h"
+#include "partition/partition_setup.h"
 
 namespace paxflow {
 namespace {
@@ -131,9 +132,7 @@ void Checkpointer::Write(const SnapshotInfo& info) {
   const NodeId node = options_.header.node_id();
   const int64_t paused_since = NowMicros();
   CheckpointHeader header = options_.header;
-  header.set_epoch(info.epoch);
-  header.set_last_rw_epoch(info.last_rw_epoch);
-  header.set_lane_state(info.lane_state);
+  DescribeSnapshot(info, &header);
   header.set_written_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count());

@@ -303,7 +303,15 @@ std::string Node::StartTransport() {
     if (!heartbeat.ParseFromString(payload) || heartbeat.node_id() != from) {
       return garbled(from, "heartbeat");
     }
-    monitor_->OnHeartbeat(heartbeat);
+    if (monitor_->OnHeartbeat(heartbeat) && started_ &&
+        layout_.Node(from) && layout_.Node(from)->replica() == self_->replica()) {
+      // It restarted: reads it sent us before, for txns we have not run
+      // yet, may be lost with it, and it may not run those txns again.
+      ReadsRequest request;
+      request.set_partition(self_->partition());
+      request.set_after_epoch(scheduler_->Status().published_epoch);
+      transport_->Send(from, READS_REQUEST, request.SerializeAsString());
+    }
   });
   transport_->Subscribe(BATCH_REQUEST, [this, garbled](NodeId from, std::string&& payload) {
     BatchRequest request;
@@ -389,11 +397,7 @@ std::string Node::RestorePartition(Epoch* restored_at) {
     return path + " was written in " + header.mode() + " mode; this node runs " +
            ModeName(options_.params.engine.mode);
   }
-  SnapshotInfo info;
-  info.ok = true;
-  info.epoch = header.epoch();
-  info.last_rw_epoch = header.last_rw_epoch();
-  info.lane_state = header.lane_state();
+  const SnapshotInfo info = SnapshotFromCheckpoint(header);
   scheduler_->RestoreAt(info);
   *restored_at = info.epoch;
   char seconds[32];

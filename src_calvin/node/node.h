@@ -214,7 +214,7 @@ class Node : public PeerSender, public ResultSink {
   std::vector<std::pair<Epoch, uint64_t>> digests_;
   mutable std::mutex digest_mu_;
   size_t store_slot_ = 0;  // the owner thread's, for the final digest
-  bool started_ = false;
+  std::atomic<bool> started_{false};  // read by the transport thread
   bool drain_failed_ = false;
   bool shut_down_ = false;
 };

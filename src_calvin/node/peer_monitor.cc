@@ -15,9 +15,12 @@ PeerMonitor::PeerMonitor(const ClusterConfig& config, NodeId self, const Transpo
       silence_us_(silence_us),
       started_us_(NowMicros()) {}
 
-void PeerMonitor::OnHeartbeat(const Heartbeat& heartbeat) {
+bool PeerMonitor::OnHeartbeat(const Heartbeat& heartbeat) {
   std::lock_guard<std::mutex> lock(mu_);
-  latest_[heartbeat.node_id()] = heartbeat;
+  Heartbeat& latest = latest_[heartbeat.node_id()];
+  const bool restarted = latest.incarnation() != 0 && latest.incarnation() != heartbeat.incarnation();
+  latest = heartbeat;
+  return restarted;
 }
 
 std::string PeerMonitor::Seconds(int64_t micros) {

@@ -25,7 +25,9 @@ class PeerMonitor {
   PeerMonitor(const ClusterConfig& config, NodeId self, const Transport* transport,
               int64_t silence_us);
 
-  void OnHeartbeat(const Heartbeat& heartbeat);
+  // True when the heartbeat comes from a new incarnation of a peer heard
+  // before: it restarted.
+  bool OnHeartbeat(const Heartbeat& heartbeat);
 
   // "node 1 at 127.0.0.1:51111"
   std::string Describe(NodeId peer) const;

@@ -149,12 +149,7 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
     CheckpointStats stats;
     result.error = LoadCheckpoint(path, &engine.store(p), engine.owner_slot(p), &header, &stats);
     if (!result.error.empty()) return result;
-    SnapshotInfo info;
-    info.ok = true;
-    info.epoch = header.epoch();
-    info.last_rw_epoch = header.last_rw_epoch();
-    info.lane_state = header.lane_state();
-    engine.scheduler(p).RestoreAt(info);
+    engine.scheduler(p).RestoreAt(SnapshotFromCheckpoint(header));
   }
   const int64_t start = NowMicros();
   engine.Start();
@@ -201,9 +196,22 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
       engine.scheduler(p).DeliverBatch(std::move(batch));
     }
   }
+  // Stuck (a log that lacks an epoch another has) is an error, not a hang.
+  constexpr int kStuckSeconds = 30;
   for (PartitionId p = 0; p < partitions; ++p) {
+    Epoch seen = engine.scheduler(p).Status().admitted_epoch;
+    int still = 0;
     while (!engine.scheduler(p).WaitFinished(1000)) {
-      LOG(INFO) << "replay: waiting, " << engine.scheduler(p).Status().waiting_for;
+      const SchedulerStatus status = engine.scheduler(p).Status();
+      still = status.admitted_epoch == seen ? still + 1 : 0;
+      seen = status.admitted_epoch;
+      if (still >= kStuckSeconds) {
+        result.error = "replay stuck at epoch " + std::to_string(seen) + " of partition " +
+                       std::to_string(p) + " for " + std::to_string(kStuckSeconds) + " s (" +
+                       status.waiting_for + ")";
+        engine.Stop();
+        return result;
+      }
     }
   }
   result.seconds = (NowMicros() - start) / 1e6;

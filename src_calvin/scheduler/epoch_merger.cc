@@ -21,6 +21,21 @@ void EpochMerger::StartAt(Epoch first_epoch) {
   pending_.erase(pending_.begin(), pending_.lower_bound(first_epoch));
 }
 
+std::vector<std::pair<uint32_t, Epoch>> EpochMerger::FinishedThrough(Epoch through) const {
+  std::vector<std::pair<uint32_t, Epoch>> finished;
+  for (uint32_t s = 0; s < sequencers_; ++s) {
+    if (finished_[s] && final_epoch_[s] <= through) finished.emplace_back(s, final_epoch_[s]);
+  }
+  return finished;
+}
+
+void EpochMerger::MarkFinished(uint32_t sequencer, Epoch final_epoch) {
+  if (sequencer >= sequencers_ || finished_[sequencer]) return;
+  finished_[sequencer] = true;
+  final_epoch_[sequencer] = final_epoch;
+  ++finished_sequencers_;
+}
+
 EpochMerger::Outcome EpochMerger::Offer(std::unique_ptr<Batch> batch, std::string* why) {
   const uint32_t sequencer = batch->sequencer();
   const Epoch epoch = batch->epoch();

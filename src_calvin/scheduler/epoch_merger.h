@@ -49,6 +49,10 @@ class EpochMerger {
   // Restarts the order at `first_epoch` (a node restored from a checkpoint);
   // whatever is buffered for earlier epochs is dropped.
   void StartAt(Epoch first_epoch);
+  // Sequencers that sent their final batch at an epoch <= `through`, with
+  // that epoch; and the same set given back after a restore.
+  std::vector<std::pair<uint32_t, Epoch>> FinishedThrough(Epoch through) const;
+  void MarkFinished(uint32_t sequencer, Epoch final_epoch);
   // The next epoch in order if complete, else nullptr.
   std::unique_ptr<MergedEpoch> TakeReady();
 

@@ -71,6 +71,11 @@ bool RemoteReadTable::AddLocal(TxnWork* work, ReadValues* reads, std::string* er
   entry.values = std::make_unique<ReadValues>(std::move(*reads));
   *reads = ReadValues();
   for (const RemoteReads& early : entry.early) {
+    // Sent again by a restarted participant: a repeat is expected.
+    if (early.resent() && std::find(entry.senders.begin(), entry.senders.end(),
+                                    early.from_partition()) != entry.senders.end()) {
+      continue;
+    }
     std::string problem;
     if (Accept(early, *work, entry, entry.values.get(), &problem)) {
       entry.senders.push_back(early.from_partition());

@@ -118,6 +118,9 @@ void Scheduler::ReleaseSnapshot(Epoch epoch) {
 
 void Scheduler::RestoreAt(const SnapshotInfo& snapshot) {
   merger_.StartAt(snapshot.epoch + 1);
+  for (const auto& [sequencer, final_epoch] : snapshot.finished_sequencers) {
+    merger_.MarkFinished(sequencer, final_epoch);
+  }
   last_rw_epoch_ = snapshot.last_rw_epoch;
   admitted_.store(snapshot.epoch, std::memory_order_relaxed);
   published_.store(snapshot.epoch, std::memory_order_relaxed);
@@ -584,6 +587,7 @@ void Scheduler::ServeSnapshots() {
     request.info.ok = true;
     request.info.epoch = request.epoch;
     request.info.lane_state = CheckpointLaneState(request.epoch);
+    request.info.finished_sequencers = merger_.FinishedThrough(request.epoch);
     request.served = true;
     request.ready(request.info);
   }

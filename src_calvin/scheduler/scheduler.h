@@ -92,6 +92,8 @@ struct SnapshotInfo {
   Epoch epoch = 0;
   Epoch last_rw_epoch = 0;  // newest epoch <= `epoch` with RW work (RO snapshots follow it)
   std::string lane_state;   // the lanes' own state at `epoch` (opaque)
+  // Sequencers that had ended their run by `epoch`, and where.
+  std::vector<std::pair<uint32_t, Epoch>> finished_sequencers;
 };
 
 class Scheduler {
