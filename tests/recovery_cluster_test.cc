@@ -72,10 +72,11 @@ class TestCluster {
     ASSERT_LT(static_cast<size_t>(i), pids.size());
     ASSERT_EQ(kill(pids[i], SIGKILL), 0);
   }
+  // Restarts node `i` (-1: every node, together).
   void Restart(int i, std::vector<std::string> flags = {}) {
-    flags.insert(flags.begin(), "--node=" + std::to_string(i));
+    flags.insert(flags.begin(), "--node=" + (i < 0 ? std::string("all") : std::to_string(i)));
     std::string output;
-    ASSERT_EQ(verbs_->Run("restart", flags, &output), 0) << output << NodeLog(i);
+    ASSERT_EQ(verbs_->Run("restart", flags, &output), 0) << output << Tail(i < 0 ? 0 : i);
     EXPECT_NE(output.find("rejoined"), std::string::npos) << output;
   }
   // Every node in `nodes` admits `epochs` more epochs (within 20 s).
@@ -333,9 +334,10 @@ TEST(RecoveryClusterTest, BankThroughClientsLosesNoAcknowledgedTransfer) {
   EXPECT_EQ(ReplayDigest(cluster.input()), DigestHex(summary.digest));
 }
 
-// Five kills and restarts of random nodes in one run, with checkpoints
-// every 0.2 s (so restarts load them, and old logs go): nothing lost, and
-// a replay from the newest common checkpoint ends in the same state.
+// Five kills and restarts of random nodes in one run, then of all of them
+// at once, with checkpoints every 0.2 s (so restarts load them, and old
+// logs go) and one asked for by a client: nothing lost, and a replay from
+// the newest common checkpoint ends in the same state.
 TEST(RecoveryClusterTest, CrashLoopOverCheckpoints) {
   TestCluster cluster("loop", 3, 1,
                       {"--workload=mixed", "--multi_partition_pct=10", "--checkpoint_every=0.2"});
@@ -368,6 +370,10 @@ TEST(RecoveryClusterTest, CrashLoopOverCheckpoints) {
     cluster.Kill(dead);
     cluster.Restart(dead);
   }
+  // Then the whole cluster at once: restarted together, they find each other.
+  cluster.ExpectProgress({0, 1, 2}, 60);
+  for (int node = 0; node < 3; ++node) cluster.Kill(node);
+  cluster.Restart(-1);
   cluster.ExpectProgress({0, 1, 2}, 60);
   const RunSummary summary = cluster.Stop();
   EXPECT_EQ(summary.invariant_failures, 0u);

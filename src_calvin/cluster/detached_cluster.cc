@@ -12,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -366,11 +367,11 @@ std::string NodeList(const std::vector<NodeId>& ids) {
 // epochs (it found its peers and runs), or, without a client port, its log
 // shows a progress line. Returns 0, or 1 with `error` naming the node that
 // died or is late, with its last log lines.
-// `log_from`: where in each log to look for progress lines (a restarted
-// node's log still holds its previous life's).
+// `log_from`: where in each node's log to look for progress lines (a
+// restarted node's log still holds its previous life's).
 int WaitUntilUp(const ClusterConfig& config, const ClusterState& state,
                 const LaunchOptions& options, const std::function<int()>& interrupts,
-                std::string* error, uint64_t log_from = 0) {
+                std::string* error, const std::map<NodeId, uint64_t>& log_from = {}) {
   struct Watch {
     const NodeRecord* record;
     std::unique_ptr<Client> client;
@@ -434,7 +435,9 @@ int WaitUntilUp(const ClusterConfig& config, const ClusterState& state,
         std::string tail;
         if (!remote) {
           const std::string log = ReadWholeFile(record.log);
-          watch.up = LogShowsProgress(log.size() > log_from ? log.substr(log_from) : "", record.id);
+          auto from = log_from.find(record.id);
+          const size_t skip = from == log_from.end() ? 0 : from->second;
+          watch.up = LogShowsProgress(log.size() > skip ? log.substr(skip) : "", record.id);
         } else if (NodeLogTail(state, record, 50, &tail)) {
           watch.up = LogShowsProgress(tail, record.id);
         }
@@ -629,70 +632,89 @@ int StartDetached(const ClusterConfig& config, const LaunchOptions& options,
   return 0;
 }
 
-int RestartDetached(const ClusterConfig& config, const LaunchOptions& options, NodeId id,
-                    const std::function<int()>& interrupts, std::string* error) {
+int RestartDetached(const ClusterConfig& config, const LaunchOptions& options,
+                    const std::vector<NodeId>& ids, const std::function<int()>& interrupts,
+                    std::string* error) {
   ClusterState state;
   *error = LoadState(options, &state);
   if (!error->empty()) return 2;
-  auto recorded = std::find_if(state.nodes.begin(), state.nodes.end(),
-                               [&](const NodeRecord& record) { return record.id == id; });
-  const NodeConfig* node = FindNode(config, id);
-  if (recorded == state.nodes.end() || !node) {
-    *error = "node " + std::to_string(id) + " is not " +
-             (node ? "in " + StatePath(options.log_dir) : "in " + options.config_path);
-    return 2;
+  std::vector<NodeRecord*> records;
+  for (NodeId id : ids) {
+    auto recorded = std::find_if(state.nodes.begin(), state.nodes.end(),
+                                 [&](const NodeRecord& record) { return record.id == id; });
+    const NodeConfig* node = FindNode(config, id);
+    if (recorded == state.nodes.end() || !node) {
+      *error = "node " + std::to_string(id) + " is not " +
+               (node ? "in " + StatePath(options.log_dir) : "in " + options.config_path);
+      return 2;
+    }
+    records.push_back(&*recorded);
   }
-  const Probe probe = ProbeNode(state, *recorded);
-  if (probe.liveness == Liveness::kUnknown) {
-    *error = "cannot tell whether node " + std::to_string(id) + " runs: " + probe.detail;
-    return 1;
-  }
-  if (probe.liveness == Liveness::kRunning) {
+  for (NodeRecord* recorded : records) {
+    const Probe probe = ProbeNode(state, *recorded);
+    if (probe.liveness == Liveness::kUnknown) {
+      *error = "cannot tell whether node " + std::to_string(recorded->id) + " runs: " +
+               probe.detail;
+      return 1;
+    }
+    if (probe.liveness != Liveness::kRunning) {
+      printf("[cluster] node %u is down (%s); restarting it\n", recorded->id,
+             probe.detail.c_str());
+      fflush(stdout);
+      continue;
+    }
     // Killed, not stopped: a node that stops ends its sequencer's part of
     // the run for good, and could not rejoin.
-    printf("[cluster] node %u still runs (%s); killing it first\n", id, probe.detail.c_str());
+    printf("[cluster] node %u still runs (%s); killing it first\n", recorded->id,
+           probe.detail.c_str());
     fflush(stdout);
     const std::string problem = SignalNode(state, *recorded, SIGKILL);
     const auto deadline = Clock::now() + std::chrono::seconds(10);
     while (problem.empty() && ProbeNode(state, *recorded).liveness == Liveness::kRunning) {
       if (Clock::now() > deadline) {
-        *error = "node " + std::to_string(id) + " still runs 10 s after SIGKILL; not restarted";
+        *error = "node " + std::to_string(recorded->id) +
+                 " still runs 10 s after SIGKILL; not restarted";
         return 1;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polled: not our child
     }
-  } else {
-    printf("[cluster] node %u is down (%s); restarting it\n", id, probe.detail.c_str());
-    fflush(stdout);
   }
-  // The flags start gave it, then --recover (and any given to restart).
+  // The flags start gave them, then --recover (and any given to restart).
   LaunchOptions launch = options;
   launch.node_flags = state.node_flags;
   launch.node_flags.push_back("--recover");
   launch.node_flags.insert(launch.node_flags.end(), options.node_flags.begin(),
                            options.node_flags.end());
-  struct stat log_info {};
-  const uint64_t log_from =
-      stat(recorded->log.c_str(), &log_info) == 0 ? static_cast<uint64_t>(log_info.st_size) : 0;
-  NodeRecord record;
-  std::string problem;
-  if (!LaunchNode(*node, launch, /*append_log=*/true, &record, &problem)) {
-    *error = "node " + std::to_string(id) + ": " + problem;
-    return 1;
+  // All of them at once: nodes restarting together wait for each other.
+  ClusterState restarted = state;
+  restarted.nodes.clear();
+  std::map<NodeId, uint64_t> log_from;
+  for (NodeRecord* recorded : records) {
+    struct stat log_info {};
+    log_from[recorded->id] =
+        stat(recorded->log.c_str(), &log_info) == 0 ? static_cast<uint64_t>(log_info.st_size) : 0;
+    NodeRecord record;
+    std::string problem;
+    if (!LaunchNode(*FindNode(config, recorded->id), launch, /*append_log=*/true, &record,
+                    &problem)) {
+      *error = "node " + std::to_string(recorded->id) + ": " + problem;
+      return 1;
+    }
+    *recorded = record;
+    problem = WriteClusterState(StatePath(options.log_dir), state);
+    if (!problem.empty()) {
+      *error = problem;
+      return 1;
+    }
+    PrintLaunched(record);
+    restarted.nodes.push_back(record);
   }
-  *recorded = record;
-  problem = WriteClusterState(StatePath(options.log_dir), state);
-  if (!problem.empty()) {
-    *error = problem;
-    return 1;
-  }
-  PrintLaunched(record);
-  ClusterState one = state;
-  one.nodes = {record};
-  const int code = WaitUntilUp(config, one, launch, interrupts, error, log_from);
+  const int code = WaitUntilUp(config, restarted, launch, interrupts, error, log_from);
   *error = Trim(*error);
   if (code != 0) return code;
-  printf("[cluster] node %u recovered and rejoined the cluster\n", id);
+  for (const NodeRecord& record : restarted.nodes) {
+    printf("[cluster] node %u recovered and rejoined the cluster\n", record.id);
+  }
   fflush(stdout);
   return 0;
 }

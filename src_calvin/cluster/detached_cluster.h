@@ -78,11 +78,13 @@ int StartDetached(const ClusterConfig& config, const LaunchOptions& options,
 // `have_summary` says whether `combined` holds every node's summary.
 int StopDetached(const ClusterConfig& config, const LaunchOptions& options,
                  RunSummary* combined, bool* have_summary, std::string* error);
-// restart: starts node `id` again (stopping it first if it still runs),
-// with start's flags and --recover: it loads its newest checkpoint, replays
-// its log, catches up from its peers and rejoins. Returns once it has.
-int RestartDetached(const ClusterConfig& config, const LaunchOptions& options, NodeId id,
-                    const std::function<int()>& interrupts, std::string* error);
+// restart: starts nodes `ids` again, all at once (killing those that still
+// run first), with start's flags and --recover: each loads its newest
+// checkpoint, replays its log, catches up from its peers and rejoins.
+// Returns once all have.
+int RestartDetached(const ClusterConfig& config, const LaunchOptions& options,
+                    const std::vector<NodeId>& ids, const std::function<int()>& interrupts,
+                    std::string* error);
 // status: each node's process and client-port status.
 int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::string* error);
 // logs: the last log_lines lines of each node's log.
