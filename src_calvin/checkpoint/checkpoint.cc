@@ -110,27 +110,34 @@ std::string WriteCheckpoint(const std::string& dir, const CheckpointHeader& head
   return "";
 }
 
-std::string ReadCheckpointHeader(const std::string& path, CheckpointHeader* header) {
-  RecordReader reader;
-  std::string error = reader.Open(path, std::string_view(kMagic, 8), kWhat);
+namespace {
+
+// Opens a checkpoint file and reads its header; the chunks follow.
+std::string OpenCheckpoint(const std::string& path, RecordReader* reader,
+                           CheckpointHeader* header) {
+  std::string error = reader->Open(path, std::string_view(kMagic, 8), kWhat);
   if (!error.empty()) return error;
   std::string payload;
-  if (!reader.Next(&payload) || !header->ParseFromString(payload)) {
+  if (!reader->Next(&payload) || !header->ParseFromString(payload)) {
     return path + ": unreadable checkpoint header";
   }
   return "";
+}
+
+}  // namespace
+
+std::string ReadCheckpointHeader(const std::string& path, CheckpointHeader* header) {
+  RecordReader reader;
+  return OpenCheckpoint(path, &reader, header);
 }
 
 std::string LoadCheckpoint(const std::string& path, Store* store, size_t slot,
                            CheckpointHeader* header, CheckpointStats* stats) {
   const int64_t start = NowMicros();
   RecordReader reader;
-  std::string error = reader.Open(path, std::string_view(kMagic, 8), kWhat);
+  std::string error = OpenCheckpoint(path, &reader, header);
   if (!error.empty()) return error;
   std::string payload;
-  if (!reader.Next(&payload) || !header->ParseFromString(payload)) {
-    return path + ": unreadable checkpoint header";
-  }
   // Every record but the last is a chunk; the last is the trailer.
   CheckpointChunk chunk;
   uint64_t keys = 0, digest = 0;

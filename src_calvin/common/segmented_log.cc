@@ -137,21 +137,26 @@ std::string SegmentedLogWriter::CloseActive() {
   return "";
 }
 
-std::string SegmentedLogWriter::Create(const std::string& dir, const std::string& name,
-                                       const LogFormat& format, const std::string& header) {
-  std::lock_guard<std::mutex> lock(mu_);
+void SegmentedLogWriter::Reset(const std::string& dir, const std::string& name,
+                               const LogFormat& format, const std::string& header) {
   dir_ = dir;
   name_ = name;
   format_ = format;
   header_ = header;
   error_.clear();
+  next_number_ = 1;
+  last_epoch_ = 0;
+}
+
+std::string SegmentedLogWriter::Create(const std::string& dir, const std::string& name,
+                                       const LogFormat& format, const std::string& header) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Reset(dir, name, format, header);
   for (const LogSegment& segment : ListSegments(dir, name, format.ext)) {
     if (unlink(segment.path.c_str()) != 0 && errno != ENOENT) {
       return Fail("cannot remove " + segment.path + ": " + std::strerror(errno));
     }
   }
-  next_number_ = 1;
-  last_epoch_ = 0;
   return StartSegment();
 }
 
@@ -160,13 +165,7 @@ std::string SegmentedLogWriter::Reopen(const std::string& dir, const std::string
                                        const EpochOf& epoch_of, Epoch* last_epoch,
                                        std::string* last_record) {
   std::lock_guard<std::mutex> lock(mu_);
-  dir_ = dir;
-  name_ = name;
-  format_ = format;
-  header_ = header;
-  error_.clear();
-  next_number_ = 1;
-  last_epoch_ = 0;
+  Reset(dir, name, format, header);
   std::string newest_closed;
   std::string last;
   for (const LogSegment& segment : ListSegments(dir, name, format.ext)) {

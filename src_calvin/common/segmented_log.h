@@ -82,6 +82,8 @@ class SegmentedLogWriter {
   std::string active_path() const;
 
  private:
+  void Reset(const std::string& dir, const std::string& name, const LogFormat& format,
+             const std::string& header);  // mu_ held
   std::string StartSegment();  // mu_ held
   std::string CloseActive();   // mu_ held
   std::string Fail(std::string error);  // mu_ held: makes it sticky
