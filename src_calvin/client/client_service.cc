@@ -196,7 +196,9 @@ void ClientService::Handle(const std::string& identity, const zmq::message_t& me
       break;
   }
   std::string unavailable;
-  if (request.body_case() == ClientRequest::kTxn && unavailable_) unavailable = unavailable_();
+  const bool runs_txn = request.body_case() == ClientRequest::kTxn ||
+                        request.body_case() == ClientRequest::kLtx;
+  if (runs_txn && unavailable_) unavailable = unavailable_();
   if (shutting_down_.load()) {
     status = SHUTTING_DOWN;
     error = "node " + std::to_string(options_.node) + " is shutting down";

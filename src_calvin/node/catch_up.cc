@@ -53,7 +53,14 @@ void CatchUpServer::Loop() {
 }
 
 bool CatchUpServer::SendTo(NodeId to, Channel channel, const std::string& payload) {
-  return options_.transport->SendPaced(to, channel, payload, options_.send_timeout_ms);
+  // In slices, so that stopping the node does not wait for a slow peer.
+  constexpr int kSliceMs = 100;
+  for (int waited = 0; waited < options_.send_timeout_ms; waited += kSliceMs) {
+    if (options_.transport->SendPaced(to, channel, payload, kSliceMs)) return true;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return false;
+  }
+  return false;
 }
 
 void CatchUpServer::ServeBatches(NodeId to, const BatchRequest& request) {
