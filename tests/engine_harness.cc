@@ -35,7 +35,8 @@ EngineHarness::EngineHarness(const NodeParams& params, uint32_t partitions, Resu
       logs_.back()->Open(InputLogPath(log_dir, p), MakeLogHeader(params, p, p, 0, partitions),
                          false);
       InputLogWriter* log = logs_.back().get();
-      scheduler(p).SetBeforeExecute([log](const MergedEpoch& epoch) { log->Append(epoch); });
+      scheduler(p).SetBeforeExecute(
+          [log](const MergedEpoch& epoch) { return log->Append(epoch).empty(); });
     }
     // As a node: sequencers_per_node sequencers, each with its own generator.
     const uint32_t per_node = params.engine.sequencers_per_node;

@@ -15,7 +15,6 @@
 #include <functional>
 #include <thread>
 
-#include "common/json.h"
 #include "base/summary.h"
 #include "tests/test_util.h"
 
@@ -48,42 +47,7 @@ bool ProcessGone(pid_t pid) {
   return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
 }
 
-// The pids a state file records, in node order.
-std::vector<pid_t> StatePids(const std::string& path) {
-  JsonValue root;
-  std::vector<pid_t> pids;
-  if (!ParseJson(ReadFile(path), &root).empty()) return pids;
-  const JsonValue* nodes = root.Find("nodes");
-  if (!nodes) return pids;
-  for (const JsonValue& node : nodes->array) pids.push_back(node.NumberOr("pid", -1));
-  return pids;
-}
-
-// paxflow-cluster with the verb and the flags that locate one cluster.
-class Verbs {
- public:
-  Verbs(std::string config, std::string logs, std::vector<std::string> extra = {})
-      : config_(std::move(config)), logs_(std::move(logs)), extra_(std::move(extra)) {}
-  // Stops whatever a failed test left running: no node outlives the test.
-  ~Verbs() {
-    if (!Exists(state())) return;
-    std::string output;
-    Run("stop", {"--stop_timeout=10"}, &output);
-  }
-  int Run(const std::string& verb, const std::vector<std::string>& flags,
-          std::string* output) const {
-    std::vector<std::string> args = {Cluster(), verb, "--config=" + config_, "--logs=" + logs_};
-    args.insert(args.end(), extra_.begin(), extra_.end());
-    args.insert(args.end(), flags.begin(), flags.end());
-    output->clear();
-    return RunProcess(args, output);
-  }
-  std::string state() const { return logs_ + "/cluster.state"; }
-
- private:
-  std::string config_, logs_;
-  std::vector<std::string> extra_;
-};
+using Verbs = testing::ClusterVerbs;
 
 // Small and light: few records, short epochs, progress lines for `logs`.
 const std::vector<std::string> kNodeFlags = {"--duration=0", "--workload=mixed",
@@ -117,7 +81,7 @@ TEST(LauncherVerbsTest, StartStatusLogsStopOnLoopback) {
   ASSERT_EQ(verbs.Run("start", kNodeFlags, &output), 0) << output;
   EXPECT_NE(output.find("3 node(s) up"), std::string::npos) << output;
   ASSERT_TRUE(Exists(verbs.state())) << output;
-  const std::vector<pid_t> pids = StatePids(verbs.state());
+  const std::vector<pid_t> pids = verbs.Pids();
   ASSERT_EQ(pids.size(), 3u) << ReadFile(verbs.state());
   for (pid_t pid : pids) EXPECT_FALSE(ProcessGone(pid)) << "node pid " << pid << " not running";
 
@@ -181,7 +145,7 @@ TEST(LauncherVerbsTest, RemoteNodesGoThroughSsh) {
   std::string output;
   ASSERT_EQ(verbs.Run("start", kNodeFlags, &output), 0) << output;
   EXPECT_NE(output.find("(ssh 127.0.0.2)"), std::string::npos) << output;
-  const std::vector<pid_t> pids = StatePids(verbs.state());
+  const std::vector<pid_t> pids = verbs.Pids();
   ASSERT_EQ(pids.size(), 2u) << ReadFile(verbs.state());
   // The pid the remote shell reported is the node's own.
   for (pid_t pid : pids) {

@@ -1,6 +1,9 @@
 #include "tests/test_util.h"
 
+#include "client/client.h"
 #include "common/paths.h"
+#include "common/proto_json.h"
+#include "files.pb.h"
 #include "tests/serial_reference.h"
 
 #include <arpa/inet.h>
@@ -309,6 +312,53 @@ void ExpectMatchesSerialExecution(const std::string& input_dir, const WorkloadPa
   ASSERT_EQ(serial.error, "");
   EXPECT_EQ(serial.txns, cluster.Committed());
   EXPECT_EQ(serial.digest, cluster.digest) << "cluster digest differs from serial execution";
+}
+
+ClusterVerbs::ClusterVerbs(std::string config, std::string logs, std::vector<std::string> extra)
+    : config_(std::move(config)), logs_(std::move(logs)), extra_(std::move(extra)) {}
+
+ClusterVerbs::~ClusterVerbs() {
+  if (access(state().c_str(), F_OK) != 0) return;
+  std::string output;
+  Run("stop", {"--stop_timeout=10"}, &output);
+}
+
+int ClusterVerbs::Run(const std::string& verb, const std::vector<std::string>& flags,
+                      std::string* output) const {
+  std::vector<std::string> args = {BinaryDir() + "/paxflow-cluster", verb, "--config=" + config_,
+                                   "--logs=" + logs_};
+  args.insert(args.end(), extra_.begin(), extra_.end());
+  args.insert(args.end(), flags.begin(), flags.end());
+  output->clear();
+  return RunProcess(args, output);
+}
+
+std::vector<pid_t> ClusterVerbs::Pids() const {
+  ClusterStateFile file;
+  std::vector<pid_t> pids;
+  if (!JsonToMessage(ReadFile(state()), &file).empty()) return pids;
+  for (const NodeRecordFile& node : file.nodes()) pids.push_back(node.pid());
+  return pids;
+}
+
+bool AskStatus(const NodeConfig& node, StatusReply* status, int timeout_ms) {
+  Client client;
+  ClientReply reply;
+  if (!client.Connect(ClientEndpoint(node)).empty() ||
+      !client.Call(Client::Status(), &reply, timeout_ms).empty() || reply.status() != OK) {
+    return false;
+  }
+  *status = reply.node_status();
+  return true;
+}
+
+bool WaitUntil(const std::function<bool()>& condition, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling another process
+  }
+  return true;
 }
 
 }  // namespace paxflow::testing

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <initializer_list>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -93,6 +94,31 @@ std::string BinaryDir();
 std::string SourceDir();  // repository root
 
 std::string ReadFile(const std::string& path);
+
+// paxflow-cluster with a verb and the flags that locate one detached
+// cluster (its config and --logs). Stops whatever a failed test left
+// running: no node outlives the test.
+class ClusterVerbs {
+ public:
+  ClusterVerbs(std::string config, std::string logs, std::vector<std::string> extra = {});
+  ~ClusterVerbs();
+  int Run(const std::string& verb, const std::vector<std::string>& flags,
+          std::string* output) const;
+  std::string state() const { return logs_ + "/cluster.state"; }
+  // The pids the state file records, in node order (empty if unreadable).
+  std::vector<pid_t> Pids() const;
+
+ private:
+  std::string config_, logs_;
+  std::vector<std::string> extra_;
+};
+
+// A node's status, asked at its client port; false if it does not answer.
+bool AskStatus(const NodeConfig& node, StatusReply* status, int timeout_ms = 1000);
+// Polls `condition` (every 20 ms) until it holds or `timeout_ms` passes;
+// returns whether it held. For conditions on other processes, which
+// nothing here can wait on.
+bool WaitUntil(const std::function<bool()>& condition, int timeout_ms);
 
 // The bank workload as the cluster tests run it.
 WorkloadParams BankWorkload(uint64_t accounts, double audit_fraction);

@@ -6,11 +6,13 @@
 #   common, proto                   <- everything
 #   backend, applications           -> common
 #   scheduler, sequencer            -> backend, applications, common
+#   checkpoint                      -> backend, common
 #   client                          -> engine folders, base (never node/cluster/report/replay/partition)
 #   base                            -> engine folders only (never a sibling above it)
 #   partition                       -> engine folders, base
-#   node                            -> replay (its --replay mode), partition, base, client, engine
-#   replay                          -> partition, base, engine folders
+#   node                            -> replay (its --replay mode), partition, base, client,
+#                                      checkpoint, engine
+#   replay                          -> partition, base, checkpoint, engine folders
 #   cluster                         -> base, client (nodes are other processes: never node)
 #   report                          -> cluster, base
 # Inside the scheduler, a lane never includes scheduler.h or another lane,
@@ -28,18 +30,19 @@ forbid() {  # folder, regex of include paths it must not use
   fi
 }
 upper='base|partition|node|replay|cluster|report|client'
-forbid common "backend|applications|scheduler|sequencer|$upper"
-forbid backend "applications|scheduler|sequencer|$upper"
+forbid common "backend|applications|scheduler|sequencer|checkpoint|$upper"
+forbid backend "applications|scheduler|sequencer|checkpoint|$upper"
+forbid checkpoint "applications|scheduler|sequencer|$upper"
 forbid applications "backend|scheduler|sequencer|$upper"
-forbid scheduler "sequencer|$upper"
-forbid sequencer "$upper"
-forbid client 'partition|node|replay|cluster|report'
-forbid base 'partition|node|replay|cluster|report|client'
+forbid scheduler "sequencer|checkpoint|$upper"
+forbid sequencer "checkpoint|$upper"
+forbid client 'partition|node|replay|cluster|report|checkpoint'
+forbid base 'partition|node|replay|cluster|report|client|checkpoint'
 forbid partition 'node|replay|cluster|report|client'
 forbid node 'cluster|report'
 forbid replay 'node|cluster|report|client'
-forbid cluster 'partition|node|replay|report'
-forbid report 'partition|node|replay'
+forbid cluster 'partition|node|replay|report|checkpoint'
+forbid report 'partition|node|replay|checkpoint'
 for lane in src_calvin/scheduler/*_lane.h src_calvin/scheduler/*_lane.cc; do
   [ -e "$lane" ] || continue
   hits=$(grep -nE '#include "scheduler/(scheduler\.h|[a-z_]*_lane\.h)"' "$lane" |

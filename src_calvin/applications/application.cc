@@ -41,4 +41,33 @@ void LtxReads::SetPoint(Key key, bool found, std::string&& value) {
   points_[key] = {found, std::move(value)};
 }
 
+void Application::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
+                              LtxRound* out) const {
+  const size_t declared = static_cast<size_t>(txn.read_set_size() + txn.read_write_set_size());
+  if (round == 0 && declared > 0) {
+    out->reads.assign(txn.read_set().begin(), txn.read_set().end());
+    out->reads.insert(out->reads.end(), txn.read_write_set().begin(),
+                      txn.read_write_set().end());
+    return;
+  }
+  // Its reads in the order Execute expects them: read_set, then read_write_set.
+  ReadValues values;
+  values.Reset(declared);
+  size_t position = 0;
+  auto fill = [&](Key key) {
+    bool found = false;
+    std::string_view value;
+    if (reads.Get(key, &found, &value) && found) {
+      values.Set(position, value);
+    } else {
+      values.SetMissing(position);
+    }
+    ++position;
+  };
+  for (Key key : txn.read_set()) fill(key);
+  for (Key key : txn.read_write_set()) fill(key);
+  Execute(txn, values, &out->writes, &out->outcome);
+  if (!out->outcome.committed) out->writes.Clear();
+}
+
 }  // namespace paxflow

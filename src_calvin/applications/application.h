@@ -180,12 +180,11 @@ class Application {
   // The long-transaction lane. A long procedure runs in rounds: round 0
   // sees no reads; each round either asks for reads (and scans) or ends.
   // Like Execute, a deterministic function of the txn and what it read.
+  // A procedure that is not a long one runs as an LTX too, in two rounds:
+  // its declared keys (read_set, read_write_set), then Execute on them.
   virtual bool IsLongProcedure(uint32_t procedure) const { return false; }
   virtual void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
-                           LtxRound* out) const {
-    out->abort = true;
-    out->reason = std::string("no long procedure ") + ProcedureName(txn.procedure());
-  }
+                           LtxRound* out) const;
 };
 
 }  // namespace paxflow

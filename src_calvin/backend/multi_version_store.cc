@@ -384,20 +384,18 @@ void MultiVersionStore::SetSnapshotPins(std::vector<Epoch> pins) {
   pins_generation_.fetch_add(1, std::memory_order_release);
 }
 
-uint64_t MultiVersionStore::Digest(size_t slot, Epoch epoch) {
-  uint64_t digest = 0;
+void MultiVersionStore::Scan(size_t slot, Epoch epoch, const Visitor& visit) {
   reclaimer_.Enter(slot);
   index_.ForEach([&](Key key, Record& record) {
     for (Version* v = record.head.load(std::memory_order_acquire); v;
          v = v->next.load(std::memory_order_acquire)) {
       if (v->epoch.load(std::memory_order_relaxed) <= epoch) {
-        if (!v->tombstone) digest += DigestTerm(key, std::string_view(v->data(), v->size));
+        if (!v->tombstone) visit(key, std::string_view(v->data(), v->size));
         break;
       }
     }
   });
   reclaimer_.Exit(slot);
-  return digest;
 }
 
 void MultiVersionStore::Sweep(size_t slot) {

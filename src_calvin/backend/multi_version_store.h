@@ -74,7 +74,7 @@ class MultiVersionStore : public Store {
   bool multi_version() const override { return true; }
   void Prefetch(Key key, int stage) override;
   void SetSnapshotPins(std::vector<Epoch> pins) override;
-  uint64_t Digest(size_t slot, Epoch epoch) override;
+  void Scan(size_t slot, Epoch epoch, const Visitor& visit) override;
   StoreMetrics Metrics() override;
 
   // One garbage-collection sweep over the listed keys (the background

@@ -97,12 +97,10 @@ void SingleVersionStore::Prefetch(Key key, int stage) {
   }
 }
 
-uint64_t SingleVersionStore::Digest(size_t, Epoch) {
-  uint64_t digest = 0;
+void SingleVersionStore::Scan(size_t, Epoch, const Visitor& visit) {
   index_.ForEach([&](Key key, Record& record) {
-    if (record.present) digest += DigestTerm(key, std::string_view(record.data, record.size));
+    if (record.present) visit(key, std::string_view(record.data, record.size));
   });
-  return digest;
 }
 
 StoreMetrics SingleVersionStore::Metrics() {

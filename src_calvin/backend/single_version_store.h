@@ -35,7 +35,7 @@ class SingleVersionStore : public Store {
   bool multi_version() const override { return false; }
   void Prefetch(Key key, int stage) override;
   void SetSnapshotPins(std::vector<Epoch>) override {}
-  uint64_t Digest(size_t slot, Epoch epoch) override;
+  void Scan(size_t slot, Epoch epoch, const Visitor& visit) override;
   StoreMetrics Metrics() override;
 
  private:

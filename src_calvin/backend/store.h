@@ -84,10 +84,17 @@ class Store {
   // was not already a pin (readers start at snapshots already pinned), so a
   // version found garbage stays garbage.
   virtual void SetSnapshotPins(std::vector<Epoch> pins) = 0;
-  // Order-independent hash of every (key, value) as of `epoch`. A
-  // single-version store hashes its current state: the caller makes sure no
-  // write of a later epoch has been applied.
-  virtual uint64_t Digest(size_t slot, Epoch epoch) = 0;
+  // Visits every (key, value) as of `epoch`, in no particular order (a
+  // checkpoint). A multi-version store walks that snapshot, which must stay
+  // pinned meanwhile (SetSnapshotPins), concurrently with writers of later
+  // epochs; a single-version store visits its current state: the caller
+  // makes sure no write is under way (the partition is paused). The views
+  // are valid during the call only.
+  using Visitor = std::function<void(Key, std::string_view)>;
+  virtual void Scan(size_t slot, Epoch epoch, const Visitor& visit) = 0;
+  // Order-independent hash of every (key, value) as of `epoch`, under
+  // Scan's conditions.
+  uint64_t Digest(size_t slot, Epoch epoch);
 
   virtual StoreMetrics Metrics() = 0;
 };

@@ -46,6 +46,27 @@ DEFINE_uint64(client_admit_limit, 0,
 DEFINE_uint32(client_buffer_mb, 16,
               "Replies (MiB) a node holds for a client that does not read them before it "
               "refuses that client's txns with BUSY");
+DEFINE_bool(recover, false,
+            "Rejoin a running cluster after a crash: load this node's newest checkpoint from "
+            "--log_dir, replay its input log after it, fetch from the peers what it missed, "
+            "and go on (paxflow-cluster restart adds it)");
+DEFINE_double(checkpoint_every, 60,
+              "With --log_dir: seconds between checkpoints (a cluster parameter: every node "
+              "checkpoints at the same epochs); 0: none. Logs older than the newest "
+              "checkpoint every node holds are removed");
+DEFINE_uint32(heartbeat_ms, 200, "How often a node tells every peer it is alive (ms)");
+DEFINE_uint32(peer_timeout_ms, 1000,
+              "A peer silent this long (ms) is reported in progress lines and status; while "
+              "the node waits for it, clients get UNAVAILABLE");
+DEFINE_uint32(peer_queue_mb, 64,
+              "Per peer, MiB of messages held for a peer that does not take them (dead or "
+              "slow); beyond it they are dropped, and the peer fetches them again from the logs");
+DEFINE_uint32(max_epochs_ahead, 200,
+              "A sequencer waits rather than run more than this many epochs ahead of its own "
+              "partition; a partition buffers at most twice this many epochs");
+DEFINE_uint32(fault_stall_checkpoint, 0,
+              "Testing: the n-th checkpoint this process writes stops half written, as if the "
+              "node crashed meanwhile (0: never)");
 DEFINE_string(gc, "epo",
               "Version garbage collection in paxflow mode: background (sweeps below the oldest "
               "snapshot), epo (prunes between snapshots on writes), epo-r (on reads)");
@@ -94,7 +115,8 @@ namespace {
 
 // Flags that describe one node or one invocation, never a cluster param.
 const std::set<std::string>& LocalOnlyFlags() {
-  static const std::set<std::string> kFlags = {"config", "node_id", "replay", "replay_replica"};
+  static const std::set<std::string> kFlags = {"config", "node_id", "replay", "replay_replica",
+                                               "recover"};
   return kFlags;
 }
 
@@ -132,8 +154,9 @@ const std::vector<std::string>& NodeFlagNames() {
       "max_inflight", "seed",
       "generate", "duration", "run_epochs", "log_fsync", "progress_ms", "digest_epochs",
       "peer_wait_s", "drain_timeout_s", "client_admit_limit", "client_buffer_mb", "gc",
-      "ltx_workers", "ltx_timeout", "max_active_ltx", "ltx_max_deferrals", "workload",
-      "application", "records", "value_size", "ro_fraction",
+      "checkpoint_every", "heartbeat_ms", "peer_timeout_ms", "peer_queue_mb", "max_epochs_ahead",
+      "fault_stall_checkpoint", "ltx_workers", "ltx_timeout", "max_active_ltx",
+      "ltx_max_deferrals", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
       "ltx_ops", "scan_length", "bank_accounts",
@@ -197,6 +220,13 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.ltx_max_deferrals = FLAGS_ltx_max_deferrals;
   e.client_admit_limit = FLAGS_client_admit_limit;
   e.client_buffer_mb = FLAGS_client_buffer_mb;
+  e.recover = FLAGS_recover;
+  e.checkpoint_every_s = FLAGS_checkpoint_every;
+  e.heartbeat_ms = FLAGS_heartbeat_ms;
+  e.peer_timeout_ms = FLAGS_peer_timeout_ms;
+  e.peer_queue_mb = FLAGS_peer_queue_mb;
+  e.max_epochs_ahead = FLAGS_max_epochs_ahead;
+  e.fault_stall_checkpoint = FLAGS_fault_stall_checkpoint;
   if (!ParseGcPolicy(FLAGS_gc, &e.gc)) {
     return "gc '" + FLAGS_gc + "' is not one of background, epo, epo-r";
   }

@@ -21,6 +21,7 @@ DECLARE_string(mode);
 DECLARE_uint32(workers);
 DECLARE_double(duration);
 DECLARE_uint64(run_epochs);
+DECLARE_bool(recover);
 
 namespace paxflow {
 

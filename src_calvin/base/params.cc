@@ -28,6 +28,7 @@ std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() con
       {"ltx_timeout", std::to_string(engine.ltx_timeout)},
       {"max_active_ltx", std::to_string(engine.max_active_ltx)},
       {"ltx_max_deferrals", std::to_string(engine.ltx_max_deferrals)},
+      {"checkpoint_every", Number(engine.checkpoint_every_s)},
       {"workload", w.workload},
       {"application", w.application},
       {"records", std::to_string(w.records)},
@@ -48,6 +49,12 @@ std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() con
       {"bank_initial_balance", std::to_string(w.bank_initial_balance)},
       {"audit_fraction", Number(w.audit_fraction)},
   };
+}
+
+uint64_t EngineParams::CheckpointEpochs() const {
+  if (checkpoint_every_s <= 0) return 0;
+  const double epochs = checkpoint_every_s * 1000.0 / epoch_ms;
+  return epochs < 1 ? 1 : static_cast<uint64_t>(epochs + 0.5);
 }
 
 std::string NodeParams::ClusterParamsText() const {
@@ -101,6 +108,32 @@ std::string NodeParams::Validate(uint32_t partitions) const {
   if (!(e.drain_timeout_s > 0)) return "drain_timeout_s must be positive";
   if (e.client_buffer_mb < 1 || e.client_buffer_mb > 65536) {
     return "client_buffer_mb=" + std::to_string(e.client_buffer_mb) + " is out of range (1..65536)";
+  }
+  if (!(e.checkpoint_every_s >= 0) || e.checkpoint_every_s > 7 * 24 * 3600.0) {
+    return "checkpoint_every=" + Number(e.checkpoint_every_s) +
+           " is out of range (0 = no checkpoints, else seconds up to a week)";
+  }
+  if (e.heartbeat_ms < 10 || e.heartbeat_ms > 10000) {
+    return "heartbeat_ms=" + std::to_string(e.heartbeat_ms) + " is out of range (10..10000)";
+  }
+  if (e.peer_timeout_ms < 2 * e.heartbeat_ms) {
+    return "peer_timeout_ms=" + std::to_string(e.peer_timeout_ms) +
+           " must be at least twice heartbeat_ms=" + std::to_string(e.heartbeat_ms);
+  }
+  if (e.peer_queue_mb < 1 || e.peer_queue_mb > 65536) {
+    return "peer_queue_mb=" + std::to_string(e.peer_queue_mb) + " is out of range (1..65536)";
+  }
+  if (e.max_epochs_ahead < 4 || e.max_epochs_ahead > 1000000) {
+    return "max_epochs_ahead=" + std::to_string(e.max_epochs_ahead) +
+           " is out of range (4..1000000)";
+  }
+  if (e.recover && e.log_dir.empty()) {
+    return "--recover rebuilds the node from its log directory: give --log_dir too";
+  }
+  if (e.recover && e.sequencers_per_node > 1) {
+    return "--recover with sequencers_per_node=" + std::to_string(e.sequencers_per_node) +
+           ": a restart rejoins through its peers' sequencer logs, which keep one sequencer "
+           "per node";
   }
   return workload.Validate(partitions);
 }

@@ -41,6 +41,19 @@ struct EngineParams {
   // Client port admission (per node, not a cluster parameter).
   uint64_t client_admit_limit = 0;  // admitted, unanswered client txns; 0: max_batch
   uint32_t client_buffer_mb = 16;   // unsent reply bytes per connection before BUSY
+
+  // Durability and recovery.
+  bool recover = false;            // rejoin a running cluster from the log directory
+  double checkpoint_every_s = 60;  // checkpoint period (cluster parameter); 0: none
+  uint32_t heartbeat_ms = 200;     // how often a node tells its peers it lives
+  uint32_t peer_timeout_ms = 1000; // silence after which a peer is reported
+  uint32_t peer_queue_mb = 64;     // per peer: bytes held for one that does not take them
+  uint32_t max_epochs_ahead = 200; // a sequencer waits this far ahead of its partition
+  uint32_t fault_stall_checkpoint = 0;  // testing: the n-th checkpoint stalls half written
+
+  // Epochs between checkpoints (0: none): every node checkpoints at the
+  // same epochs, multiples of this.
+  uint64_t CheckpointEpochs() const;
 };
 
 struct NodeParams {

@@ -1,14 +1,26 @@
 #include "base/summary.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
+#include <cstdlib>
+#include <cstring>
 #include <cstdio>
 #include <sstream>
 
-#include "common/json.h"
+#include "common/proto_json.h"
 
 namespace paxflow {
 namespace {
+
+// The field of `kinds` for txn kind `k` (kinds print as the fields are named).
+KindSummaryFile* KindField(KindsFile* kinds, int k) {
+  switch (k) {
+    case kKindReadOnly: return kinds->mutable_ro();
+    case kKindReadWrite: return kinds->mutable_rw();
+    default: return kinds->mutable_ltx();
+  }
+}
 
 std::string Fixed(double x, int digits) {
   char buffer[64];
@@ -43,6 +55,18 @@ void LtxSummary::Add(const LtxSummary& other) {
   late_records += other.late_records;
   deferred_wait_us.Merge(other.deferred_wait_us);
   parked_wait_us.Merge(other.parked_wait_us);
+}
+
+bool ParseDigestHex(const std::string& text, uint64_t* digest) {
+  const char* start = text.c_str();
+  if (text.rfind("0x", 0) == 0 || text.rfind("0X", 0) == 0) start += 2;
+  if (*start == '\0' || std::strlen(start) > 16) return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long value = std::strtoull(start, &end, 16);
+  if (*end != '\0' || errno != 0) return false;
+  *digest = value;
+  return true;
 }
 
 uint64_t RunSummary::Committed() const {
@@ -130,83 +154,139 @@ std::string RunSummary::ToText() const {
   return out.str();
 }
 
-std::string RunSummary::ToJson() const {
-  std::ostringstream out;
-  out << "{\"scope\":" << JsonEscape(scope) << ",\"node\":" << node
-      << ",\"partition\":" << partition << ",\"replica\":" << replica << ",\"nodes\":" << nodes
-      << ",\"mode\":" << JsonEscape(mode) << ",\"workload\":" << JsonEscape(workload)
-      << ",\"seconds\":" << Fixed(seconds, 6) << ",\"throughput\":" << Fixed(Throughput(), 3)
-      << ",\"kinds\":{";
+SummaryFile RunSummary::ToFile() const {
+  SummaryFile file;
+  file.set_scope(scope);
+  file.set_node(node);
+  file.set_partition(partition);
+  file.set_replica(replica);
+  file.set_nodes(nodes);
+  file.set_mode(mode);
+  file.set_workload(workload);
+  file.set_seconds(seconds);
+  file.set_throughput(Throughput());
   for (int k = 0; k < kTxnKinds; ++k) {
     const KindSummary& s = kinds[k];
-    if (k) out << ",";
-    out << "\"" << TxnKindName(k) << "\":{\"committed\":" << s.committed
-        << ",\"declined\":" << s.declined
-        << ",\"throughput\":" << Fixed(seconds > 0 ? s.committed / seconds : 0, 3)
-        << ",\"p50_ms\":" << Millis(s.latency_us.Quantile(0.5))
-        << ",\"p95_ms\":" << Millis(s.latency_us.Quantile(0.95))
-        << ",\"p99_ms\":" << Millis(s.latency_us.Quantile(0.99))
-        << ",\"max_ms\":" << Millis(s.latency_us.max())
-        << ",\"mean_ms\":" << Fixed(s.latency_us.Mean() / 1000.0, 3)
-        << ",\"histogram_us\":" << JsonEscape(s.latency_us.Encode()) << "}";
+    KindSummaryFile& kind = *KindField(file.mutable_kinds(), k);
+    kind.set_committed(s.committed);
+    kind.set_declined(s.declined);
+    kind.set_throughput(seconds > 0 ? s.committed / seconds : 0);
+    kind.set_p50_ms(s.latency_us.Quantile(0.5) / 1000.0);
+    kind.set_p95_ms(s.latency_us.Quantile(0.95) / 1000.0);
+    kind.set_p99_ms(s.latency_us.Quantile(0.99) / 1000.0);
+    kind.set_max_ms(s.latency_us.max() / 1000.0);
+    kind.set_mean_ms(s.latency_us.Mean() / 1000.0);
+    kind.set_histogram_us(s.latency_us.Encode());
+    kind.set_aborted(s.aborted);
   }
-  out << "},\"visibility\":{\"count\":" << visibility_us.count()
-      << ",\"p50_ms\":" << Millis(visibility_us.Quantile(0.5))
-      << ",\"p99_ms\":" << Millis(visibility_us.Quantile(0.99))
-      << ",\"max_ms\":" << Millis(visibility_us.max())
-      << ",\"histogram_us\":" << JsonEscape(visibility_us.Encode()) << "}"
-      << ",\"invariant_failures\":" << invariant_failures
-      << ",\"dropped_messages\":" << dropped_messages << ",\"waited_ro\":" << waited_ro
-      << ",\"peak_rss_bytes\":" << peak_rss_bytes
-      << ",\"digest_epoch\":" << digest_epoch
-      << ",\"digest\":" << JsonEscape(DigestHex(digest)) << ",\"epoch_digests\":[";
-  for (size_t i = 0; i < epoch_digests.size(); ++i) {
-    if (i) out << ",";
-    out << "{\"epoch\":" << epoch_digests[i].first << ",\"digest\":"
-        << JsonEscape(DigestHex(epoch_digests[i].second)) << "}";
+  VisibilityFile* visibility = file.mutable_visibility();
+  visibility->set_count(visibility_us.count());
+  visibility->set_p50_ms(visibility_us.Quantile(0.5) / 1000.0);
+  visibility->set_p99_ms(visibility_us.Quantile(0.99) / 1000.0);
+  visibility->set_max_ms(visibility_us.max() / 1000.0);
+  visibility->set_histogram_us(visibility_us.Encode());
+  file.set_invariant_failures(invariant_failures);
+  file.set_dropped_messages(dropped_messages);
+  file.set_waited_ro(waited_ro);
+  file.set_peak_rss_bytes(peak_rss_bytes);
+  if (ltx.any()) {
+    LtxSummaryFile* out = file.mutable_ltx();
+    for (int r = 0; r < kLtxAbortReasons; ++r) {
+      if (ltx.aborts[r]) (*out->mutable_aborts())[LtxAbortReasonName(r)] = ltx.aborts[r];
+    }
+    out->set_deferrals(ltx.deferrals);
+    out->set_deferred_txns(ltx.deferred_txns);
+    out->set_max_deferrals(ltx.max_deferrals);
+    out->set_parked_reads(ltx.parked_reads);
+    out->set_held_installs(ltx.held_installs);
+    out->set_guards(ltx.guards);
+    out->set_late_records(ltx.late_records);
+    out->set_deferred_wait_us(ltx.deferred_wait_us.Encode());
+    out->set_parked_wait_us(ltx.parked_wait_us.Encode());
   }
-  out << "]}";
-  return out.str();
+  file.set_digest_epoch(digest_epoch);
+  file.set_digest(DigestHex(digest));
+  for (const auto& [epoch, value] : epoch_digests) {
+    EpochDigestFile* entry = file.add_epoch_digests();
+    entry->set_epoch(epoch);
+    entry->set_digest(DigestHex(value));
+  }
+  return file;
 }
 
-std::string RunSummary::FromJson(const std::string& json, RunSummary* out) {
-  JsonValue root;
-  std::string error = ParseJson(json, &root);
-  if (!error.empty()) return error;
-  if (root.type != JsonValue::kObject) return "summary is not a JSON object";
+std::string RunSummary::FromFile(const SummaryFile& file, RunSummary* out) {
   RunSummary s;
-  s.scope = root.StringOr("scope", "node");
-  s.node = static_cast<NodeId>(root.NumberOr("node", 0));
-  s.partition = static_cast<PartitionId>(root.NumberOr("partition", 0));
-  s.replica = static_cast<uint32_t>(root.NumberOr("replica", 0));
-  s.nodes = static_cast<uint32_t>(root.NumberOr("nodes", 1));
-  s.mode = root.StringOr("mode", "");
-  s.workload = root.StringOr("workload", "");
-  s.seconds = root.NumberOr("seconds", 0);
-  if (const JsonValue* kinds = root.Find("kinds")) {
-    for (int k = 0; k < kTxnKinds; ++k) {
-      const JsonValue* kind = kinds->Find(TxnKindName(k));
-      if (!kind) continue;
-      s.kinds[k].committed = static_cast<uint64_t>(kind->NumberOr("committed", 0));
-      s.kinds[k].declined = static_cast<uint64_t>(kind->NumberOr("declined", 0));
-      if (!s.kinds[k].latency_us.Decode(kind->StringOr("histogram_us", "0;0;0;"))) {
-        return "bad latency histogram for " + std::string(TxnKindName(k));
+  s.scope = file.scope().empty() ? "node" : file.scope();
+  s.node = file.node();
+  s.partition = file.partition();
+  s.replica = file.replica();
+  s.nodes = file.nodes() ? file.nodes() : 1;
+  s.mode = file.mode();
+  s.workload = file.workload();
+  s.seconds = file.seconds();
+  KindsFile kinds = file.kinds();
+  for (int k = 0; k < kTxnKinds; ++k) {
+    const KindSummaryFile& kind = *KindField(&kinds, k);
+    s.kinds[k].committed = kind.committed();
+    s.kinds[k].declined = kind.declined();
+    s.kinds[k].aborted = kind.aborted();
+    const std::string& histogram = kind.histogram_us();
+    if (!s.kinds[k].latency_us.Decode(histogram.empty() ? "0;0;0;" : histogram)) {
+      return "bad latency histogram for " + std::string(TxnKindName(k));
+    }
+  }
+  const std::string& visibility = file.visibility().histogram_us();
+  if (!s.visibility_us.Decode(visibility.empty() ? "0;0;0;" : visibility)) {
+    return "bad visibility histogram";
+  }
+  s.invariant_failures = file.invariant_failures();
+  s.dropped_messages = file.dropped_messages();
+  s.waited_ro = file.waited_ro();
+  s.peak_rss_bytes = file.peak_rss_bytes();
+  if (file.has_ltx()) {
+    const LtxSummaryFile& in = file.ltx();
+    for (const auto& [name, count] : in.aborts()) {
+      int reason = 0;
+      while (reason < kLtxAbortReasons && name != LtxAbortReasonName(reason)) ++reason;
+      if (reason == kLtxAbortReasons) return "unknown LTX abort reason '" + name + "'";
+      s.ltx.aborts[reason] = count;
+    }
+    s.ltx.deferrals = in.deferrals();
+    s.ltx.deferred_txns = in.deferred_txns();
+    s.ltx.max_deferrals = in.max_deferrals();
+    s.ltx.parked_reads = in.parked_reads();
+    s.ltx.held_installs = in.held_installs();
+    s.ltx.guards = in.guards();
+    s.ltx.late_records = in.late_records();
+    for (auto [text, histogram] : {std::make_pair(&in.deferred_wait_us(), &s.ltx.deferred_wait_us),
+                                   std::make_pair(&in.parked_wait_us(), &s.ltx.parked_wait_us)}) {
+      if (!histogram->Decode(text->empty() ? "0;0;0;" : *text)) {
+        return "bad LTX wait histogram";
       }
     }
   }
-  if (const JsonValue* visibility = root.Find("visibility")) {
-    if (!s.visibility_us.Decode(visibility->StringOr("histogram_us", "0;0;0;"))) {
-      return "bad visibility histogram";
-    }
+  s.digest_epoch = file.digest_epoch();
+  if (!ParseDigestHex(file.digest().empty() ? "0" : file.digest(), &s.digest)) {
+    return "digest '" + file.digest() + "' is not a hex number";
   }
-  s.invariant_failures = static_cast<uint64_t>(root.NumberOr("invariant_failures", 0));
-  s.dropped_messages = static_cast<uint64_t>(root.NumberOr("dropped_messages", 0));
-  s.waited_ro = static_cast<uint64_t>(root.NumberOr("waited_ro", 0));
-  s.peak_rss_bytes = static_cast<uint64_t>(root.NumberOr("peak_rss_bytes", 0));
-  s.digest_epoch = static_cast<Epoch>(root.NumberOr("digest_epoch", 0));
-  s.digest = std::strtoull(root.StringOr("digest", "0").c_str(), nullptr, 16);
+  for (const EpochDigestFile& entry : file.epoch_digests()) {
+    uint64_t value = 0;
+    if (!ParseDigestHex(entry.digest(), &value)) {
+      return "digest '" + entry.digest() + "' is not a hex number";
+    }
+    s.epoch_digests.emplace_back(entry.epoch(), value);
+  }
   *out = std::move(s);
   return "";
+}
+
+std::string RunSummary::ToJson() const { return MessageToJson(ToFile()); }
+
+std::string RunSummary::FromJson(const std::string& json, RunSummary* out) {
+  SummaryFile file;
+  std::string error = JsonToMessage(json, &file);
+  if (!error.empty()) return "not a summary: " + error;
+  return FromFile(file, out);
 }
 
 RunSummary RunSummary::Combine(const std::vector<RunSummary>& nodes) {

@@ -10,6 +10,7 @@
 #include "common/histogram.h"
 #include "common/stats.h"
 #include "common/types.h"
+#include "files.pb.h"
 
 namespace paxflow {
 
@@ -58,8 +59,11 @@ struct RunSummary {
   uint64_t Committed() const;
   double Throughput() const { return seconds > 0 ? Committed() / seconds : 0; }
   std::string ToText() const;
+  // As JSON (files.proto's SummaryFile, through protobuf's JSON mapping).
   std::string ToJson() const;
   static std::string FromJson(const std::string& json, RunSummary* out);  // empty: ok
+  SummaryFile ToFile() const;
+  static std::string FromFile(const SummaryFile& file, RunSummary* out);  // empty: ok
   // Cluster total over replica 0 (every other replica re-executes the same
   // txns): counts and histograms add up, digests of the partitions sum to
   // the digest of the whole database.
@@ -67,5 +71,7 @@ struct RunSummary {
 };
 
 std::string DigestHex(uint64_t digest);
+// Reads DigestHex's text back (the 0x is optional); false if it is not one.
+bool ParseDigestHex(const std::string& text, uint64_t* digest);
 
 }  // namespace paxflow

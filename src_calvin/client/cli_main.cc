@@ -41,7 +41,10 @@ constexpr char kUsage[] =
     "                                 read_area { lo: 0 hi: 99 }\n"
     "                               an empty write_area makes it a long read-only scan\n"
     "  status                       each node's epoch, publish_epoch, queues, throughput, client\n"
-    "                               txns admitted and unanswered, BUSY replies, CPU seconds, RSS\n"
+    "                               txns admitted and unanswered, BUSY replies, CPU seconds, RSS,\n"
+    "                               and who it waits for if it cannot go on (exit 1 then)\n"
+    "  checkpoint                   a checkpoint of every node at one epoch (nodes run with\n"
+    "                               --log_dir); waits for the asked node's own\n"
     "  digest                       each node's state digest at one common epoch, and the\n"
     "                               whole database's";
 
@@ -282,8 +285,33 @@ int Status(const std::vector<Target>& targets) {
                   static_cast<unsigned long long>(s.client_dropped_replies()),
                   static_cast<unsigned long long>(s.client_unsent_bytes()));
     }
+    if (!s.state().empty() && s.state() != "running") std::printf("      %s\n", s.state().c_str());
+    if (!s.problem().empty()) {
+      std::printf("      %s\n", s.problem().c_str());
+      ++failures;
+    }
   }
   return failures ? 1 : 0;
+}
+
+// Asks a node of replica 0 for a checkpoint of the whole cluster and waits
+// for that node's own to be written.
+int Checkpoint(const Target& target) {
+  Client client;
+  ClientReply reply;
+  std::string error = client.Connect(target.endpoint);
+  if (error.empty()) error = client.Call(Client::Checkpoint(), &reply, FLAGS_timeout_ms);
+  if (!error.empty()) return Fail(error, 1);
+  if (reply.status() != OK) {
+    std::printf("error %s: %s\n", ReplyStatusName(reply.status()), reply.error().c_str());
+    return 1;
+  }
+  const CheckpointReply& done = reply.checkpoint();
+  std::printf("checkpoint at epoch %llu on every node; node %u's: %s (%llu keys, %.1f MiB, %.2f s)\n",
+              static_cast<unsigned long long>(done.epoch()), target.id, done.path().c_str(),
+              static_cast<unsigned long long>(done.keys()), done.bytes() / 1048576.0,
+              done.seconds());
+  return 0;
 }
 
 int Digest(const std::vector<Target>& targets) {
@@ -361,6 +389,7 @@ int Main(int argc, char** argv) {
   }
   if (command == "status") return Status(targets);
   if (command == "digest") return Digest(targets);
+  if (command == "checkpoint") return Checkpoint(txn_target);
 
   ClientRequest request;
   if (command == "get" || command == "ro") {

@@ -111,6 +111,12 @@ ClientRequest Client::Digest(uint64_t epoch) {
   return request;
 }
 
+ClientRequest Client::Checkpoint() {
+  ClientRequest request;
+  request.mutable_checkpoint();
+  return request;
+}
+
 ClientRequest Client::Ltx(LtxRequest ltx) {
   ClientRequest request;
   request.mutable_ltx()->Swap(&ltx);

@@ -53,6 +53,7 @@ class Client {
   static ClientRequest Status();
   static ClientRequest Digest(uint64_t epoch);
   static ClientRequest Ltx(LtxRequest ltx);
+  static ClientRequest Checkpoint();
 
  private:
   std::unique_ptr<zmq::context_t> own_context_;

@@ -128,36 +128,89 @@ void ClientService::Stop() {
   if (!socket_) return;
   // Whatever was never sequenced will not be, and what was sequenced will
   // not be reported: tell those clients which.
-  const std::string stopped = "node " + std::to_string(options_.node) + " stopped ";
   {
     std::lock_guard<std::mutex> admit_lock(admit_mu_);
     std::lock_guard<std::mutex> reply_lock(reply_mu_);
+    AnswerWaitingLocked(SHUTTING_DOWN, "node " + std::to_string(options_.node) + " stopped ");
     stopped_ = true;
-    for (Waiter& waiter : waiters_) {
-      if (!waiter.connection) continue;
-      const std::string error =
-          stopped + (waiter.sequenced_us
-                         ? "before the txn finished here; its outcome is unknown (read the keys "
-                           "again)"
-                         : "before the txn was sequenced; it never ran");
-      if (waiter.batched) {
-        service_writer_.AppendError(waiter.id, SHUTTING_DOWN, error, 0,
-                                    ResultsBufferLocked(waiter.connection));
-        waiter.connection->outbox.back().answers++;
-        MarkReadyLocked(waiter.connection);
-      } else {
-        ClientReply reply;
-        reply.set_request_id(waiter.id);
-        reply.set_status(SHUTTING_DOWN);
-        reply.set_error(error);
-        QueueMessageLocked(waiter.connection, reply.SerializeAsString(), 1);
-      }
-      waiter.connection = nullptr;
-    }
-    incoming_.clear();
   }
   Flush();
   socket_.reset();
+}
+
+void ClientService::AnswerWaitingLocked(ReplyStatus status, const std::string& prefix) {
+  if (stopped_) return;
+  for (size_t slot = 0; slot < waiters_.size(); ++slot) {
+    Waiter& waiter = waiters_[slot];
+    if (!waiter.connection) continue;
+    const std::string error =
+        prefix + (waiter.sequenced_us
+                      ? "before the txn finished here; its outcome is unknown (read the keys "
+                        "again)"
+                      : "before the txn was sequenced; it never ran");
+    if (waiter.batched) {
+      service_writer_.AppendError(waiter.id, status, error, 0,
+                                  ResultsBufferLocked(waiter.connection));
+      waiter.connection->outbox.back().answers++;
+      MarkReadyLocked(waiter.connection);
+    } else {
+      ClientReply reply;
+      reply.set_request_id(waiter.id);
+      reply.set_status(status);
+      reply.set_error(error);
+      QueueMessageLocked(waiter.connection, reply.SerializeAsString(), 1);
+    }
+    waiter.connection = nullptr;
+    free_slots_.push_back(static_cast<uint32_t>(slot));
+    admission_.Produced();
+  }
+  incoming_.clear();
+}
+
+void ClientService::FailWaiting(const std::string& why) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> admit_lock(admit_mu_);
+    std::lock_guard<std::mutex> reply_lock(reply_mu_);
+    AnswerWaitingLocked(UNAVAILABLE, why + ": node " + std::to_string(options_.node) +
+                                         " stopped taking txns ");
+    wake = WakeNeededLocked();
+  }
+  if (wake) WakeServiceThread();
+}
+
+void ClientService::HandleCheckpoint(Connection* connection, uint64_t request_id) {
+  if (!checkpoint_) {
+    ClientReply reply;
+    reply.set_request_id(request_id);
+    reply.set_status(BAD_REQUEST);
+    reply.set_error("node " + std::to_string(options_.node) +
+                    " keeps no checkpoints (it runs without --log_dir)");
+    QueueReply(connection, reply);
+    return;
+  }
+  // Pending, it counts as an unanswered request of this connection, which
+  // keeps the connection alive until the reply is sent.
+  ++connection->admitted;
+  checkpoint_([this, connection, request_id](const CheckpointReply& done,
+                                             const std::string& problem) {
+    ClientReply answer;
+    answer.set_request_id(request_id);
+    if (problem.empty()) {
+      *answer.mutable_checkpoint() = done;
+    } else {
+      answer.set_status(UNAVAILABLE);
+      answer.set_error(problem);
+    }
+    bool wake;
+    {
+      std::lock_guard<std::mutex> lock(reply_mu_);
+      if (stopped_) return;
+      QueueMessageLocked(connection, answer.SerializeAsString(), 1);
+      wake = WakeNeededLocked();
+    }
+    if (wake) WakeServiceThread();
+  });
 }
 
 ClientPortCounters ClientService::Counters() const {
@@ -264,6 +317,7 @@ ClientService::Connection* ClientService::ConnectionOf(const std::string& identi
 
 size_t ClientService::Handle(Connection* connection, const zmq::message_t& message) {
   last_refusal_text_.clear();
+  unavailable_asked_ = false;
   const std::string_view bytes(static_cast<const char*>(message.data()), message.size());
   if (RefusedWhole(connection, bytes)) return 1;
   std::string error;
@@ -336,6 +390,9 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
       });
       return 1;
     }
+    case ClientRequest::kCheckpoint:
+      HandleCheckpoint(connection, request_.request_id());
+      return 1;
     case ClientRequest::kBatch:
       HandleBatch(connection, request_.mutable_batch());
       return std::max<size_t>(1, request_.batch().txns_size());
@@ -431,6 +488,14 @@ ReplyStatus ClientService::AdmitTxn(Connection* connection, uint64_t id, bool ba
   if (shutting_down_.load(std::memory_order_relaxed)) {
     *error = "node " + std::to_string(options_.node) + " is shutting down";
     return SHUTTING_DOWN;
+  }
+  if (unavailable_ && !unavailable_asked_) {
+    unavailable_text_ = unavailable_();
+    unavailable_asked_ = true;
+  }
+  if (!unavailable_text_.empty() && unavailable_asked_) {
+    *error = "node " + std::to_string(options_.node) + " cannot run txns now: " + unavailable_text_;
+    return UNAVAILABLE;
   }
   if (!options_.sequences) {
     *error = "node " + std::to_string(options_.node) +

@@ -4,7 +4,7 @@
 // (their unanswered txns and their replies not yet sent), client txns
 // waiting to be sequenced, the table of admitted txns, admission control.
 // In: ClientRequests: single txns, batches of txns (LTXs among them),
-// status and digest requests; results of client txns at this node
+// status, digest and checkpoint requests; results of client txns at this node
 // (OnResult: worker, LTX or scheduler threads); digests (scheduler thread).
 // Out: txns for this node's sequencer (Fill, sequencer threads), replies.
 // Threads: one service thread owns the socket: it decodes, admits and
@@ -70,10 +70,23 @@ class ClientService : public TxnSource, public ResultSink {
   using StatusProvider = std::function<StatusReply()>;
   // Asks for the digest at an epoch (0: a few epochs ahead); calls back once.
   using DigestProvider = std::function<void(Epoch, std::function<void(DigestReply)>)>;
+  // Asks for a checkpoint; calls back once (an empty error: done).
+  using CheckpointDone = std::function<void(const CheckpointReply&, const std::string& error)>;
+  using CheckpointProvider = std::function<void(CheckpointDone)>;
+  // Why the node cannot run txns now (a silent peer it waits for, a failed
+  // log); empty when it can. Asked once per request message that holds txns.
+  using Unavailable = std::function<std::string()>;
 
   ClientService(ClientServiceOptions options, const Application* app, StatusProvider status,
                 DigestProvider digest, zmq::context_t* context);
   ~ClientService() override;
+
+  // Before Start. Without them checkpoint requests are refused and txns
+  // are always taken.
+  void SetRecoveryHooks(Unavailable unavailable, CheckpointProvider checkpoint) {
+    unavailable_ = std::move(unavailable);
+    checkpoint_ = std::move(checkpoint);
+  }
 
   std::string Start();  // binds; empty on success
   // New txns are refused with SHUTTING_DOWN from now on.
@@ -81,6 +94,10 @@ class ClientService : public TxnSource, public ResultSink {
   // Answers what is still waiting with SHUTTING_DOWN, then stops. Later
   // results and digests (late callers) are dropped.
   void Stop();
+
+  // Answers every admitted txn still unanswered with UNAVAILABLE and `why`
+  // (the node can no longer run them: its log failed). Any thread.
+  void FailWaiting(const std::string& why);
 
   // TxnSource, on sequencer threads: waiting client txns, first come first.
   size_t Fill(size_t max, int64_t now_us, Batch* batch) override;
@@ -161,12 +178,19 @@ class ClientService : public TxnSource, public ResultSink {
   void DropConnectionReplies(Connection* connection);
   void ForgetIdleConnections(int64_t now);
   uint32_t AllocateSlotLocked();
+  // Under admit_mu_ and reply_mu_: answers every admitted txn with `status`;
+  // `prefix` + whether it was sequenced (outcome unknown) or not (never ran).
+  void AnswerWaitingLocked(ReplyStatus status, const std::string& prefix);
+  // The checkpoint request of one message.
+  void HandleCheckpoint(Connection* connection, uint64_t request_id);
 
   const ClientServiceOptions options_;
   const Application* const app_;
   const ProcedureTable procedures_;
   StatusProvider status_;
   DigestProvider digest_;
+  Unavailable unavailable_;
+  CheckpointProvider checkpoint_;
   zmq::context_t* const context_;
   std::unique_ptr<zmq::socket_t> socket_;
   int wake_fd_ = -1;
@@ -197,6 +221,8 @@ class ClientService : public TxnSource, public ResultSink {
   std::vector<Refusal> refused_;      // one batch's refused txns
   Admission::Verdict last_refusal_ = Admission::kAdmitted;
   std::string last_refusal_text_;     // its explanation, for this request's BUSY replies
+  bool unavailable_asked_ = false;    // unavailable_ asked for this request message
+  std::string unavailable_text_;      // its answer
   ReplyWriter service_writer_;
   RequestScratch request_scratch_;
   int64_t last_sweep_us_ = 0;

@@ -111,6 +111,7 @@ const char* ReplyStatusName(ReplyStatus status) {
     case SHUTTING_DOWN: return "SHUTTING_DOWN";
     case NOT_LEADER: return "NOT_LEADER";
     case BUSY: return "BUSY";
+    case UNAVAILABLE: return "UNAVAILABLE";
     default: return "UNKNOWN_STATUS";
   }
 }

@@ -6,7 +6,9 @@
 #include <gflags/gflags.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include "common/config.h"
 #include "common/paths.h"
@@ -32,6 +34,7 @@ DEFINE_double(stop_timeout, 40,
               "stop: seconds the nodes get to drain and exit after SIGTERM before SIGKILL");
 DEFINE_int32(status_timeout_ms, 2000, "status: how long each node's client port may take");
 DEFINE_int32(lines, 20, "logs: how many of the last lines of each node's log to print");
+DEFINE_string(node, "", "restart: the node(s) to restart: an id, ids separated by commas, or all");
 
 namespace paxflow {
 namespace {
@@ -52,8 +55,15 @@ constexpr char kUsage[] =
     "  stop    SIGTERM every node of the state file (they drain and write summaries), wait\n"
     "          for them (--stop_timeout, then SIGKILL), print the cluster summary like run\n"
     "          and remove the state file.\n"
-    "  status  for each node: is its process alive, and what its client port reports.\n"
-    "          Exits 1 if any node is down.\n"
+    "  restart --node=ID[,ID...]|all\n"
+    "          start nodes of a started cluster again, together (after a crash; one that\n"
+    "          still runs is killed first), with start's flags and --recover: each loads\n"
+    "          its newest checkpoint, replays its input log, fetches from its peers what it\n"
+    "          missed and rejoins; the other nodes waited for it. Returns once all have\n"
+    "          rejoined. Needs --log_dir at start.\n"
+    "  status  for each node: is its process alive, and what its client port reports\n"
+    "          (epochs, and who it waits for if it cannot go on). Exits 1 if any node is\n"
+    "          down or cannot go on.\n"
     "  logs    the last --lines lines of each node's log, prefixed by the node.\n"
     "Where nodes run: loopback hosts on this machine; nodes with a `netns` in their network\n"
     "namespace here (ip netns exec, as root; make them with tools/netns.sh up); any other\n"
@@ -64,6 +74,27 @@ constexpr char kUsage[] =
 int Fail(const std::string& message, int code = 2) {
   std::fprintf(stderr, "paxflow-cluster: %s\n", message.c_str());
   return code;
+}
+
+// --node: "all", or ids separated by commas, each in the config.
+std::string ParseNodeList(const std::string& text, const ClusterConfig& config,
+                          std::vector<NodeId>* ids) {
+  if (text == "all") {
+    for (const NodeConfig& node : config.node()) ids->push_back(node.id());
+    return "";
+  }
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    char* end = nullptr;
+    const unsigned long id = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0') return "--node: '" + item + "' is not a node id";
+    bool known = false;
+    for (const NodeConfig& node : config.node()) known |= node.id() == id;
+    if (!known) return "--node: node " + item + " is not in " + FLAGS_config;
+    if (std::find(ids->begin(), ids->end(), id) == ids->end()) ids->push_back(static_cast<NodeId>(id));
+  }
+  return "";
 }
 
 bool ConfigSets(const ClusterConfig& config, const std::string& name) {
@@ -85,15 +116,20 @@ int Main(int argc, char** argv) {
   gflags::SetUsageMessage(kUsage);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   const std::string verb = argc > 1 ? argv[1] : "run";
-  if (verb != "run" && verb != "start" && verb != "stop" && verb != "status" && verb != "logs") {
-    return Fail("unknown verb '" + verb + "' (expected run, start, stop, status or logs; see "
-                "--help)");
+  if (verb != "run" && verb != "start" && verb != "stop" && verb != "status" && verb != "logs" &&
+      verb != "restart") {
+    return Fail("unknown verb '" + verb + "' (expected run, start, stop, restart, status or "
+                "logs; see --help)");
   }
   if (argc > 2) return Fail(std::string("unexpected argument '") + argv[2] + "'");
   if (FLAGS_config.empty()) return Fail("--config is required; see --help");
   const bool launches = verb == "run" || verb == "start";
   std::set<std::string> explicit_flags = ExplicitFlags();
-  if (!launches) {
+  if (verb == "restart" && FLAGS_node.empty()) return Fail("restart needs --node=ID (or all)");
+  if (verb != "restart" && explicit_flags.count("node")) {
+    return Fail("--node is for restart, not " + verb);
+  }
+  if (!launches && verb != "restart") {
     // Node flags only mean something to nodes being started.
     std::vector<std::string> node_flags = NodeFlagNames();
     node_flags.push_back("log_dir");
@@ -160,6 +196,13 @@ int Main(int argc, char** argv) {
           return Fail(std::to_string(combined.invariant_failures) + " invariant failure(s)", 3);
         }
       }
+    } else if (verb == "restart") {
+      std::vector<NodeId> ids;
+      error = ParseNodeList(FLAGS_node, config, &ids);
+      if (!error.empty()) return Fail(error);
+      SignalWatcher signals;
+      code = RestartDetached(config, options, ids, [&] { return signals.interrupted() ? 1 : 0; },
+                             &error);
     } else if (verb == "status") {
       code = ShowStatus(config, options, &error);
     } else {

@@ -1,5 +1,6 @@
 #include "cluster/detached_cluster.h"
 
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,13 +12,14 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
 
 #include "client/client.h"
 #include "client/request.h"
-#include "common/json.h"
+#include "common/proto_json.h"
 #include "cluster/launch_helpers.h"
 
 namespace paxflow {
@@ -56,26 +58,32 @@ std::string Indented(const std::string& text) {
 
 // Local process `pid`: is it node `id` of `config_path`, run by `binary`
 // (or a paxflow-node)? Reads /proc, so a pid that the system gave to
-// another program since is not mistaken for the node.
-Probe ProbeLocal(pid_t pid, NodeId id, const std::string& config_path,
-                 const std::string& binary) {
+// another program since is not mistaken for the node. With `start_ticks`
+// (the process's start time, recorded at spawn) the pid and that time name
+// one process for good; a node tearing itself down (its cmdline already
+// empty, not yet a zombie) still counts as running until it is gone.
+Probe ProbeLocal(pid_t pid, NodeId id, const std::string& config_path, const std::string& binary,
+                 uint64_t start_ticks) {
   const std::string who = "pid " + std::to_string(pid);
   if (pid <= 0) return {Liveness::kGone, who + " is not a process id"};
   if (kill(pid, 0) != 0 && errno == ESRCH) return {Liveness::kGone, who + " is not running"};
-  const std::string proc = "/proc/" + std::to_string(pid);
-  const std::string stat = ReadWholeFile(proc + "/stat");
-  const size_t paren = stat.rfind(')');
-  if (stat.empty() || paren == std::string::npos || paren + 2 >= stat.size()) {
-    return {Liveness::kGone, who + " is not running"};
+  ProcessStat stat;
+  if (!ReadProcessStat(pid, &stat)) return {Liveness::kGone, who + " is not running"};
+  if (stat.state == 'Z' || stat.state == 'X') return {Liveness::kGone, who + " has exited"};
+  if (start_ticks != 0) {
+    if (stat.start_ticks != start_ticks) {
+      return {Liveness::kOther, who + " is another process now (started at another time): the "
+                                      "node exited and its pid was reused (stale record)"};
+    }
+    return {Liveness::kRunning, who + " runs the node"};
   }
-  const char state = stat[paren + 2];
-  if (state == 'Z' || state == 'X') return {Liveness::kGone, who + " has exited"};
-  const std::string cmdline = ReadWholeFile(proc + "/cmdline");
+  const std::string cmdline = ReadWholeFile("/proc/" + std::to_string(pid) + "/cmdline");
   std::vector<std::string> args;
   std::stringstream parts(cmdline);
   std::string arg;
   while (std::getline(parts, arg, '\0')) args.push_back(arg);
-  if (args.empty()) return {Liveness::kGone, who + " has exited"};
+  // An empty cmdline on a live, unreaped process: it is exiting.
+  if (args.empty()) return {Liveness::kRunning, who + " is exiting"};
   const bool same_binary = args[0] == binary || args[0].find("paxflow-node") != std::string::npos;
   const bool same_id =
       std::find(args.begin(), args.end(), "--node_id=" + std::to_string(id)) != args.end();
@@ -96,7 +104,9 @@ Probe ProbeRemote(const std::string& ssh, const std::string& host, pid_t pid, No
   const std::string script =
       "if ! kill -0 " + p + " 2>/dev/null; then echo gone; else "
       "c=$(tr '\\0' '\\n' < /proc/" + p + "/cmdline 2>/dev/null); "
-      "if [ -z \"$c\" ]; then echo gone; "
+      "s=$(sed 's/.*) //' /proc/" + p + "/stat 2>/dev/null | cut -c1); "
+      "if [ -z \"$s\" ] || [ \"$s\" = Z ] || [ \"$s\" = X ]; then echo gone; "
+      "elif [ -z \"$c\" ]; then echo running; "
       "elif printf '%s\\n' \"$c\" | grep -qxF -e " +
       ShellQuote("--node_id=" + std::to_string(id)) +
       " && printf '%s\\n' \"$c\" | grep -qxF -e " + ShellQuote("--config=" + config_path) +
@@ -136,7 +146,8 @@ std::string SignalNode(const ClusterState& state, const NodeRecord& record, int 
 #ifdef SYS_pidfd_open
   pidfd = static_cast<int>(syscall(SYS_pidfd_open, record.pid, 0));
 #endif
-  const Probe probe = ProbeLocal(record.pid, record.id, state.config_path, state.node_binary);
+  const Probe probe = ProbeLocal(record.pid, record.id, state.config_path, state.node_binary,
+                                 record.start_ticks);
   int rc = 0;
   if (probe.liveness == Liveness::kRunning) {
 #ifdef SYS_pidfd_send_signal
@@ -258,12 +269,12 @@ std::vector<NodeId> TerminateNodes(const ClusterState& state, double timeout_s,
 // then execs the node (so it is the node's), and redirects everything else
 // to the log so that ssh returns at once.
 pid_t SpawnRemote(const NodeConfig& node, const LaunchOptions& options, const std::string& log,
-                  std::string* error) {
+                  bool append, std::string* error) {
   std::string command = "mkdir -p " + ShellQuote(options.log_dir) + " && rm -f " +
                         ShellQuote(NodeSummaryPath(options.log_dir, node.id())) +
                         " && setsid sh -c 'echo $$ >&3; exec \"$0\" \"$@\" 3>&-'";
   for (const std::string& arg : NodeArgs(node, options)) command += " " + ShellQuote(arg);
-  command += " 3>&1 >" + ShellQuote(log) + " 2>&1 </dev/null &";
+  command += std::string(" 3>&1 ") + (append ? ">>" : ">") + ShellQuote(log) + " 2>&1 </dev/null &";
   std::string out, err;
   const int rc = RunCommand(SshArgs(options.ssh, node.host(), command), &out, &err);
   const std::string pid_text = Trim(out);
@@ -274,6 +285,34 @@ pid_t SpawnRemote(const NodeConfig& node, const LaunchOptions& options, const st
     return -1;
   }
   return static_cast<pid_t>(std::stol(pid_text));
+}
+
+NodeRecord RecordOf(const NodeConfig& node, const LaunchOptions& options);
+
+// Starts `node` detached (locally, in its namespace or over ssh) and fills
+// in its pid (and start time, for local processes). False, with `problem`
+// set, if it could not be started.
+bool LaunchNode(const NodeConfig& node, const LaunchOptions& options, bool append_log,
+                NodeRecord* record, std::string* problem) {
+  *record = RecordOf(node, options);
+  record->pid = record->kind == LaunchKind::kSsh
+                    ? SpawnRemote(node, options, record->log, append_log, problem)
+                    : SpawnDetached(LocalArgs(node, options), record->log, problem, append_log);
+  if (record->pid < 0) return false;
+  ProcessStat stat;
+  if (record->kind != LaunchKind::kSsh && ReadProcessStat(record->pid, &stat)) {
+    record->start_ticks = stat.start_ticks;
+  }
+  return true;
+}
+
+void PrintLaunched(const NodeRecord& record) {
+  printf("[cluster] node %u: pid %d (%s%s%s)\n", record.id, record.pid,
+         LaunchKindName(record.kind), record.kind == LaunchKind::kLocal ? "" : " ",
+         record.kind == LaunchKind::kNetns  ? record.netns.c_str()
+         : record.kind == LaunchKind::kSsh ? record.host.c_str()
+                                            : "");
+  fflush(stdout);
 }
 
 // True if the node's log shows a progress line: it has started its run.
@@ -328,9 +367,11 @@ std::string NodeList(const std::vector<NodeId>& ids) {
 // epochs (it found its peers and runs), or, without a client port, its log
 // shows a progress line. Returns 0, or 1 with `error` naming the node that
 // died or is late, with its last log lines.
+// `log_from`: where in each node's log to look for progress lines (a
+// restarted node's log still holds its previous life's).
 int WaitUntilUp(const ClusterConfig& config, const ClusterState& state,
                 const LaunchOptions& options, const std::function<int()>& interrupts,
-                std::string* error) {
+                std::string* error, const std::map<NodeId, uint64_t>& log_from = {}) {
   struct Watch {
     const NodeRecord* record;
     std::unique_ptr<Client> client;
@@ -383,13 +424,20 @@ int WaitUntilUp(const ClusterConfig& config, const ClusterState& state,
       }
       if (watch.client) {
         ClientReply reply;
+        // A recovering node answers at once, but is up once it has rejoined.
         watch.up = watch.client->Call(Client::Status(), &reply, 200).empty() &&
-                   reply.status() == OK && reply.node_status().admitted_epoch() > 0;
+                   reply.status() == OK && reply.node_status().admitted_epoch() > 0 &&
+                   reply.node_status().state() != "recovering" &&
+                   reply.node_status().state() != "starting";
       }
-      if (!watch.up && (!remote || remote_round)) {
+      // Without a client port to ask, a progress line says it runs.
+      if (!watch.client && (!remote || remote_round)) {
         std::string tail;
         if (!remote) {
-          watch.up = LogShowsProgress(ReadWholeFile(record.log), record.id);
+          const std::string log = ReadWholeFile(record.log);
+          auto from = log_from.find(record.id);
+          const size_t skip = from == log_from.end() ? 0 : from->second;
+          watch.up = LogShowsProgress(log.size() > skip ? log.substr(skip) : "", record.id);
         } else if (NodeLogTail(state, record, 50, &tail)) {
           watch.up = LogShowsProgress(tail, record.id);
         }
@@ -433,63 +481,49 @@ int WaitUntilUp(const ClusterConfig& config, const ClusterState& state,
 std::string StatePath(const std::string& log_dir) { return log_dir + "/cluster.state"; }
 
 std::string WriteClusterState(const std::string& path, const ClusterState& state) {
-  std::ostringstream out;
-  out << "{\n  \"comment\": "
-      << JsonEscape("written by paxflow-cluster start; read by stop, status and logs; "
-                    "removed by stop")
-      << ",\n  \"config\": " << JsonEscape(state.config_path)
-      << ",\n  \"log_dir\": " << JsonEscape(state.log_dir)
-      << ",\n  \"ssh\": " << JsonEscape(state.ssh)
-      << ",\n  \"node_binary\": " << JsonEscape(state.node_binary)
-      << ",\n  \"started_unix\": " << state.started_unix << ",\n  \"nodes\": [";
-  for (size_t i = 0; i < state.nodes.size(); ++i) {
-    const NodeRecord& node = state.nodes[i];
-    out << (i ? ",\n" : "\n") << "    {\"id\": " << node.id << ", \"pid\": " << node.pid
-        << ", \"launch\": " << JsonEscape(LaunchKindName(node.kind))
-        << ", \"host\": " << JsonEscape(node.host) << ", \"netns\": " << JsonEscape(node.netns)
-        << ", \"log\": " << JsonEscape(node.log) << "}";
+  ClusterStateFile file;
+  file.set_comment("written by paxflow-cluster start and restart; read by the other verbs; "
+                   "removed by stop");
+  file.set_config(state.config_path);
+  file.set_log_dir(state.log_dir);
+  file.set_ssh(state.ssh);
+  file.set_node_binary(state.node_binary);
+  file.set_started_unix(state.started_unix);
+  for (const std::string& flag : state.node_flags) file.add_node_flags(flag);
+  for (const NodeRecord& node : state.nodes) {
+    NodeRecordFile* record = file.add_nodes();
+    record->set_id(node.id);
+    record->set_pid(node.pid);
+    record->set_launch(LaunchKindName(node.kind));
+    record->set_host(node.host);
+    record->set_netns(node.netns);
+    record->set_log(node.log);
+    record->set_start_ticks(node.start_ticks);
   }
-  out << "\n  ]\n}\n";
-  // Written aside and renamed: a reader never sees half a file.
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary);
-    file << out.str();
-    if (!file.flush()) return "cannot write " + temporary;
-  }
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
-    return "cannot write " + path + ": " + std::strerror(errno);
-  }
-  return "";
+  return WriteFileAtomically(path, MessageToJson(file, /*pretty=*/true));
 }
 
 std::string ReadClusterState(const std::string& path, ClusterState* state) {
-  std::ifstream in(path);
-  if (!in) return "cannot read " + path + ": " + std::strerror(errno);
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string text, error;
+  if (!ReadTextFile(path, &text, &error)) return error;
   const std::string bad = path + " is not a paxflow-cluster state file (";
-  JsonValue root;
-  std::string error = ParseJson(text.str(), &root);
+  ClusterStateFile file;
+  error = JsonToMessage(text, &file);
   if (!error.empty()) return bad + error + ")";
-  const JsonValue* nodes = root.Find("nodes");
-  if (root.type != JsonValue::kObject || !nodes || nodes->type != JsonValue::kArray) {
-    return bad + "no \"nodes\" list)";
-  }
   ClusterState result;
-  result.config_path = root.StringOr("config", "");
-  result.log_dir = root.StringOr("log_dir", "");
-  result.ssh = root.StringOr("ssh", "ssh");
-  result.node_binary = root.StringOr("node_binary", "");
-  result.started_unix = static_cast<int64_t>(root.NumberOr("started_unix", 0));
+  result.config_path = file.config();
+  result.log_dir = file.log_dir();
+  result.ssh = file.ssh().empty() ? "ssh" : file.ssh();
+  result.node_binary = file.node_binary();
+  result.started_unix = file.started_unix();
+  result.node_flags.assign(file.node_flags().begin(), file.node_flags().end());
   if (result.config_path.empty()) return bad + "no \"config\")";
-  for (const JsonValue& node : nodes->array) {
+  for (const NodeRecordFile& node : file.nodes()) {
     NodeRecord record;
-    const double id = node.NumberOr("id", -1), pid = node.NumberOr("pid", -1);
-    if (id < 0 || pid <= 0) return bad + "a node without id or pid)";
-    record.id = static_cast<NodeId>(id);
-    record.pid = static_cast<pid_t>(pid);
-    const std::string kind = node.StringOr("launch", "");
+    if (node.pid() <= 0) return bad + "a node without a pid)";
+    record.id = node.id();
+    record.pid = node.pid();
+    const std::string& kind = node.launch();
     if (kind == "local") {
       record.kind = LaunchKind::kLocal;
     } else if (kind == "netns") {
@@ -499,9 +533,10 @@ std::string ReadClusterState(const std::string& path, ClusterState* state) {
     } else {
       return bad + "node " + std::to_string(record.id) + " has launch '" + kind + "')";
     }
-    record.host = node.StringOr("host", "");
-    record.netns = node.StringOr("netns", "");
-    record.log = node.StringOr("log", "");
+    record.host = node.host();
+    record.netns = node.netns();
+    record.log = node.log();
+    record.start_ticks = node.start_ticks();
     result.nodes.push_back(record);
   }
   *state = std::move(result);
@@ -512,7 +547,7 @@ Probe ProbeNode(const ClusterState& state, const NodeRecord& node) {
   if (node.kind == LaunchKind::kSsh) {
     return ProbeRemote(state.ssh, node.host, node.pid, node.id, state.config_path);
   }
-  return ProbeLocal(node.pid, node.id, state.config_path, state.node_binary);
+  return ProbeLocal(node.pid, node.id, state.config_path, state.node_binary, node.start_ticks);
 }
 
 std::string CheckStartable(const ClusterConfig& config, const LaunchOptions& options) {
@@ -556,6 +591,7 @@ int StartDetached(const ClusterConfig& config, const LaunchOptions& options,
   state.ssh = options.ssh;
   state.node_binary = options.node_binary;
   state.started_unix = static_cast<int64_t>(std::time(nullptr));
+  state.node_flags = options.node_flags;
   const std::string state_path = StatePath(options.log_dir);
   auto give_up = [&](int code) {
     if (!state.nodes.empty()) {
@@ -573,12 +609,9 @@ int StartDetached(const ClusterConfig& config, const LaunchOptions& options,
   };
   RemoveNodeSummaries(config, options.log_dir);
   for (const NodeConfig& node : config.node()) {
-    NodeRecord record = RecordOf(node, options);
+    NodeRecord record;
     std::string problem;
-    record.pid = record.kind == LaunchKind::kSsh
-                     ? SpawnRemote(node, options, record.log, &problem)
-                     : SpawnDetached(LocalArgs(node, options), record.log, &problem);
-    if (record.pid < 0) {
+    if (!LaunchNode(node, options, /*append_log=*/false, &record, &problem)) {
       *error = "node " + std::to_string(node.id()) + ": " + problem;
       return give_up(1);
     }
@@ -589,17 +622,99 @@ int StartDetached(const ClusterConfig& config, const LaunchOptions& options,
       *error = problem;
       return give_up(1);
     }
-    printf("[cluster] node %u: pid %d (%s%s%s)\n", record.id, record.pid,
-           LaunchKindName(record.kind), record.kind == LaunchKind::kLocal ? "" : " ",
-           record.kind == LaunchKind::kNetns  ? record.netns.c_str()
-           : record.kind == LaunchKind::kSsh ? record.host.c_str()
-                                              : "");
-    fflush(stdout);
+    PrintLaunched(record);
   }
   const int code = WaitUntilUp(config, state, options, interrupts, error);
   *error = Trim(*error);  // the log lines quoted end with a newline
   if (code != 0) return give_up(code);
   printf("[cluster] %zu node(s) up; state in %s\n", state.nodes.size(), state_path.c_str());
+  fflush(stdout);
+  return 0;
+}
+
+int RestartDetached(const ClusterConfig& config, const LaunchOptions& options,
+                    const std::vector<NodeId>& ids, const std::function<int()>& interrupts,
+                    std::string* error) {
+  ClusterState state;
+  *error = LoadState(options, &state);
+  if (!error->empty()) return 2;
+  std::vector<NodeRecord*> records;
+  for (NodeId id : ids) {
+    auto recorded = std::find_if(state.nodes.begin(), state.nodes.end(),
+                                 [&](const NodeRecord& record) { return record.id == id; });
+    const NodeConfig* node = FindNode(config, id);
+    if (recorded == state.nodes.end() || !node) {
+      *error = "node " + std::to_string(id) + " is not " +
+               (node ? "in " + StatePath(options.log_dir) : "in " + options.config_path);
+      return 2;
+    }
+    records.push_back(&*recorded);
+  }
+  for (NodeRecord* recorded : records) {
+    const Probe probe = ProbeNode(state, *recorded);
+    if (probe.liveness == Liveness::kUnknown) {
+      *error = "cannot tell whether node " + std::to_string(recorded->id) + " runs: " +
+               probe.detail;
+      return 1;
+    }
+    if (probe.liveness != Liveness::kRunning) {
+      printf("[cluster] node %u is down (%s); restarting it\n", recorded->id,
+             probe.detail.c_str());
+      fflush(stdout);
+      continue;
+    }
+    // Killed, not stopped: a node that stops ends its sequencer's part of
+    // the run for good, and could not rejoin.
+    printf("[cluster] node %u still runs (%s); killing it first\n", recorded->id,
+           probe.detail.c_str());
+    fflush(stdout);
+    const std::string problem = SignalNode(state, *recorded, SIGKILL);
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (problem.empty() && ProbeNode(state, *recorded).liveness == Liveness::kRunning) {
+      if (Clock::now() > deadline) {
+        *error = "node " + std::to_string(recorded->id) +
+                 " still runs 10 s after SIGKILL; not restarted";
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polled: not our child
+    }
+  }
+  // The flags start gave them, then --recover (and any given to restart).
+  LaunchOptions launch = options;
+  launch.node_flags = state.node_flags;
+  launch.node_flags.push_back("--recover");
+  launch.node_flags.insert(launch.node_flags.end(), options.node_flags.begin(),
+                           options.node_flags.end());
+  // All of them at once: nodes restarting together wait for each other.
+  ClusterState restarted = state;
+  restarted.nodes.clear();
+  std::map<NodeId, uint64_t> log_from;
+  for (NodeRecord* recorded : records) {
+    struct stat log_info {};
+    log_from[recorded->id] =
+        stat(recorded->log.c_str(), &log_info) == 0 ? static_cast<uint64_t>(log_info.st_size) : 0;
+    NodeRecord record;
+    std::string problem;
+    if (!LaunchNode(*FindNode(config, recorded->id), launch, /*append_log=*/true, &record,
+                    &problem)) {
+      *error = "node " + std::to_string(recorded->id) + ": " + problem;
+      return 1;
+    }
+    *recorded = record;
+    problem = WriteClusterState(StatePath(options.log_dir), state);
+    if (!problem.empty()) {
+      *error = problem;
+      return 1;
+    }
+    PrintLaunched(record);
+    restarted.nodes.push_back(record);
+  }
+  const int code = WaitUntilUp(config, restarted, launch, interrupts, error, log_from);
+  *error = Trim(*error);
+  if (code != 0) return code;
+  for (const NodeRecord& record : restarted.nodes) {
+    printf("[cluster] node %u recovered and rejoined the cluster\n", record.id);
+  }
   fflush(stdout);
   return 0;
 }
@@ -655,7 +770,7 @@ int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::s
   *error = LoadState(options, &state);
   if (!error->empty()) return 2;
   zmq::context_t context(1);
-  std::vector<NodeId> down;
+  std::vector<NodeId> down, troubled;
   for (const NodeRecord& record : state.nodes) {
     std::string where = LaunchKindName(record.kind);
     if (record.kind == LaunchKind::kNetns) where += " " + record.netns;
@@ -693,6 +808,16 @@ int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::s
                  status.rw_per_s(), static_cast<unsigned long long>(status.committed()),
                  static_cast<unsigned long long>(status.pending()), status.uptime_s());
         line += text;
+        if (!status.state().empty() && status.state() != "running") {
+          line += "  (" + status.state() + ")";
+        }
+        if (status.checkpoint_epoch() > 0) {
+          line += "  checkpoint " + std::to_string(status.checkpoint_epoch());
+        }
+        if (!status.problem().empty()) {
+          line += "\n    " + status.problem();
+          troubled.push_back(record.id);
+        }
       }
     }
     printf("%s\n", line.c_str());
@@ -700,8 +825,12 @@ int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::s
   printf("[cluster] %zu of %zu node(s) up\n", state.nodes.size() - down.size(),
          state.nodes.size());
   fflush(stdout);
-  if (!down.empty()) {
-    *error = "node(s) " + NodeList(down) + " down";
+  if (!down.empty() || !troubled.empty()) {
+    *error = down.empty() ? "" : "node(s) " + NodeList(down) + " down";
+    if (!troubled.empty()) {
+      *error += std::string(error->empty() ? "" : "; ") + "node(s) " + NodeList(troubled) +
+                " cannot go on (see above)";
+    }
     return 1;
   }
   return 0;

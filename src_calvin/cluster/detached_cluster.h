@@ -1,4 +1,5 @@
-// paxflow-cluster's detached mode: the verbs start, stop, status and logs.
+// paxflow-cluster's detached mode: the verbs start, stop, restart, status
+// and logs.
 // start launches every node in a session of its own, independent of the
 // launcher, and records them in a state file in the log directory
 // (<log_dir>/cluster.state); stop, status and logs, each run by a later
@@ -31,12 +32,14 @@ struct NodeRecord {
   LaunchKind kind = LaunchKind::kLocal;
   std::string host, netns;
   std::string log;  // its stdout+stderr (on `host` for ssh nodes)
+  uint64_t start_ticks = 0;  // local nodes: the process's start time (0: unknown)
 };
 
 struct ClusterState {
   std::string config_path, log_dir, ssh, node_binary;
   int64_t started_unix = 0;
   std::vector<NodeRecord> nodes;
+  std::vector<std::string> node_flags;  // what start gave every node
 };
 
 // <log_dir>/cluster.state: written by start, read by stop and status,
@@ -75,6 +78,13 @@ int StartDetached(const ClusterConfig& config, const LaunchOptions& options,
 // `have_summary` says whether `combined` holds every node's summary.
 int StopDetached(const ClusterConfig& config, const LaunchOptions& options,
                  RunSummary* combined, bool* have_summary, std::string* error);
+// restart: starts nodes `ids` again, all at once (killing those that still
+// run first), with start's flags and --recover: each loads its newest
+// checkpoint, replays its log, catches up from its peers and rejoins.
+// Returns once all have.
+int RestartDetached(const ClusterConfig& config, const LaunchOptions& options,
+                    const std::vector<NodeId>& ids, const std::function<int()>& interrupts,
+                    std::string* error);
 // status: each node's process and client-port status.
 int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::string* error);
 // logs: the last log_lines lines of each node's log.

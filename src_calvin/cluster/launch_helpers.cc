@@ -83,8 +83,9 @@ int RunCommand(const std::vector<std::string>& args, std::string* out, std::stri
 }
 
 pid_t SpawnDetached(const std::vector<std::string>& args, const std::string& log_path,
-                    std::string* error) {
-  int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                    std::string* error, bool append) {
+  int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC),
+                 0644);
   if (log < 0) {
     *error = "cannot create " + log_path + ": " + std::strerror(errno);
     return -1;
@@ -142,6 +143,21 @@ pid_t SpawnDetached(const std::vector<std::string>& args, const std::string& log
     return -1;
   }
   return pid;
+}
+
+bool ReadProcessStat(pid_t pid, ProcessStat* stat) {
+  const std::string text = ReadWholeFile("/proc/" + std::to_string(pid) + "/stat");
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+  const size_t paren = text.rfind(')');
+  if (text.empty() || paren == std::string::npos || paren + 2 >= text.size()) return false;
+  std::stringstream fields(text.substr(paren + 2));
+  std::string field;
+  // Field 3 is the state, field 22 the start time.
+  for (int number = 3; number <= 22 && fields >> field; ++number) {
+    if (number == 3) stat->state = field[0];
+    if (number == 22) stat->start_ticks = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return true;
 }
 
 std::string Trim(std::string text) {

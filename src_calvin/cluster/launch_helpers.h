@@ -8,6 +8,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,17 @@ int RunCommand(const std::vector<std::string>& args, std::string* out,
 // inherited (a test reading the launcher's output must see it end when the
 // launcher exits), default signal handling. Returns its pid, or -1 with
 // `error` set (exec failures included, reported through a CLOEXEC pipe).
+// `append`: add to the log instead of replacing it (a restarted node).
 pid_t SpawnDetached(const std::vector<std::string>& args, const std::string& log_path,
-                    std::string* error);
+                    std::string* error, bool append = false);
+
+// What /proc/PID/stat says of a local process.
+struct ProcessStat {
+  char state = '?';          // R, S, D, Z (zombie), X (dead), ...
+  uint64_t start_ticks = 0;  // start time, clock ticks since boot
+};
+// False if there is no such process.
+bool ReadProcessStat(pid_t pid, ProcessStat* stat);
 
 // --- Text and files ---------------------------------------------------------
 

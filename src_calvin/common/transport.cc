@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include "common/clock.h"
+
 namespace paxflow {
 
 Transport::Transport(TransportOptions options) : options_(std::move(options)) {
@@ -10,6 +12,9 @@ Transport::Transport(TransportOptions options) : options_(std::move(options)) {
     context_ = own_context_.get();
   } else {
     context_ = options_.context;
+  }
+  for (const PeerEndpoint& peer : options_.peers) {
+    if (peer.id != options_.self) peers_[peer.id] = std::make_unique<Peer>();
   }
 }
 
@@ -22,26 +27,25 @@ void Transport::Subscribe(Channel channel, Handler handler) {
 std::string Transport::Start() {
   try {
     inbound_ = std::make_unique<zmq::socket_t>(*context_, zmq::socket_type::pull);
-    inbound_->set(zmq::sockopt::rcvhwm, 0);
+    inbound_->set(zmq::sockopt::rcvhwm, options_.receive_queue);
     inbound_->set(zmq::sockopt::linger, 0);
     inbound_->bind(options_.bind_endpoint);
   } catch (const zmq::error_t& e) {
     inbound_.reset();
     return "cannot bind " + options_.bind_endpoint + ": " + e.what();
   }
-  for (const PeerEndpoint& peer : options_.peers) {
-    if (peer.id == options_.self) continue;
-    auto entry = std::make_unique<Peer>();
+  for (const PeerEndpoint& endpoint : options_.peers) {
+    if (endpoint.id == options_.self) continue;
+    Peer& peer = *peers_[endpoint.id];
     try {
-      entry->socket = std::make_unique<zmq::socket_t>(*context_, zmq::socket_type::push);
-      entry->socket->set(zmq::sockopt::sndhwm, 1000000);
-      entry->socket->set(zmq::sockopt::linger, options_.linger_ms);
-      entry->socket->connect(peer.endpoint);
+      peer.socket = std::make_unique<zmq::socket_t>(*context_, zmq::socket_type::push);
+      peer.socket->set(zmq::sockopt::sndhwm, options_.zmq_queue);
+      peer.socket->set(zmq::sockopt::linger, options_.linger_ms);
+      peer.socket->connect(endpoint.endpoint);
     } catch (const zmq::error_t& e) {
-      return "cannot connect to node " + std::to_string(peer.id) + " at " + peer.endpoint + ": " +
-             e.what();
+      return "cannot connect to node " + std::to_string(endpoint.id) + " at " +
+             endpoint.endpoint + ": " + e.what();
     }
-    peers_[peer.id] = std::move(entry);
   }
   receiver_ = std::thread([this] { ReceiveLoop(); });
   return "";
@@ -52,39 +56,119 @@ void Transport::Stop(bool flush) {
   if (receiver_.joinable()) receiver_.join();
   for (auto& [id, peer] : peers_) {
     std::lock_guard<std::mutex> lock(peer->mu);
+    if (peer->socket && flush) {
+      // What is still held here gets zmq's linger too, as far as it goes.
+      while (!peer->waiting.empty() &&
+             TrySend(peer.get(), peer->waiting.front().first, peer->waiting.front().second)) {
+        peer->waiting.pop_front();
+      }
+    }
     if (peer->socket && !flush) peer->socket->set(zmq::sockopt::linger, 0);
     peer->socket.reset();  // with flush, lingers up to linger_ms
+    peer->waiting.clear();
+    peer->waiting_bytes = 0;
   }
-  peers_.clear();
   inbound_.reset();
 }
 
-void Transport::Send(NodeId to, Channel channel, const std::string& payload) {
-  if (to == options_.self) {
-    std::string copy = payload;
-    Dispatch(channel, to, std::move(copy));
-    return;
-  }
-  auto it = peers_.find(to);
-  if (it == peers_.end()) {
-    LOG_EVERY_N(ERROR, 1000) << "node " << options_.self << ": no route to node " << to;
-    return;
-  }
+std::string Transport::HeaderFor(Channel channel) const {
   Header header;
   header.set_magic(kHeaderMagic);
   header.set_channel(channel);
   header.set_from_node(options_.self);
-  const std::string header_bytes = header.SerializeAsString();
-  Peer& peer = *it->second;
-  std::lock_guard<std::mutex> lock(peer.mu);
-  if (!peer.socket) return;
+  return header.SerializeAsString();
+}
+
+bool Transport::TrySend(Peer* peer, const std::string& header, const std::string& payload) {
   try {
-    peer.socket->send(zmq::buffer(header_bytes), zmq::send_flags::sndmore);
-    peer.socket->send(zmq::buffer(payload), zmq::send_flags::none);
+    // zmq counts whole messages against its queue: once the first frame is
+    // taken, so is the second.
+    if (!peer->socket->send(zmq::buffer(header), zmq::send_flags::sndmore |
+                                                     zmq::send_flags::dontwait)) {
+      return false;
+    }
+    peer->socket->send(zmq::buffer(payload), zmq::send_flags::none);
   } catch (const zmq::error_t& e) {
-    LOG_EVERY_N(ERROR, 1000) << "node " << options_.self << ": send to node " << to
-                             << " failed: " << e.what();
+    LOG_EVERY_N(ERROR, 1000) << "node " << options_.self << ": send failed: " << e.what();
   }
+  return true;
+}
+
+void Transport::Drain(Peer* peer) {
+  while (!peer->waiting.empty()) {
+    auto& [header, payload] = peer->waiting.front();
+    if (!TrySend(peer, header, payload)) return;
+    peer->waiting_bytes -= header.size() + payload.size();
+    peer->waiting.pop_front();
+  }
+  peers_waiting_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool Transport::Send(NodeId to, Channel channel, const std::string& payload) {
+  if (to == options_.self) {
+    std::string copy = payload;
+    Dispatch(channel, to, std::move(copy));
+    return true;
+  }
+  auto it = peers_.find(to);
+  if (it == peers_.end()) {
+    LOG_EVERY_N(ERROR, 1000) << "node " << options_.self << ": no route to node " << to;
+    return false;
+  }
+  Peer& peer = *it->second;
+  const std::string header = HeaderFor(channel);
+  std::lock_guard<std::mutex> lock(peer.mu);
+  if (!peer.socket) return false;
+  if (!peer.waiting.empty()) Drain(&peer);
+  // In order: behind what waits already, or straight to zmq.
+  if (peer.waiting.empty() && TrySend(&peer, header, payload)) return true;
+  const uint64_t size = header.size() + payload.size();
+  if (peer.waiting_bytes + size > options_.max_queued_bytes) {
+    ++peer.dropped;
+    LOG_EVERY_N(WARNING, 1000) << "node " << options_.self << ": node " << to
+                               << " takes no messages; dropped one (queue full at "
+                               << (peer.waiting_bytes >> 20) << " MiB)";
+    return false;
+  }
+  if (peer.waiting.empty()) peers_waiting_.fetch_add(1, std::memory_order_relaxed);
+  peer.waiting.emplace_back(header, payload);
+  peer.waiting_bytes += size;
+  return true;
+}
+
+bool Transport::SendPaced(NodeId to, Channel channel, const std::string& payload,
+                          int timeout_ms) {
+  auto it = peers_.find(to);
+  if (to == options_.self || it == peers_.end()) return Send(to, channel, payload);
+  const int64_t deadline = NowMicros() + int64_t{timeout_ms} * 1000;
+  const uint64_t size = payload.size() + 16;
+  while (true) {
+    {
+      Peer& peer = *it->second;
+      std::lock_guard<std::mutex> lock(peer.mu);
+      if (!peer.waiting.empty()) Drain(&peer);
+      // Leave half the queue to the live traffic.
+      if (peer.waiting_bytes + size <= options_.max_queued_bytes / 2) break;
+    }
+    if (NowMicros() > deadline || stop_.load()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the peer is slow: back off
+  }
+  return Send(to, channel, payload);
+}
+
+int64_t Transport::LastHeardUs(NodeId peer) const {
+  auto it = peers_.find(peer);
+  return it == peers_.end() ? 0 : it->second->last_heard_us.load(std::memory_order_relaxed);
+}
+
+Transport::PeerQueue Transport::Queue(NodeId peer) const {
+  PeerQueue queue;
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return queue;
+  std::lock_guard<std::mutex> lock(it->second->mu);
+  queue.queued_bytes = it->second->waiting_bytes;
+  queue.dropped = it->second->dropped;
+  return queue;
 }
 
 void Transport::Dispatch(Channel channel, NodeId from, std::string&& payload) {
@@ -103,8 +187,18 @@ void Transport::ReceiveLoop() {
   zmq::pollitem_t item{inbound_->handle(), 0, ZMQ_POLLIN, 0};
   std::vector<zmq::message_t> frames;
   while (!stop_.load(std::memory_order_relaxed)) {
+    // Messages held for slow peers are retried here when nothing else
+    // sends to them: often while some wait, rarely otherwise.
+    if (peers_waiting_.load(std::memory_order_relaxed) > 0) {
+      for (auto& [id, peer] : peers_) {
+        std::lock_guard<std::mutex> lock(peer->mu);
+        if (peer->socket && !peer->waiting.empty()) Drain(peer.get());
+      }
+    }
+    const auto timeout = std::chrono::milliseconds(
+        peers_waiting_.load(std::memory_order_relaxed) > 0 ? 10 : 100);
     try {
-      if (zmq::poll(&item, 1, std::chrono::milliseconds(100)) <= 0) continue;
+      if (zmq::poll(&item, 1, timeout) <= 0) continue;
       frames.clear();
       while (true) {
         zmq::message_t frame;
@@ -126,6 +220,10 @@ void Transport::ReceiveLoop() {
       LOG_EVERY_N(WARNING, 100) << "node " << options_.self << ": garbled message ("
                                 << frames.size() << " frames) dropped";
       continue;
+    }
+    auto peer = peers_.find(header.from_node());
+    if (peer != peers_.end()) {
+      peer->second->last_heard_us.store(NowMicros(), std::memory_order_relaxed);
     }
     Dispatch(header.channel(), header.from_node(),
              std::string(static_cast<const char*>(frames[1].data()), frames[1].size()));

@@ -2,14 +2,21 @@
 // everything it receives, one PUSH socket per peer, and channels so that
 // several components share them (Calvin's connection multiplexer).
 //
-// Owns: the sockets and the receiver thread.
+// Owns: the sockets, the receiver thread, and per peer a bounded queue of
+// messages the peer has not taken yet.
 // In: Send() from any thread. Out: each message's payload handed to the
 // handler of its channel, on the receiver thread (handlers must be quick:
 // queue and return).
+// Sends never block: a dead or slow peer costs at most zmq's queue
+// (`zmq_queue` messages) plus `max_queued_bytes` here; beyond that its
+// messages are dropped and counted (what they carried is in the sender's
+// logs: the peer asks for it again). When a message last came from each
+// peer is kept, for failure detection.
 // Garbled messages (bad header, unknown channel) are counted, logged and
 // dropped; the node carries on.
 #pragma once
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -38,6 +45,11 @@ struct TransportOptions {
   // A shared context is required for inproc endpoints; null: own context.
   zmq::context_t* context = nullptr;
   int linger_ms = 5000;  // how long Stop() tries to flush unsent messages
+  // Per peer: messages zmq holds, then bytes held here, before new ones are
+  // dropped; and messages the receiving socket holds per sender.
+  int zmq_queue = 256;
+  uint64_t max_queued_bytes = 64ull << 20;
+  int receive_queue = 10000;
 };
 
 class Transport {
@@ -56,18 +68,39 @@ class Transport {
   // run); otherwise drop them (peers that never came, a failed start).
   void Stop(bool flush = true);
 
-  // Thread-safe. A message to self goes straight to the handler.
-  void Send(NodeId to, Channel channel, const std::string& payload);
+  // Thread-safe, never blocks. A message to self goes straight to the
+  // handler. False if the message was dropped (the peer's queue is full).
+  bool Send(NodeId to, Channel channel, const std::string& payload);
+  // The same, but waits up to `timeout_ms` for room rather than dropping:
+  // for senders that may wait (re-sending a log to a peer catching up).
+  bool SendPaced(NodeId to, Channel channel, const std::string& payload, int timeout_ms);
+
+  // When a message last came from `peer` (NowMicros; 0: never).
+  int64_t LastHeardUs(NodeId peer) const;
+  struct PeerQueue {
+    uint64_t queued_bytes = 0;  // held here, waiting for the peer
+    uint64_t dropped = 0;       // messages dropped since start: the queue was full
+  };
+  PeerQueue Queue(NodeId peer) const;
 
   uint64_t garbled() const { return garbled_.load(std::memory_order_relaxed); }
 
  private:
   struct Peer {
-    std::mutex mu;
+    mutable std::mutex mu;
     std::unique_ptr<zmq::socket_t> socket;
+    std::deque<std::pair<std::string, std::string>> waiting;  // header, payload
+    uint64_t waiting_bytes = 0;
+    uint64_t dropped = 0;
+    std::atomic<int64_t> last_heard_us{0};
   };
   void ReceiveLoop();
   void Dispatch(Channel channel, NodeId from, std::string&& payload);
+  // Hands the peer's waiting messages to zmq while it takes them. mu held.
+  void Drain(Peer* peer);
+  // One message to zmq without blocking; false if zmq's queue is full. mu held.
+  bool TrySend(Peer* peer, const std::string& header, const std::string& payload);
+  std::string HeaderFor(Channel channel) const;
 
   TransportOptions options_;
   std::unique_ptr<zmq::context_t> own_context_;
@@ -78,6 +111,7 @@ class Transport {
   std::thread receiver_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> garbled_{0};
+  std::atomic<int> peers_waiting_{0};  // peers with messages held here
 };
 
 }  // namespace paxflow

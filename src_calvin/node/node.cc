@@ -1,13 +1,21 @@
+// Node: wiring the components, start-up (and the barrier with its peers),
+// the sequencer and batch delivery, status, the run and its end, progress
+// lines, summaries. The durable side (logs, recovery, heartbeats, catch-up
+// requests) is in node_recovery.cc.
 #include "node/node.h"
 
 #include <glog/logging.h>
 #include <sys/resource.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 
+#include "checkpoint/checkpoint.h"
 #include "common/clock.h"
 #include "common/paths.h"
 
@@ -23,11 +31,27 @@ std::string Rate(uint64_t count, double seconds) {
   return buffer;
 }
 
+int64_t UnixMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 Node::Node(NodeOptions options) : options_(std::move(options)) {}
 
 Node::~Node() { Shutdown(); }
+
+const char* Node::StateName(State state) {
+  switch (state) {
+    case State::kStarting: return "starting";
+    case State::kRecovering: return "recovering";
+    case State::kRunning: return "running";
+    case State::kStopping: return "stopping";
+  }
+  return "?";
+}
 
 void Node::Print(const std::string& line) const {
   if (options_.print) {
@@ -49,29 +73,28 @@ std::string Node::Start() {
   if (!error.empty()) return error;
   const PartitionId partition = self_->partition();
   const uint32_t partitions = layout_.partitions();
+  const bool recover = params.engine.recover;
+  incarnation_ = NowMicros();
 
   app_ = MakeApplication(params.workload);
   store_ = MakeStore(params.engine, partition, partitions, *app_, params.workload.value_size);
   store_slot_ = store_->RegisterThread();
-  LoadPartition(*app_, partition, partitions, store_.get());
-  SchedulerOptions scheduler_options = SchedulerOptionsFor(params.engine, partition, partitions);
+  SchedulerOptions scheduler_options =
+      SchedulerOptionsFor(params.engine, partition, partitions);
   scheduler_options.runs_procedures = self_->replica() == 0;
   stats_ = std::make_unique<NodeStats>(scheduler_options.stats_slots());
+  // Room for the epochs a sequencer may run ahead, twice over (sequencers
+  // are held back by their own partitions, which may trail this one).
+  scheduler_options.max_buffered_epochs = 2 * params.engine.max_epochs_ahead + 16;
+  scheduler_options.max_unpublished_epochs = 2 * params.engine.max_epochs_ahead;
   scheduler_ = std::make_unique<Scheduler>(scheduler_options, store_.get(), app_.get(), this,
                                            stats_.get(), this, &ltx_records_);
 
-  if (!params.engine.log_dir.empty()) {
-    if (!MakeDirectories(params.engine.log_dir)) {
-      return "cannot create the input log directory " + params.engine.log_dir + ": " +
-             std::strerror(errno);
-    }
-    log_ = std::make_unique<InputLogWriter>();
-    error = log_->Open(InputLogPath(params.engine.log_dir, options_.id),
-                       MakeLogHeader(params, options_.id, partition, self_->replica(), partitions),
-                       params.engine.log_fsync);
-    if (!error.empty()) return error;
-    scheduler_->SetBeforeExecute([this](const MergedEpoch& epoch) { log_->Append(epoch); });
-  }
+  Epoch sequenced_through = 0;
+  error = OpenLogs(&logged_through_, &sequenced_through);
+  if (!error.empty()) return error;
+  sequenced_epoch_.store(sequenced_through);
+  MakeCheckpointer();
   for (Epoch epoch : params.engine.digest_epochs) {
     scheduler_->RequestDigest(epoch, [this](Epoch at, uint64_t digest) {
       {
@@ -83,251 +106,361 @@ std::string Node::Start() {
     });
   }
 
+  // The partition, before anything is heard: a fresh one, or rebuilt from
+  // the newest checkpoint.
+  Epoch restored_at = 0;
+  error = recover ? RestorePartition(&restored_at) : "";
+  if (!recover) LoadPartition(*app_, partition, partitions, store_.get());
+  if (!error.empty()) return error;
+
   if (options_.shared_context) {
     context_ = options_.shared_context;
   } else {
     own_context_ = std::make_unique<zmq::context_t>(1);
     context_ = own_context_.get();
   }
-  TransportOptions transport_options;
-  transport_options.self = options_.id;
-  transport_options.bind_endpoint = NodeEndpoint(options_.config, *self_);
-  transport_options.context = context_;
-  for (const NodeConfig& node : options_.config.node()) {
-    transport_options.peers.push_back({node.id(), NodeEndpoint(options_.config, node)});
-  }
-  transport_ = std::make_unique<Transport>(transport_options);
-  transport_->Subscribe(HELLO, [this](NodeId from, std::string&& payload) {
-    OnHello(from, std::move(payload));
-  });
-  transport_->Subscribe(BATCH, [this, partition](NodeId from, std::string&& payload) {
-    auto batch = std::make_unique<Batch>();
-    if (!batch->ParseFromString(payload) || batch->partition() != partition) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      LOG_EVERY_N(ERROR, 100) << "node " << options_.id << ": dropped a garbled batch from node "
-                              << from << " (or one for another partition)";
-      return;
-    }
-    scheduler_->DeliverBatch(std::move(batch));
-  });
-  transport_->Subscribe(REMOTE_READS, [this](NodeId from, std::string&& payload) {
-    RemoteReads reads;
-    if (!reads.ParseFromString(payload)) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      LOG_EVERY_N(ERROR, 100) << "node " << options_.id
-                              << ": dropped garbled remote reads from node " << from;
-      return;
-    }
-    scheduler_->DeliverRemoteReads(std::move(reads));
-  });
-  transport_->Subscribe(LTX_READ_REQUEST, [this](NodeId from, std::string&& payload) {
-    LtxReadRequest request;
-    if (!request.ParseFromString(payload) || request.from_partition() >= layout_.partitions()) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      LOG_EVERY_N(ERROR, 100) << "node " << options_.id
-                              << ": dropped a garbled LTX read request from node " << from;
-      return;
-    }
-    scheduler_->DeliverLtxReadRequest(std::move(request));
-  });
-  transport_->Subscribe(LTX_READ_REPLY, [this](NodeId from, std::string&& payload) {
-    LtxReadReply reply;
-    if (!reply.ParseFromString(payload)) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      LOG_EVERY_N(ERROR, 100) << "node " << options_.id
-                              << ": dropped a garbled LTX read reply from node " << from;
-      return;
-    }
-    scheduler_->DeliverLtxReadReply(std::move(reply));
-  });
-  error = transport_->Start();
+  error = StartTransport();
   if (!error.empty()) return error;
-  if (self_->client_port() != 0) {
-    ClientServiceOptions client_options;
-    client_options.endpoint = ClientEndpoint(*self_);
-    client_options.node = options_.id;
-    client_options.sequences = self_->replica() == 0;
-    const NodeConfig* leader = layout_.Node(layout_.NodeOf(0, partition));
-    client_options.leader = "node " + std::to_string(leader->id()) + " (" + leader->host() + ":" +
-                            std::to_string(leader->client_port()) + ")";
-    client_options.epoch_ms = params.engine.epoch_ms;
-    AdmissionLimits& admission = client_options.admission;
-    admission.max_admitted = params.engine.client_admit_limit
-                                 ? params.engine.client_admit_limit
-                                 : DefaultAdmitLimit(params.engine.max_batch, 1);
-    admission.max_admitted_per_client = admission.max_admitted;
-    admission.max_unsent_bytes_per_client = size_t{params.engine.client_buffer_mb} << 20;
-    admission.retry_after_ms = params.engine.epoch_ms;
-    clients_ = std::make_unique<ClientService>(
-        client_options, app_.get(), [this] { return NodeStatus(); },
-        [this](Epoch epoch, std::function<void(DigestReply)> done) {
-          ServeDigest(epoch, std::move(done));
-        },
-        context_);
-    error = clients_->Start();
-    if (!error.empty()) return error;
-  }
-  scheduler_->Start();
+  error = StartClients();
+  if (!error.empty()) return error;
+  if (recover) state_ = State::kRecovering;
   error = WaitForPeers();
   if (!error.empty()) return error;
 
-  if (self_->replica() == 0) {
-    // Replica 0's sequencers fix the order; other replicas execute it. Each
-    // sequencer has a generator of its own (the node's window bounds them
-    // together), takes client txns from the shared client port, and runs on
-    // its own thread; the first also sequences the LTX lane's records.
-    const uint32_t per_node = params.engine.sequencers_per_node;
-    if (params.engine.generate) {
-      generated_window_ = std::make_unique<InflightWindow>(
-          params.engine.max_inflight * per_node, [this] { return stats_->GeneratedDone(); });
+  if (recover) {
+    // Results here of epochs sequenced before this start have nobody
+    // waiting for them: in replica 0 those its own sequencer cut before; in
+    // another replica (no clients) whatever its peers ran already, whose
+    // reads they will not send again.
+    recovered_through_ = self_->replica() == 0 ? sequenced_through : peers_admitted_;
+    scheduler_->SetRecoveredThrough(recovered_through_);
+    rejoin_epoch_ = std::max({logged_through_, peers_admitted_, restored_at});
+  }
+  if (checkpointer_) {
+    checkpointer_->Start(restored_at,
+                         Checkpointer::ReadStable(params.engine.log_dir, options_.id));
+  }
+  if (catch_up_) catch_up_->Start();
+  // Built before the scheduler runs: a failed log stops it from any thread.
+  if (self_->replica() == 0 && !sequencer_finished_) {
+    StartSequencer(sequenced_through + 1, recover ? peers_sequenced_ : 0);
+  } else if (sequencer_finished_) {
+    Print("[node " + std::to_string(options_.id) + "] its sequencer finished its run at epoch " +
+          std::to_string(sequenced_through) + " before the restart; it only executes now");
+  }
+  scheduler_->Start();
+  if (recover) {
+    Print("[node " + std::to_string(options_.id) + "] recovering: " +
+          (restored_at > 0 ? "checkpoint at epoch " + std::to_string(restored_at)
+                           : std::string("no checkpoint, from the initial state")) +
+          ", input log through epoch " + std::to_string(logged_through_) +
+          ", own sequencer through epoch " + std::to_string(sequenced_through) +
+          ", recovered through " + std::to_string(recovered_through_) +
+          "; the cluster is at epoch " + std::to_string(peers_admitted_));
+    // Reads of read-write txns after the checkpoint that peers sent us:
+    // we run those txns again and need them.
+    ReadsRequest request;
+    request.set_partition(partition);
+    request.set_after_epoch(restored_at);
+    const std::string bytes = request.SerializeAsString();
+    for (uint32_t p = 0; p < partitions; ++p) {
+      const NodeId peer = layout_.NodeOf(self_->replica(), p);
+      if (peer != options_.id) transport_->Send(peer, READS_REQUEST, bytes);
     }
-    // Every node computes the same start from the same hellos (a margin
-    // later, so that none has to catch up).
-    const int64_t now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count();
-    const auto start = std::chrono::steady_clock::now() +
-                       std::chrono::milliseconds(agreed_start_unix_ms_ + kStartMarginMs -
-                                                 now_unix_ms);
-    for (uint32_t index = 0; index < per_node; ++index) {
-      std::vector<TxnSource*> sources;
-      if (clients_) sources.push_back(clients_.get());
-      if (params.engine.generate) {
-        // The first generator keeps the seed a single-sequencer node used.
-        generators_.push_back(std::make_unique<GeneratorSource>(
-            app_->NewGenerator(partition, partitions,
-                               params.engine.seed + options_.id + (uint64_t{index} << 32)),
-            generated_window_.get()));
-        sources.push_back(generators_.back().get());
-      }
-      SequencerOptions sequencer_options;
-      sequencer_options.sequencer_id = SequencerId(partition, index, per_node);
-      sequencer_options.partition = partition;
-      sequencer_options.partitions = partitions;
-      sequencer_options.node = options_.id;
-      sequencer_options.max_batch = params.engine.max_batch;
-      sequencers_.push_back(std::make_unique<Sequencer>(sequencer_options, sources,
-                                                        index == 0 ? &ltx_records_ : nullptr));
-      runners_.push_back(std::make_unique<SequencerRunner>(
-          sequencers_.back().get(), params.engine.epoch_ms, params.engine.run_epochs,
-          [this](PartitionId p, std::unique_ptr<Batch> batch) {
-            DeliverFromSequencer(p, std::move(batch));
-          },
-          start));
+    if (logged_through_ > restored_at) {
+      replaying_ = true;
+      replay_thread_ = std::thread([this, restored_at] {
+        ReplayOwnLog(restored_at + 1, logged_through_);
+        replaying_ = false;
+      });
     }
-    // After the load ends, LTXs begun here still resolve: through their
-    // records (which the first sequencer takes), or through the log's
-    // timeout, which needs epochs to pass.
-    SequencerRunner* first = runners_.front().get();
-    first->SetDrain([this, first] {
-      return ltx_records_.size() > 0 || scheduler_->OwesLtxWork(first->current_epoch());
-    });
   }
   start_us_ = NowMicros();
   for (auto& runner : runners_) runner->Start();
+  if (!recover) state_ = State::kRunning;
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
   if (params.engine.progress_ms > 0) reporter_ = std::thread([this] { ReportLoop(); });
   started_ = true;
   return "";
 }
 
-void Node::OnHello(NodeId from, std::string&& payload) {
-  Hello hello;
-  std::lock_guard<std::mutex> lock(hello_mu_);
-  if (!hello.ParseFromString(payload)) {
+std::string Node::StartTransport() {
+  const PartitionId partition = self_->partition();
+  TransportOptions transport_options;
+  transport_options.self = options_.id;
+  transport_options.bind_endpoint = NodeEndpoint(options_.config, *self_);
+  transport_options.context = context_;
+  transport_options.max_queued_bytes = uint64_t{options_.params.engine.peer_queue_mb} << 20;
+  for (const NodeConfig& node : options_.config.node()) {
+    transport_options.peers.push_back({node.id(), NodeEndpoint(options_.config, node)});
+  }
+  transport_ = std::make_unique<Transport>(transport_options);
+  monitor_ = std::make_unique<PeerMonitor>(
+      options_.config, options_.id, transport_.get(),
+      int64_t{options_.params.engine.peer_timeout_ms} * 1000);
+  transport_->Subscribe(HELLO, [this](NodeId from, std::string&& payload) {
+    OnHello(from, std::move(payload));
+  });
+  auto garbled = [this](NodeId from, const char* what) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
-    LOG(WARNING) << "node " << options_.id << ": garbled hello from node " << from;
-    return;
-  }
-  if (hello.params_fingerprint() != options_.params.Fingerprint()) {
-    hello_error_ = "node " + std::to_string(from) +
-                   " runs with different cluster parameters. Ours:\n" +
-                   options_.params.ClusterParamsText() + "theirs:\n" + hello.params_text();
-  }
-  start_unix_ms_ = std::max(start_unix_ms_, hello.ready_unix_ms());
-  for (int i = 0; i < options_.config.node_size(); ++i) {
-    if (options_.config.node(i).id() == from) {
-      if (heard_from_.empty()) heard_from_.assign(options_.config.node_size(), false);
-      heard_from_[i] = true;
+    LOG_EVERY_N(ERROR, 100) << "node " << options_.id << ": dropped garbled " << what
+                            << " from node " << from;
+  };
+  transport_->Subscribe(BATCH, [this, partition, garbled](NodeId from, std::string&& payload) {
+    auto batch = std::make_unique<Batch>();
+    if (!batch->ParseFromString(payload) || batch->partition() != partition) {
+      garbled(from, "batch (or one for another partition)");
+      return;
     }
+    DeliverBatch(std::move(batch));
+  });
+  transport_->Subscribe(REMOTE_READS, [this, garbled](NodeId from, std::string&& payload) {
+    RemoteReads reads;
+    if (!reads.ParseFromString(payload)) return garbled(from, "remote reads");
+    scheduler_->DeliverRemoteReads(std::move(reads));
+  });
+  transport_->Subscribe(LTX_READ_REQUEST, [this, garbled](NodeId from, std::string&& payload) {
+    LtxReadRequest request;
+    if (!request.ParseFromString(payload) || request.from_partition() >= layout_.partitions()) {
+      return garbled(from, "LTX read request");
+    }
+    scheduler_->DeliverLtxReadRequest(std::move(request));
+  });
+  transport_->Subscribe(LTX_READ_REPLY, [this, garbled](NodeId from, std::string&& payload) {
+    LtxReadReply reply;
+    if (!reply.ParseFromString(payload)) return garbled(from, "LTX read reply");
+    scheduler_->DeliverLtxReadReply(std::move(reply));
+  });
+  transport_->Subscribe(HEARTBEAT, [this, garbled](NodeId from, std::string&& payload) {
+    Heartbeat heartbeat;
+    if (!heartbeat.ParseFromString(payload) || heartbeat.node_id() != from) {
+      return garbled(from, "heartbeat");
+    }
+    if (monitor_->OnHeartbeat(heartbeat) && started_ &&
+        layout_.Node(from) && layout_.Node(from)->replica() == self_->replica()) {
+      // It restarted: reads it sent us before, for txns we have not run
+      // yet, may be lost with it, and it may not run those txns again.
+      ReadsRequest request;
+      request.set_partition(self_->partition());
+      request.set_after_epoch(scheduler_->Status().published_epoch);
+      transport_->Send(from, READS_REQUEST, request.SerializeAsString());
+    }
+  });
+  transport_->Subscribe(BATCH_REQUEST, [this, garbled](NodeId from, std::string&& payload) {
+    BatchRequest request;
+    if (!request.ParseFromString(payload)) return garbled(from, "batch request");
+    if (catch_up_) catch_up_->RequestBatches(from, request);
+  });
+  transport_->Subscribe(READS_REQUEST, [this, garbled](NodeId from, std::string&& payload) {
+    ReadsRequest request;
+    if (!request.ParseFromString(payload)) return garbled(from, "reads request");
+    if (catch_up_) catch_up_->RequestReads(from, request);
+  });
+  if (log_) {
+    CatchUpOptions catch_up;
+    catch_up.self = options_.id;
+    catch_up.log_dir = options_.params.engine.log_dir;
+    catch_up.log_name = NodeFileName(options_.id);
+    catch_up.transport = transport_.get();
+    catch_up.sequencer_log = sequencer_log_.get();
+    catch_up.reads_log = reads_log_.get();
+    catch_up.deliver_local = [this](std::unique_ptr<Batch> batch) {
+      DeliverBatch(std::move(batch));
+    };
+    catch_up_ = std::make_unique<CatchUpServer>(catch_up);
   }
-  hello_cv_.notify_all();
+  return transport_->Start();
 }
 
-std::string Node::WaitForPeers() {
-  Hello hello;
-  hello.set_node_id(options_.id);
-  hello.set_params_fingerprint(options_.params.Fingerprint());
-  hello.set_params_text(options_.params.ClusterParamsText());
-  const int64_t ready = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-  hello.set_ready_unix_ms(ready);
-  const std::string payload = hello.SerializeAsString();
-  const int n = options_.config.node_size();
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(options_.params.engine.peer_wait_s);
-  std::unique_lock<std::mutex> lock(hello_mu_);
-  start_unix_ms_ = std::max(start_unix_ms_, ready);
-  if (heard_from_.empty()) heard_from_.assign(n, false);
-  for (int i = 0; i < n; ++i) {
-    if (options_.config.node(i).id() == options_.id) heard_from_[i] = true;
+std::string Node::StartClients() {
+  if (self_->client_port() == 0) return "";
+  const PartitionId partition = self_->partition();
+  ClientServiceOptions client_options;
+  client_options.endpoint = ClientEndpoint(*self_);
+  client_options.node = options_.id;
+  client_options.sequences = self_->replica() == 0;
+  const NodeConfig* leader = layout_.Node(layout_.NodeOf(0, partition));
+  client_options.leader = "node " + std::to_string(leader->id()) + " (" + leader->host() + ":" +
+                          std::to_string(leader->client_port()) + ")";
+  const EngineParams& engine = options_.params.engine;
+  client_options.epoch_ms = engine.epoch_ms;
+  AdmissionLimits& admission = client_options.admission;
+  admission.max_admitted = engine.client_admit_limit
+                               ? engine.client_admit_limit
+                               : DefaultAdmitLimit(engine.max_batch, 1);
+  admission.max_admitted_per_client = admission.max_admitted;
+  admission.max_unsent_bytes_per_client = size_t{engine.client_buffer_mb} << 20;
+  admission.retry_after_ms = engine.epoch_ms;
+  clients_ = std::make_unique<ClientService>(
+      client_options, app_.get(), [this] { return NodeStatus(); },
+      [this](Epoch epoch, std::function<void(DigestReply)> done) {
+        ServeDigest(epoch, std::move(done));
+      },
+      context_);
+  ClientService::CheckpointProvider checkpoint;
+  if (log_) {
+    checkpoint = [this](ClientService::CheckpointDone done) { ServeCheckpoint(std::move(done)); };
   }
-  bool said_waiting = false;
-  while (true) {
-    lock.unlock();
-    for (const NodeConfig& node : options_.config.node()) {
-      if (node.id() != options_.id) transport_->Send(node.id(), HELLO, payload);
+  clients_->SetRecoveryHooks(
+      [this] {
+        if (state_.load() == State::kStarting) return std::string("it is starting");
+        return Problem();
+      },
+      std::move(checkpoint));
+  return clients_->Start();
+}
+
+void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
+  const NodeParams& params = options_.params;
+  const PartitionId partition = self_->partition();
+  const uint32_t partitions = layout_.partitions();
+  // Replica 0's sequencers fix the order; other replicas execute it. Each
+  // sequencer has a generator of its own (the node's window bounds them
+  // together), takes client txns from the shared client port, and runs on
+  // its own thread; the first also sequences the LTX lane's records.
+  const uint32_t per_node = params.engine.sequencers_per_node;
+  if (params.engine.generate) {
+    generated_window_ = std::make_unique<InflightWindow>(
+        params.engine.max_inflight * per_node, [this] { return stats_->GeneratedDone(); });
+  }
+  // Every node computes the same start from the same hellos (a margin
+  // later, so that none has to catch up). A restarted one starts now, and
+  // closes back to back the epochs the others are ahead.
+  auto start = std::chrono::steady_clock::now();
+  if (first_epoch == 1) {
+    start += std::chrono::milliseconds(agreed_start_unix_ms_ + kStartMarginMs - UnixMillis());
+  } else {
+    start -= std::chrono::milliseconds(params.engine.epoch_ms) * static_cast<int64_t>(first_epoch);
+  }
+  const Epoch ahead = params.engine.max_epochs_ahead;
+  sequenced_bytes_.resize(per_node);
+  for (uint32_t index = 0; index < per_node; ++index) {
+    std::vector<TxnSource*> sources;
+    if (clients_) sources.push_back(clients_.get());
+    if (params.engine.generate) {
+      // The first generator keeps the seed a single-sequencer node used.
+      generators_.push_back(std::make_unique<GeneratorSource>(
+          app_->NewGenerator(partition, partitions,
+                             params.engine.seed + options_.id + (uint64_t{index} << 32)),
+          generated_window_.get()));
+      sources.push_back(generators_.back().get());
     }
-    lock.lock();
-    hello_cv_.wait_for(lock, std::chrono::milliseconds(500), [&] {
-      return !hello_error_.empty() ||
-             std::all_of(heard_from_.begin(), heard_from_.end(), [](bool b) { return b; });
+    SequencerOptions sequencer_options;
+    sequencer_options.sequencer_id = SequencerId(partition, index, per_node);
+    sequencer_options.partition = partition;
+    sequencer_options.partitions = partitions;
+    sequencer_options.node = options_.id;
+    sequencer_options.max_batch = params.engine.max_batch;
+    sequencers_.push_back(std::make_unique<Sequencer>(sequencer_options, sources,
+                                                      index == 0 ? &ltx_records_ : nullptr));
+    auto runner = std::make_unique<SequencerRunner>(
+        sequencers_.back().get(), params.engine.epoch_ms, params.engine.run_epochs,
+        [this, index](PartitionId p, std::unique_ptr<Batch> batch) {
+          DeliverFromSequencer(index, p, std::move(batch));
+        },
+        start);
+    runner->SetFirstEpoch(first_epoch);
+    runner->CatchUpTo(catch_up_to);
+    runner->SetBeforeSend(
+        [this, index](Epoch epoch, const std::vector<std::unique_ptr<Batch>>& batches) {
+          return BeforeSend(index, epoch, batches);
+        });
+    runner->SetLimit([this, ahead] {
+      return log_failed_.load() ? 0 : scheduler_->Status().admitted_epoch + ahead;
     });
-    if (!hello_error_.empty()) return hello_error_;
-    std::string missing;
-    for (int i = 0; i < n; ++i) {
-      if (heard_from_[i]) continue;
-      const NodeConfig& node = options_.config.node(i);
-      missing += (missing.empty() ? "" : ", ") + std::string("node ") + std::to_string(node.id()) +
-                 " (" + NodeEndpoint(options_.config, node) + ")";
-    }
-    if (missing.empty()) {
-      // Every node's ready time is fixed, so having heard all of them the
-      // maximum is final (later hellos only repeat it).
-      agreed_start_unix_ms_ = start_unix_ms_;
-      return "";
-    }
-    if (!said_waiting) {
-      LOG(INFO) << "node " << options_.id << ": waiting for " << missing;
-      said_waiting = true;
-    }
-    if (options_.interrupted && options_.interrupted()) {
-      return "interrupted while waiting for " + missing;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      return "no answer within " + std::to_string(options_.params.engine.peer_wait_s) +
-             " s from " + missing + "; is it running, and is the address reachable?";
-    }
+    runners_.push_back(std::move(runner));
   }
+  // After the load ends, LTXs begun here still resolve: through their
+  // records (which the first sequencer takes), or through the log's
+  // timeout, which needs epochs to pass.
+  SequencerRunner* first = runners_.front().get();
+  first->SetDrain([this, first] {
+    return ltx_records_.size() > 0 || scheduler_->OwesLtxWork(first->current_epoch());
+  });
 }
 
-void Node::DeliverFromSequencer(PartitionId partition, std::unique_ptr<Batch> batch) {
+Epoch Node::LastSequencedEpoch() const {
+  Epoch sequenced = runners_.empty() ? 0 : runners_.front()->current_epoch();
+  for (const auto& runner : runners_) sequenced = std::min(sequenced, runner->current_epoch());
+  return sequenced;
+}
+
+bool Node::BeforeSend(size_t runner, Epoch epoch,
+                      const std::vector<std::unique_ptr<Batch>>& batches) {
+  if (runner == 0) sequenced_epoch_.store(epoch);
+  if (runner == 0 && checkpoint_asked_.exchange(false)) {
+    for (const auto& batch : batches) batch->set_checkpoint(true);
+  }
+  std::vector<std::string>& bytes = sequenced_bytes_[runner];
+  bytes.resize(batches.size());
+  for (size_t p = 0; p < batches.size(); ++p) batches[p]->SerializeToString(&bytes[p]);
+  if (!sequencer_log_) return true;
+  // A SequencedEpoch from the batches' bytes, without serializing them again.
+  std::string record;
+  {
+    google::protobuf::io::StringOutputStream stream(&record);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.WriteTag(8);  // field 1: epoch
+    out.WriteVarint64(epoch);
+    out.WriteTag(16);  // field 2: sequencer
+    out.WriteVarint32(self_->partition());
+    for (const std::string& batch : bytes) {
+      out.WriteTag((3 << 3) | 2);  // field 3: batches
+      out.WriteVarint32(static_cast<uint32_t>(batch.size()));
+      out.WriteRaw(batch.data(), static_cast<int>(batch.size()));
+    }
+  }
+  std::string error = sequencer_log_->Append(epoch, record);
+  if (error.empty()) error = sequencer_log_->Flush(options_.params.engine.log_fsync);
+  if (error.empty()) return true;
+  LogFailed(error);
+  return false;
+}
+
+void Node::DeliverFromSequencer(size_t runner, PartitionId partition,
+                                std::unique_ptr<Batch> batch) {
   bool to_self = false;
-  std::string bytes;
+  const std::string& bytes = sequenced_bytes_[runner][partition];
   for (uint32_t replica = 0; replica < layout_.replicas(); ++replica) {
     const NodeId node = layout_.NodeOf(replica, partition);
     if (node == options_.id) {
       to_self = true;
       continue;
     }
-    if (bytes.empty()) bytes = batch->SerializeAsString();
+    // A full queue drops it: the peer asks for it again from our log.
     transport_->Send(node, BATCH, bytes);
   }
-  if (to_self) scheduler_->DeliverBatch(std::move(batch));
+  if (to_self) DeliverBatch(std::move(batch));
+}
+
+void Node::DeliverBatch(std::unique_ptr<Batch> batch) {
+  if (batch->checkpoint() && checkpointer_ &&
+      batch->epoch() >= scheduler_->Status().next_epoch) {
+    // Asked before the epoch can run: the scheduler holds its snapshot.
+    checkpointer_->CheckpointAt(batch->epoch());
+  }
+  scheduler_->DeliverBatch(std::move(batch));
 }
 
 void Node::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
-  transport_->Send(layout_.NodeOf(self_->replica(), to), REMOTE_READS, reads.SerializeAsString());
+  const NodeId peer = layout_.NodeOf(self_->replica(), to);
+  if (reads.writes() && reads_log_) {
+    // Kept for the peer, should it restart and run the txn again.
+    SentReads record;
+    record.set_to_partition(to);
+    *record.mutable_reads() = reads;
+    const std::string error =
+        reads_log_->Append(TxnEpoch(reads.txn_id()), record.SerializeAsString());
+    if (!error.empty()) LogFailed(error);
+  }
+  if (TxnEpoch(reads.txn_id()) <= logged_through_) {
+    // Run again after a restart: the peer may have them.
+    RemoteReads again = reads;
+    again.set_resent(true);
+    transport_->Send(peer, REMOTE_READS, again.SerializeAsString());
+    return;
+  }
+  transport_->Send(peer, REMOTE_READS, reads.SerializeAsString());
 }
 
 void Node::SendLtxReadRequest(PartitionId to, const LtxReadRequest& request) {
@@ -341,6 +474,7 @@ void Node::SendLtxReadReply(PartitionId to, const LtxReadReply& reply) {
 }
 
 void Node::RequestStop() {
+  state_ = State::kStopping;
   if (clients_) clients_->BeginShutdown();
   for (auto& runner : runners_) runner->RequestStop();
 }
@@ -370,6 +504,12 @@ StatusReply Node::NodeStatus() const {
   reply.set_client_txns_waiting(clients_ ? clients_->waiting_txns() : 0);
   if (store_->multi_version()) reply.set_live_versions(store_->Metrics().live_versions);
   reply.set_uptime_s((NowMicros() - start_us_) / 1e6);
+  reply.set_state(StateName(state_.load()));
+  reply.set_problem(Problem());
+  if (checkpointer_) {
+    const std::vector<Epoch> held = checkpointer_->Held();
+    if (!held.empty()) reply.set_checkpoint_epoch(held.back());
+  }
   return reply;
 }
 
@@ -386,6 +526,127 @@ void Node::ServeDigest(Epoch epoch, std::function<void(DigestReply)> done) {
     done(reply);
   });
 }
+
+// ------------------------------------------------------------ start-up
+
+Hello Node::MakeHello(bool reply) const {
+  Hello hello;
+  hello.set_node_id(options_.id);
+  hello.set_params_fingerprint(options_.params.Fingerprint());
+  hello.set_params_text(options_.params.ClusterParamsText());
+  hello.set_recovering(options_.params.engine.recover && state_.load() != State::kRunning);
+  hello.set_reply(reply);
+  hello.set_sequenced_epoch(sequenced_epoch_.load());
+  hello.set_admitted_epoch(scheduler_->Status().admitted_epoch);
+  return hello;
+}
+
+void Node::OnHello(NodeId from, std::string&& payload) {
+  Hello hello;
+  if (!hello.ParseFromString(payload)) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    LOG(WARNING) << "node " << options_.id << ": garbled hello from node " << from;
+    return;
+  }
+  if (!hello.reply()) {
+    // A peer starting (or restarting) wants to know who is there.
+    transport_->Send(from, HELLO, MakeHello(/*reply=*/true).SerializeAsString());
+  }
+  std::lock_guard<std::mutex> lock(hello_mu_);
+  if (hello.params_fingerprint() != options_.params.Fingerprint()) {
+    hello_error_ = "node " + std::to_string(from) +
+                   " runs with different cluster parameters. Ours:\n" +
+                   options_.params.ClusterParamsText() + "theirs:\n" + hello.params_text();
+  }
+  start_unix_ms_ = std::max(start_unix_ms_, hello.ready_unix_ms());
+  // Its partition ran epochs: they had batches from every sequencer, ours
+  // included, so this cluster ran before (nobody runs epoch 1 without us).
+  if (hello.admitted_epoch() > 0 && !peer_running_) {
+    peer_running_ = true;
+    running_peer_ = from;
+  }
+  peers_sequenced_ = std::max<Epoch>(peers_sequenced_, hello.sequenced_epoch());
+  peers_admitted_ = std::max<Epoch>(peers_admitted_, hello.admitted_epoch());
+  for (int i = 0; i < options_.config.node_size(); ++i) {
+    if (options_.config.node(i).id() == from) {
+      if (heard_from_.empty()) heard_from_.assign(options_.config.node_size(), false);
+      heard_from_[i] = true;
+    }
+  }
+  hello_cv_.notify_all();
+}
+
+std::string Node::WaitForPeers() {
+  Hello hello = MakeHello(/*reply=*/false);
+  const int64_t ready = UnixMillis();
+  hello.set_ready_unix_ms(ready);
+  const std::string payload = hello.SerializeAsString();
+  const bool recover = options_.params.engine.recover;
+  const int n = options_.config.node_size();
+  // A fresh cluster starts together; a restarted node needs the nodes of its
+  // replica (reads) and of replica 0 (batches), not a dead replica elsewhere.
+  std::vector<bool> needed(n, true);
+  for (int i = 0; i < n; ++i) {
+    const NodeConfig& node = options_.config.node(i);
+    if (recover && node.replica() != 0 && node.replica() != self_->replica()) needed[i] = false;
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(options_.params.engine.peer_wait_s);
+  std::unique_lock<std::mutex> lock(hello_mu_);
+  start_unix_ms_ = std::max(start_unix_ms_, ready);
+  if (heard_from_.empty()) heard_from_.assign(n, false);
+  for (int i = 0; i < n; ++i) {
+    if (options_.config.node(i).id() == options_.id) heard_from_[i] = true;
+  }
+  auto all_heard = [&] {
+    for (int i = 0; i < n; ++i) {
+      if (needed[i] && !heard_from_[i]) return false;
+    }
+    return true;
+  };
+  bool said_waiting = false;
+  while (true) {
+    lock.unlock();
+    for (const NodeConfig& node : options_.config.node()) {
+      if (node.id() != options_.id) transport_->Send(node.id(), HELLO, payload);
+    }
+    lock.lock();
+    hello_cv_.wait_for(lock, std::chrono::milliseconds(500),
+                       [&] { return !hello_error_.empty() || all_heard(); });
+    if (!hello_error_.empty()) return hello_error_;
+    if (!recover && peer_running_) {
+      return "the cluster runs already (node " + std::to_string(running_peer_) +
+             " is at epoch " + std::to_string(std::max(peers_admitted_, peers_sequenced_)) +
+             "): a node that stopped rejoins it with --recover (paxflow-cluster restart)";
+    }
+    std::string missing;
+    for (int i = 0; i < n; ++i) {
+      if (heard_from_[i] || !needed[i]) continue;
+      const NodeConfig& node = options_.config.node(i);
+      missing += (missing.empty() ? "" : ", ") + std::string("node ") + std::to_string(node.id()) +
+                 " (" + NodeEndpoint(options_.config, node) + ")";
+    }
+    if (missing.empty()) {
+      // Every node's ready time is fixed, so having heard all of them the
+      // maximum is final (later hellos only repeat it).
+      agreed_start_unix_ms_ = start_unix_ms_;
+      return "";
+    }
+    if (!said_waiting) {
+      LOG(INFO) << "node " << options_.id << ": waiting for " << missing;
+      said_waiting = true;
+    }
+    if (options_.interrupted && options_.interrupted()) {
+      return "interrupted while waiting for " + missing;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return "no answer within " + std::to_string(options_.params.engine.peer_wait_s) +
+             " s from " + missing + "; is it running, and is the address reachable?";
+    }
+  }
+}
+
+// ------------------------------------------------------------ run, stop
 
 bool Node::WaitFinished(int64_t timeout_ms) {
   if (!scheduler_->WaitFinished(timeout_ms)) return false;
@@ -417,6 +678,12 @@ void Node::Run(const std::function<bool()>& interrupted) {
         std::all_of(runners_.begin(), runners_.end(), [](const auto& r) { return r->done(); })) {
       stopping = true;
     }
+    if (stopping && log_failed_.load()) {
+      // Nothing can run any more: there is nothing to drain.
+      LOG(ERROR) << "node " << options_.id << ": stops without draining: " << Problem();
+      drain_failed_ = true;
+      break;
+    }
     const SchedulerStatus progress = scheduler_->Status();
     const std::pair<Epoch, Epoch> epochs{progress.admitted_epoch, progress.published_epoch};
     if (epochs != last_epochs) {
@@ -425,35 +692,53 @@ void Node::Run(const std::function<bool()>& interrupted) {
     }
     if (stopping && now - last_progress_us > options_.params.engine.drain_timeout_s * 1e6) {
       const SchedulerStatus status = scheduler_->Status();
+      const std::string problem = Problem();
       LOG(ERROR) << "node " << options_.id << ": gave up draining after "
                  << options_.params.engine.drain_timeout_s << " s without progress at epoch "
-                 << status.admitted_epoch << " (" << status.waiting_for << ")";
+                 << status.admitted_epoch << " ("
+                 << (problem.empty() ? status.waiting_for : problem) << ")";
       drain_failed_ = true;
       break;
     }
   }
+  if (!drain_failed_) WaitForStragglers();
   Shutdown();
 }
 
 void Node::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  state_ = State::kStopping;
   for (auto& runner : runners_) runner->Abort();
   for (auto& runner : runners_) runner->Join();
-  if (reporter_.joinable()) {
+  replay_stop_ = true;
+  if (replay_thread_.joinable()) replay_thread_.join();
+  for (auto* thread : {&reporter_, &heartbeat_thread_}) {
+    if (!thread->joinable()) continue;
     {
       std::lock_guard<std::mutex> lock(report_mu_);
       report_stop_ = true;
     }
+    {
+      std::lock_guard<std::mutex> lock(heartbeat_mu_);
+      heartbeat_stop_ = true;
+    }
     report_cv_.notify_all();
-    reporter_.join();
+    heartbeat_cv_.notify_all();
+    thread->join();
   }
+  if (catch_up_) catch_up_->Stop();
   // The scheduler first: its workers and digests still report to clients.
   if (scheduler_) scheduler_->Stop();
+  if (checkpointer_) checkpointer_->Stop();
   if (clients_) clients_->Stop();
   // Flush what a finished run still has queued for its peers (remote reads
   // they wait for); after a failed start there is nothing worth waiting for.
   if (transport_) transport_->Stop(/*flush=*/started_ && !drain_failed_);
+  for (SegmentedLogWriter* log :
+       {log_ ? &log_->log() : nullptr, sequencer_log_.get(), reads_log_.get()}) {
+    if (log) log->Close(options_.params.engine.log_fsync);
+  }
   if (end_us_ == 0) end_us_ = NowMicros();
 }
 
@@ -483,11 +768,7 @@ void Node::ReportLoop() {
             std::to_string(status.admitted_epoch) + "  published " +
             std::to_string(status.published_epoch) + "  lag " +
             std::to_string(status.admitted_epoch - status.published_epoch);
-    if (!runners_.empty()) {
-      Epoch sequenced = runners_.front()->current_epoch();
-      for (const auto& runner : runners_) sequenced = std::min(sequenced, runner->current_epoch());
-      line += "  sequenced " + std::to_string(sequenced);
-    }
+    if (!runners_.empty()) line += "  sequenced " + std::to_string(LastSequencedEpoch());
     if (store_->multi_version()) {
       const StoreMetrics metrics = store_->Metrics();
       line += " | versions " + std::to_string(metrics.live_versions) + " (" +
@@ -505,8 +786,30 @@ void Node::ReportLoop() {
               std::to_string(aborted) + "  deferred " + std::to_string(status.deferred) +
               "  parked-RO " + std::to_string(status.parked);
     }
-    if (!status.waiting_for.empty() && status.buffered_epochs > 0) {
+    if (state_.load() == State::kRecovering) {
+      line += " | recovering (to epoch " + std::to_string(rejoin_epoch_) + ")";
+    }
+    const std::string problem = Problem();
+    std::string warnings;
+    {
+      std::lock_guard<std::mutex> problems(problem_mu_);
+      warnings = warnings_;
+    }
+    if (!problem.empty()) {
+      line += " | " + problem;
+    } else if (!status.waiting_for.empty() && status.buffered_epochs > 0) {
       line += " | " + status.waiting_for;
+    }
+    if (!warnings.empty()) line += " | " + warnings;
+    // Peers that do not take what is sent to them: what is held, what went.
+    for (const NodeConfig& node : options_.config.node()) {
+      if (node.id() == options_.id) continue;
+      const Transport::PeerQueue queue = transport_->Queue(node.id());
+      if (queue.queued_bytes == 0 && queue.dropped == 0) continue;
+      char held[128];
+      snprintf(held, sizeof(held), " | held for node %u: %.1f MiB, %llu dropped", node.id(),
+               queue.queued_bytes / 1048576.0, static_cast<unsigned long long>(queue.dropped));
+      line += held;
     }
     Print(line);
   }

@@ -1,15 +1,30 @@
 // One PaxFlow node: the store, scheduler and workers of its partition, its
 // sequencer (in replica 0) with the embedded generator, the transport, the
-// input log and the progress reporter, wired together.
+// durable logs and checkpoints, failure detection and catch-up, and the
+// progress reporter, wired together.
+//
+// Durability (with a log directory): the sequencer's batches are logged
+// before they are sent, each epoch the partition executes before it runs
+// (sequencer/input_log.h); checkpoints come every --checkpoint_every and
+// on request (node/checkpointer.h). A node started with --recover rebuilds
+// its partition from its newest checkpoint and its log, fetches from its
+// peers the batches and reads it missed (node/catch_up.h), resumes its
+// sequencer after the last epoch it logged, and rejoins; the others waited.
+// Every node tells every peer it lives (heartbeats); a silent peer that the
+// partition waits for is reported in progress lines and status, and
+// clients get UNAVAILABLE meanwhile (node/peer_monitor.h).
 //
 // Owns: all of the above. Several Nodes can live in one process (tests,
 // inproc transport): nothing here is global.
 // Threads: Start/RequestStop/Wait/Summary from the owner's thread; the
-// components run their own threads (see their headers).
+// components run their own threads (see their headers), plus a heartbeat
+// thread here (heartbeats, stall reports, asking peers for missed batches,
+// dropping old logs) and, while recovering, one that replays the log.
 #pragma once
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,13 +33,16 @@
 #include <zmq.hpp>
 
 #include "applications/application.h"
-#include "client/client_service.h"
 #include "backend/store.h"
+#include "base/params.h"
+#include "base/summary.h"
+#include "client/client_service.h"
 #include "common/config.h"
 #include "common/stats.h"
 #include "common/transport.h"
-#include "base/params.h"
-#include "base/summary.h"
+#include "node/catch_up.h"
+#include "node/checkpointer.h"
+#include "node/peer_monitor.h"
 #include "partition/partition_setup.h"
 #include "scheduler/scheduler.h"
 #include "sequencer/generator_source.h"
@@ -51,8 +69,9 @@ class Node : public PeerSender, public ResultSink {
   explicit Node(NodeOptions options);
   ~Node() override;
 
-  // Loads the partition, binds, waits for every peer, starts the threads.
-  // Empty on success, else why the node cannot run.
+  // Loads the partition (or, with --recover, rebuilds it), binds, waits for
+  // its peers, starts the threads. Empty on success, else why the node
+  // cannot run.
   std::string Start();
   // Ends the load: the sequencer's next epoch is its last.
   void RequestStop();
@@ -78,13 +97,42 @@ class Node : public PeerSender, public ResultSink {
   void OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
                 const ReadValues& reads) override;
   NodeStats* stats() { return stats_.get(); }
+  // Why the node cannot go on ("waiting for node 1 at ..., silent for
+  // 3.2 s", a failed log), or empty.
+  std::string Problem() const;
 
  private:
-  void DeliverFromSequencer(PartitionId partition, std::unique_ptr<Batch> batch);
+  enum class State { kStarting, kRecovering, kRunning, kStopping };
+  static const char* StateName(State state);
+
+  std::string OpenLogs(Epoch* logged_through, Epoch* sequenced_through);
+  std::string StartTransport();
+  std::string StartClients();
+  std::string RestorePartition(Epoch* restored_at);
+  void StartSequencer(Epoch first_epoch, Epoch catch_up_to);
+  void MakeCheckpointer();
+  // Every batch for this partition goes to the scheduler through here.
+  void DeliverBatch(std::unique_ptr<Batch> batch);
+  // On runner `runner`'s thread: its epoch's batches, serialized once.
+  bool BeforeSend(size_t runner, Epoch epoch, const std::vector<std::unique_ptr<Batch>>& batches);
+  void DeliverFromSequencer(size_t runner, PartitionId partition, std::unique_ptr<Batch> batch);
+  bool AppendToInputLog(const MergedEpoch& epoch);
+  void LogFailed(const std::string& error);
+  void ReplayOwnLog(Epoch from, Epoch through);
   StatusReply NodeStatus() const;
   void ServeDigest(Epoch epoch, std::function<void(DigestReply)> done);
+  void ServeCheckpoint(std::function<void(const CheckpointReply&, const std::string&)> done);
   void OnHello(NodeId from, std::string&& payload);
+  Hello MakeHello(bool reply) const;
   std::string WaitForPeers();
+  void HeartbeatLoop();
+  void SendHeartbeats();
+  void UpdateProblems();
+  void KeepSequencerInStep();
+  // The newest epoch every one of this node's sequencers has closed.
+  Epoch LastSequencedEpoch() const;
+  void AskForMissedBatches();
+  void WaitForStragglers();
   void ReportLoop();
   void Print(const std::string& line) const;
 
@@ -96,22 +144,41 @@ class Node : public PeerSender, public ResultSink {
   zmq::context_t* context_ = nullptr;
   ClusterLayout layout_;
   const NodeConfig* self_ = nullptr;
+  int64_t incarnation_ = 0;
+  std::atomic<State> state_{State::kStarting};
   std::unique_ptr<Application> app_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<NodeStats> stats_;
   std::unique_ptr<Scheduler> scheduler_;
+  // Durable logs (with a log directory).
   std::unique_ptr<InputLogWriter> log_;
+  std::unique_ptr<SegmentedLogWriter> sequencer_log_;
+  std::unique_ptr<SegmentedLogWriter> reads_log_;
+  Epoch logged_through_ = 0;     // epochs the input log held at start: not appended again
+  Epoch recovered_through_ = 0;  // epochs sequenced before this start
+  Epoch rejoin_epoch_ = 0;       // recovering until the partition admitted this one
+  bool sequencer_finished_ = false;  // it ended its run (final batch) before a restart
+  mutable std::mutex failure_mu_;
+  std::string log_failure_;      // the first failed write of a log: the node stopped
+  std::atomic<bool> log_failed_{false};
   std::unique_ptr<Transport> transport_;
+  std::unique_ptr<PeerMonitor> monitor_;
+  std::unique_ptr<CatchUpServer> catch_up_;
+  std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<InflightWindow> generated_window_;  // shared by the generators
   std::vector<std::unique_ptr<GeneratorSource>> generators_;
   std::unique_ptr<ClientService> clients_;
   // Last progress period's rates, for status requests.
   std::atomic<double> ro_rate_{0}, rw_rate_{0};
   std::atomic<uint64_t> dropped_{0};  // messages that did not parse, or not for us
-  RecordQueue ltx_records_;  // the LTX lane's records for our sequencer
-  // Replica 0: sequencers_per_node sequencers, each on its own runner thread.
+  RecordQueue ltx_records_;  // the LTX lane's records for our first sequencer
+  // Replica 0: sequencers_per_node sequencers, each on its own runner thread
+  // (the sequencer log, catch-up and restarts need one).
   std::vector<std::unique_ptr<Sequencer>> sequencers_;
   std::vector<std::unique_ptr<SequencerRunner>> runners_;
+  // By runner, each on its own thread: that epoch's batches, serialized.
+  std::vector<std::vector<std::string>> sequenced_bytes_;
+  std::atomic<bool> checkpoint_asked_{false};  // the next batch carries the checkpoint flag
 
   // Start-up barrier.
   std::mutex hello_mu_;
@@ -120,6 +187,30 @@ class Node : public PeerSender, public ResultSink {
   int64_t start_unix_ms_ = 0;     // latest "ready" time heard, ours included (hello_mu_)
   int64_t agreed_start_unix_ms_ = 0;  // its final value, copied once every node was heard
   std::string hello_error_;
+  Epoch peers_sequenced_ = 0;     // highest epoch a peer's hello said it sequenced
+  Epoch peers_admitted_ = 0;
+  bool peer_running_ = false;     // a peer ran epochs already: a fresh start is refused
+  NodeId running_peer_ = 0;
+
+  // Heartbeat thread: stall reports and catch-up requests.
+  std::thread heartbeat_thread_;
+  std::mutex heartbeat_mu_;
+  std::condition_variable heartbeat_cv_;
+  bool heartbeat_stop_ = false;
+  mutable std::mutex problem_mu_;
+  std::string stall_;     // why the partition cannot go on (empty: it can)
+  std::string warnings_;  // silent peers it does not wait for
+  struct Asked {
+    Epoch waiting_epoch = 0;  // the epoch the partition waits to admit
+    int64_t since_us = 0;     // since when
+    Epoch through = 0;        // the last request's last epoch
+    int64_t at_us = 0;        // when it was sent
+  };
+  std::map<uint32_t, Asked> asked_;  // by sequencer, heartbeat thread only
+  std::thread replay_thread_;
+  std::atomic<bool> replay_stop_{false};
+  std::atomic<bool> replaying_{false};
+  std::atomic<Epoch> sequenced_epoch_{0};  // newest epoch this node's sequencer logged
 
   std::thread reporter_;
   std::mutex report_mu_;
@@ -133,7 +224,7 @@ class Node : public PeerSender, public ResultSink {
   std::vector<std::pair<Epoch, uint64_t>> digests_;
   mutable std::mutex digest_mu_;
   size_t store_slot_ = 0;  // the owner thread's, for the final digest
-  bool started_ = false;
+  std::atomic<bool> started_{false};  // read by the transport thread
   bool drain_failed_ = false;
   bool shut_down_ = false;
 };

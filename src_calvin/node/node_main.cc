@@ -41,6 +41,10 @@ int Replay(const std::set<std::string>& explicit_flags) {
               ModeName(params.engine.mode), params.engine.workers);
   ReplayResult result = ReplayLogs(FLAGS_replay, static_cast<uint32_t>(FLAGS_replay_replica), params);
   if (!result.error.empty()) return Fail(result.error, 1);
+  if (result.start_epoch > 0) {
+    std::printf("started from the checkpoint at epoch %llu (every partition's newest common one)\n",
+                static_cast<unsigned long long>(result.start_epoch));
+  }
   if (result.truncated) std::printf("note: a log ended in a torn record; replayed up to it\n");
   for (size_t p = 0; p < result.partition_digests.size(); ++p) {
     std::printf("partition %zu digest at epoch %llu: %s\n", p,

@@ -7,10 +7,10 @@ namespace paxflow {
 LocalPartitions::LocalPartitions(const NodeParams& params, const Application* app,
                                  uint32_t partitions, uint32_t sequencers, ResultSink* results,
                                  bool runs_procedures,
-                                 const std::vector<RecordSubmitter*>& records) {
+                                 const std::vector<RecordSubmitter*>& records, bool load) {
   for (PartitionId p = 0; p < partitions; ++p) {
     stores_.push_back(MakeStore(params.engine, p, partitions, *app, params.workload.value_size));
-    LoadPartition(*app, p, partitions, stores_.back().get());
+    if (load) LoadPartition(*app, p, partitions, stores_.back().get());
     owner_slots_.push_back(stores_.back()->RegisterThread());
     SchedulerOptions options = SchedulerOptionsFor(params.engine, p, partitions, sequencers);
     options.runs_procedures = runs_procedures;

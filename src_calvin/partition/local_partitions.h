@@ -19,19 +19,21 @@ namespace paxflow {
 
 class LocalPartitions : public PeerSender {
  public:
-  // Loads every partition's initial data. `sequencers`: 0 for one per
+  // Loads every partition's initial data, unless `load` is false (a replay
+  // from checkpoints fills the stores itself). `sequencers`: 0 for one per
   // partition. `runs_procedures`: as replica 0 does (LTX procedures run
   // here); a replay only installs what the log's commit records say.
   // `records`: where partition p's LTX lane submits its records (one per
   // partition; empty: nowhere).
   LocalPartitions(const NodeParams& params, const Application* app, uint32_t partitions,
                   uint32_t sequencers, ResultSink* results, bool runs_procedures = true,
-                  const std::vector<RecordSubmitter*>& records = {});
+                  const std::vector<RecordSubmitter*>& records = {}, bool load = true);
   ~LocalPartitions() override;
 
   uint32_t size() const { return static_cast<uint32_t>(schedulers_.size()); }
   Scheduler& scheduler(PartitionId p) { return *schedulers_[p]; }
   Store& store(PartitionId p) { return *stores_[p]; }
+  size_t owner_slot(PartitionId p) const { return owner_slots_[p]; }
   NodeStats& stats(PartitionId p) { return *stats_[p]; }
 
   void Start();

@@ -50,6 +50,30 @@ SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId par
   return options;
 }
 
+SnapshotInfo SnapshotFromCheckpoint(const CheckpointHeader& header) {
+  SnapshotInfo info;
+  info.ok = true;
+  info.epoch = header.epoch();
+  info.last_rw_epoch = header.last_rw_epoch();
+  info.lane_state = header.lane_state();
+  for (int i = 0; i < header.finished_sequencer_size() && i < header.finished_at_size(); ++i) {
+    info.finished_sequencers.emplace_back(header.finished_sequencer(i), header.finished_at(i));
+  }
+  return info;
+}
+
+void DescribeSnapshot(const SnapshotInfo& snapshot, CheckpointHeader* header) {
+  header->set_epoch(snapshot.epoch);
+  header->set_last_rw_epoch(snapshot.last_rw_epoch);
+  header->set_lane_state(snapshot.lane_state);
+  header->clear_finished_sequencer();
+  header->clear_finished_at();
+  for (const auto& [sequencer, final_epoch] : snapshot.finished_sequencers) {
+    header->add_finished_sequencer(sequencer);
+    header->add_finished_at(final_epoch);
+  }
+}
+
 std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partition,
                                  uint32_t partitions, const Application& app, uint32_t value_size) {
   if (engine.mode == Mode::kCalvin) {

@@ -10,6 +10,7 @@
 #include "backend/store.h"
 #include "base/params.h"
 #include "config.pb.h"
+#include "recovery.pb.h"
 #include "scheduler/scheduler.h"
 
 namespace paxflow {
@@ -27,6 +28,10 @@ SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId par
 // The first record of a node's input log: who wrote it and with what.
 LogHeader MakeLogHeader(const NodeParams& params, NodeId node, PartitionId partition,
                         uint32_t replica, uint32_t partitions);
+
+// A checkpoint's header says what the scheduler's snapshot said, and back.
+SnapshotInfo SnapshotFromCheckpoint(const CheckpointHeader& header);
+void DescribeSnapshot(const SnapshotInfo& snapshot, CheckpointHeader* header);
 
 // Creates the store a mode runs on (and starts its collector).
 std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partition,

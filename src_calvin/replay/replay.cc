@@ -2,11 +2,14 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <thread>
 
 #include "applications/workload.h"
+#include "checkpoint/checkpoint.h"
 #include "common/clock.h"
 #include "partition/local_partitions.h"
 #include "partition/partition_setup.h"
@@ -18,9 +21,30 @@ namespace {
 
 struct OpenLogs {
   std::map<PartitionId, std::unique_ptr<InputLogReader>> by_partition;
+  std::map<PartitionId, NodeId> nodes;  // whose log each is
   uint32_t partitions = 0;
   uint32_t sequencers = 0;
 };
+
+// The newest epoch at which every partition's node holds a checkpoint (0:
+// none in common).
+Epoch CommonCheckpoint(const std::string& dir, const OpenLogs& logs) {
+  std::vector<Epoch> common;
+  bool first = true;
+  for (const auto& [partition, node] : logs.nodes) {
+    const std::vector<Epoch> held = ListCheckpoints(dir, node);
+    if (first) {
+      common = held;
+      first = false;
+      continue;
+    }
+    std::vector<Epoch> both;
+    std::set_intersection(common.begin(), common.end(), held.begin(), held.end(),
+                          std::back_inserter(both));
+    common.swap(both);
+  }
+  return common.empty() ? 0 : common.back();
+}
 
 std::string OpenReplicaLogs(const std::string& dir, uint32_t replica, OpenLogs* logs) {
   std::vector<std::string> paths = ListInputLogs(dir);
@@ -43,6 +67,7 @@ std::string OpenReplicaLogs(const std::string& dir, uint32_t replica, OpenLogs* 
              std::to_string(replica) + " in " + dir;
     }
     logs->by_partition[header.partition()] = std::move(reader);
+    logs->nodes[header.partition()] = header.node_id();
   }
   if (logs->by_partition.empty()) {
     return "no input log of replica " + std::to_string(replica) + " in " + dir;
@@ -82,15 +107,32 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
   result.error = params.Validate(partitions);
   if (!result.error.empty()) return result;
 
+  // Where to start: the newest checkpoint every partition holds, else the
+  // initial state (if the logs still begin at epoch 1).
+  const Epoch start_epoch = CommonCheckpoint(dir, logs);
+  result.start_epoch = start_epoch;
+
   // Pass 1: the last epoch every partition's log holds whole. Epochs after
   // it cannot run: some partition would wait for reads that were never logged.
   Epoch cut = ~Epoch{0};
   for (auto& [partition, reader] : logs.by_partition) {
-    Epoch last = 0;
+    Epoch last = 0, first = 0;
     LogEpoch epoch;
-    while (reader->Next(&epoch)) last = epoch.epoch();
+    while (reader->Next(&epoch)) {
+      if (first == 0) first = epoch.epoch();
+      last = epoch.epoch();
+    }
     result.truncated |= reader->truncated();
     cut = std::min(cut, last);
+    if (first > start_epoch + 1) {
+      result.error = "the log of partition " + std::to_string(partition) + " begins at epoch " +
+                     std::to_string(first) + ", but " +
+                     (start_epoch ? "the newest checkpoint every partition holds is at epoch " +
+                                        std::to_string(start_epoch)
+                                  : std::string("the partitions hold no common checkpoint")) +
+                     ": nothing to start from";
+      return result;
+    }
     std::string error = reader->Open(reader->path());
     if (!error.empty()) {
       result.error = error;
@@ -101,7 +143,18 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
   std::unique_ptr<Application> app = MakeApplication(params.workload);
   // A replay never re-runs an LTX: it installs from the logged commit records.
   LocalPartitions engine(params, app.get(), partitions, logs.sequencers, nullptr,
-                         /*runs_procedures=*/false);
+                         /*runs_procedures=*/false, {}, /*load=*/start_epoch == 0);
+  for (PartitionId p = 0; start_epoch > 0 && p < partitions; ++p) {
+    const std::string path = CheckpointPath(dir, logs.nodes[p], start_epoch);
+    CheckpointHeader header;
+    CheckpointStats stats;
+    result.error = LoadCheckpoint(path, &engine.store(p), engine.owner_slot(p), &header, &stats);
+    if (!result.error.empty()) return result;
+    if (!engine.scheduler(p).RestoreAt(SnapshotFromCheckpoint(header), &result.error)) {
+      result.error = path + ": " + result.error;
+      return result;
+    }
+  }
   const int64_t start = NowMicros();
   engine.Start();
 
@@ -115,7 +168,10 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
     Epoch fed = 0;
     for (auto& [partition, reader] : logs.by_partition) {
       LogEpoch epoch;
-      if (!reader->Next(&epoch) || epoch.epoch() > cut) continue;
+      // Epochs the checkpoint holds already are skipped.
+      bool got = reader->Next(&epoch);
+      while (got && epoch.epoch() <= start_epoch) got = reader->Next(&epoch);
+      if (!got || epoch.epoch() > cut) continue;
       more = true;
       fed = epoch.epoch();
       for (Batch& batch : *epoch.mutable_batch()) {
@@ -144,9 +200,22 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
       engine.scheduler(p).DeliverBatch(std::move(batch));
     }
   }
+  // Stuck (a log that lacks an epoch another has) is an error, not a hang.
+  constexpr int kStuckSeconds = 30;
   for (PartitionId p = 0; p < partitions; ++p) {
+    Epoch seen = engine.scheduler(p).Status().admitted_epoch;
+    int still = 0;
     while (!engine.scheduler(p).WaitFinished(1000)) {
-      LOG(INFO) << "replay: waiting, " << engine.scheduler(p).Status().waiting_for;
+      const SchedulerStatus status = engine.scheduler(p).Status();
+      still = status.admitted_epoch == seen ? still + 1 : 0;
+      seen = status.admitted_epoch;
+      if (still >= kStuckSeconds) {
+        result.error = "replay stuck at epoch " + std::to_string(seen) + " of partition " +
+                       std::to_string(p) + " for " + std::to_string(kStuckSeconds) + " s (" +
+                       status.waiting_for + ")";
+        engine.Stop();
+        return result;
+      }
     }
   }
   result.seconds = (NowMicros() - start) / 1e6;

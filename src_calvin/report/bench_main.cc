@@ -17,7 +17,7 @@
 #include <sstream>
 
 #include "common/config.h"
-#include "common/json.h"
+#include "common/proto_json.h"
 #include "common/paths.h"
 #include "base/flags.h"
 #include "cluster/launcher.h"
@@ -174,13 +174,16 @@ std::string Csv(const std::vector<BenchRow>& rows) {
   return out.str();
 }
 
+// compare.json: a JSON array of runs (files.proto's CompareRun), one a line.
 std::string Json(const std::vector<BenchRow>& rows) {
   std::string out = "[";
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (i) out += ",\n";
-    out += "{\"workload\":" + JsonEscape(rows[i].label) + ",\"mode\":" + JsonEscape(rows[i].mode) +
-           ",\"status\":" + JsonEscape(rows[i].code == 0 ? "ok" : "failed") +
-           ",\"summary\":" + rows[i].summary.ToJson() + "}";
+    CompareRun run;
+    run.set_workload(rows[i].label);
+    run.set_mode(rows[i].mode);
+    run.set_status(rows[i].code == 0 ? "ok" : "failed");
+    *run.mutable_summary() = rows[i].summary.ToFile();
+    out += (i ? ",\n" : "") + MessageToJson(run);
   }
   return out + "]\n";
 }

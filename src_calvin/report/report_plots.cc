@@ -15,44 +15,11 @@
 #include <sstream>
 #include <utility>
 
-#include "common/json.h"
+#include "common/proto_json.h"
 #include "common/stats.h"
 
 namespace paxflow {
 namespace {
-
-// RunSummary::FromJson takes text, and the parser keeps each number's
-// literal, so a summary object parsed as part of compare.json is turned
-// back into text exactly.
-std::string ToJsonText(const JsonValue& value) {
-  switch (value.type) {
-    case JsonValue::kNull:
-      return "null";
-    case JsonValue::kBool:
-      return value.boolean ? "true" : "false";
-    case JsonValue::kNumber:
-      return value.text;
-    case JsonValue::kString:
-      return JsonEscape(value.text);
-    case JsonValue::kArray: {
-      std::string out = "[";
-      for (size_t i = 0; i < value.array.size(); ++i) {
-        if (i) out += ",";
-        out += ToJsonText(value.array[i]);
-      }
-      return out + "]";
-    }
-    case JsonValue::kObject: {
-      std::string out = "{";
-      for (const auto& [key, member] : value.object) {
-        if (out.size() > 1) out += ",";
-        out += JsonEscape(key) + ":" + ToJsonText(member);
-      }
-      return out + "}";
-    }
-  }
-  return "null";
-}
 
 // A point of an empirical CDF: the fraction of samples <= value_ms.
 struct CdfPoint {
@@ -458,28 +425,22 @@ std::string RunGnuplot(const std::string& dir, const std::string& script) {
 }
 
 std::string LoadCompareJson(const std::string& path, std::vector<BenchRow>* rows) {
-  std::ifstream in(path);
-  if (!in) return "cannot read " + path + ": " + std::strerror(errno);
-  std::stringstream text;
-  text << in.rdbuf();
-  JsonValue root;
-  std::string error = ParseJson(text.str(), &root);
-  if (!error.empty()) return path + ": " + error;
-  if (root.type != JsonValue::kArray) return path + ": expected a JSON array of runs";
+  std::string text, error;
+  if (!ReadTextFile(path, &text, &error)) return error;
+  // The file is the array of runs; protobuf reads it as CompareFile's field.
+  CompareFile file;
+  error = JsonToMessage("{\"runs\":" + text + "}", &file);
+  if (!error.empty()) return path + ": expected a JSON array of runs: " + error;
   rows->clear();
-  for (size_t i = 0; i < root.array.size(); ++i) {
-    const JsonValue& run = root.array[i];
+  for (int i = 0; i < file.runs_size(); ++i) {
+    const CompareRun& run = file.runs(i);
     const std::string where = path + ": run " + std::to_string(i + 1);
-    const JsonValue* summary = run.Find("summary");
-    if (run.type != JsonValue::kObject || !summary || summary->type != JsonValue::kObject) {
-      return where + ": expected {\"workload\", \"mode\", \"status\", \"summary\": {...}}";
-    }
     BenchRow row;
-    row.label = run.StringOr("workload", "");
-    row.mode = run.StringOr("mode", "");
+    row.label = run.workload();
+    row.mode = run.mode();
     if (row.label.empty() || row.mode.empty()) return where + ": no workload or mode";
-    row.code = run.StringOr("status", "ok") == "ok" ? 0 : 1;
-    error = RunSummary::FromJson(ToJsonText(*summary), &row.summary);
+    row.code = run.status().empty() || run.status() == "ok" ? 0 : 1;
+    error = RunSummary::FromFile(run.summary(), &row.summary);
     if (!error.empty()) return where + " (" + row.label + ", " + row.mode + "): " + error;
     rows->push_back(std::move(row));
   }

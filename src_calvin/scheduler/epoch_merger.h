@@ -32,9 +32,27 @@ class EpochMerger {
  public:
   explicit EpochMerger(uint32_t sequencers, Epoch first_epoch = 1);
 
+  enum class Outcome {
+    kAccepted,
+    kRepeated,     // a batch it has (or an epoch already released): sent again, harmless
+    kTooFarAhead,  // beyond the window; its sender keeps it and sends it again when asked
+    kRejected,     // cannot belong here (unknown sequencer, contradicts a final batch)
+  };
+  // Takes `batch`, or says why not in `why`.
+  Outcome Offer(std::unique_ptr<Batch> batch, std::string* why);
   // Empty string if accepted; otherwise why the batch was dropped
   // (unknown sequencer, duplicate, stale epoch, after the sequencer's final).
   std::string Add(std::unique_ptr<Batch> batch);
+  // Bounds memory: batches for epochs at or beyond next_epoch() + `epochs`
+  // are refused (kTooFarAhead). 0: no bound.
+  void set_window(Epoch epochs) { window_ = epochs; }
+  // Restarts the order at `first_epoch` (a node restored from a checkpoint);
+  // whatever is buffered for earlier epochs is dropped.
+  void StartAt(Epoch first_epoch);
+  // Sequencers that sent their final batch at an epoch <= `through`, with
+  // that epoch; and the same set given back after a restore.
+  std::vector<std::pair<uint32_t, Epoch>> FinishedThrough(Epoch through) const;
+  void MarkFinished(uint32_t sequencer, Epoch final_epoch);
   // The next epoch in order if complete, else nullptr.
   std::unique_ptr<MergedEpoch> TakeReady();
 
@@ -56,6 +74,7 @@ class EpochMerger {
   std::vector<Epoch> final_epoch_;  // valid where finished_
   std::vector<bool> finished_;
   uint32_t finished_sequencers_ = 0;
+  Epoch window_ = 0;
 };
 
 }  // namespace paxflow

@@ -124,6 +124,11 @@ class LtxLane {
   size_t deferred() const { return deferred_.size(); }
   size_t parked() const { return parked_.size(); }
 
+  // Checkpoints and restarts (stubs until the lane's state is saved).
+  std::string SaveState() const { return ""; }
+  bool RestoreState(const std::string&, std::string*) { return true; }
+  void SetReplayThrough(Epoch) {}
+
  private:
   enum class State { kActive, kHeld, kInstalled, kAborted };
   struct Entry {

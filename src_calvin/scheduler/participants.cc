@@ -5,6 +5,19 @@
 namespace paxflow {
 
 void ParticipantPlanner::Plan(TxnWork* work) {
+  PlanParticipants(work);
+  if (work->epoch->epoch > recovered_through_ || !work->origin || work->writes_here) return;
+  // Sequenced before a restart: the client waiting for this result is gone.
+  // A read-only txn has nothing else to do here; another still owes its
+  // reads to the partitions that write.
+  if (work->txn->txn_class() == RO) {
+    work->skipped = true;
+  } else {
+    work->executor = false;
+  }
+}
+
+void ParticipantPlanner::PlanParticipants(TxnWork* work) {
   const Txn& txn = *work->txn;
   work->origin = txn.origin_partition() == self_;
   const bool has_reads = txn.read_set_size() + txn.read_write_set_size() > 0;

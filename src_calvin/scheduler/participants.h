@@ -2,7 +2,8 @@
 // partitions holding keys it reads contribute values, partitions holding
 // keys it writes (and its origin, which reports the result) run the
 // procedure. Fills a TxnWork's reads_here, writes_here, executor, origin,
-// all_local and the read exchange lists.
+// all_local and the read exchange lists. After a restart, the txns of
+// epochs sequenced before it report to no one: it marks what is left to do.
 //
 // Owns: scratch marks by partition. Threads: the scheduler thread only.
 #pragma once
@@ -20,14 +21,22 @@ class ParticipantPlanner {
       : self_(self), partitions_(partitions), reader_(partitions, 0), writer_(partitions, 0) {}
 
   void Plan(TxnWork* work);
+  // Epochs up to `epoch` were sequenced before a restart: their clients
+  // are gone, so a read-only txn whose origin is here and that writes
+  // nothing here is skipped, and an origin that only reports its result
+  // does not run the procedure.
+  void SetRecoveredThrough(Epoch epoch) { recovered_through_ = epoch; }
   // Every partition holding one of the txn's keys, and its origin: the
   // lowest of them sequences a guard for the txn.
   PartitionId LowestParticipant(const Txn& txn) const;
 
  private:
+  void PlanParticipants(TxnWork* work);
+
   const PartitionId self_;
   const uint32_t partitions_;
   std::vector<uint8_t> reader_, writer_;
+  Epoch recovered_through_ = 0;
 };
 
 }  // namespace paxflow

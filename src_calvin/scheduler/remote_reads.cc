@@ -46,6 +46,7 @@ TxnWork* RemoteReadTable::AddRemote(RemoteReads&& reads, std::string* error) {
   if (!WellFormed(reads, error)) return nullptr;
   std::lock_guard<std::mutex> lock(mu_);
   Entry& entry = entries_[reads.txn_id()];
+  entry.resent_only &= reads.resent();
   if (entry.complete) {
     *error = "remote reads for txn " + TxnIdString(reads.txn_id()) + " from partition " +
              std::to_string(reads.from_partition()) + ": the txn has all its reads already";
@@ -71,6 +72,11 @@ bool RemoteReadTable::AddLocal(TxnWork* work, ReadValues* reads, std::string* er
   entry.values = std::make_unique<ReadValues>(std::move(*reads));
   *reads = ReadValues();
   for (const RemoteReads& early : entry.early) {
+    // Sent again by a restarted participant: a repeat is expected.
+    if (early.resent() && std::find(entry.senders.begin(), entry.senders.end(),
+                                    early.from_partition()) != entry.senders.end()) {
+      continue;
+    }
     std::string problem;
     if (Accept(early, *work, entry, entry.values.get(), &problem)) {
       entry.senders.push_back(early.from_partition());
@@ -97,11 +103,12 @@ std::unique_ptr<ReadValues> RemoteReadTable::Take(TxnId id) {
   return values;
 }
 
-size_t RemoteReadTable::DropThrough(Epoch epoch) {
+size_t RemoteReadTable::DropThrough(Epoch epoch, size_t* resent) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t dropped = 0;
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (it->second.run_epoch <= epoch && !it->second.work) {
+      if (resent && it->second.resent_only) ++*resent;
       it = entries_.erase(it);
       ++dropped;
     } else {

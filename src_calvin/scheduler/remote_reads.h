@@ -34,8 +34,10 @@ class RemoteReadTable {
   // The reads of a txn that AddRemote reported complete.
   std::unique_ptr<ReadValues> Take(TxnId id);
   // Forgets what arrived for txns of epochs <= `epoch` that never ran here
-  // (garbage, or duplicates after the txn ran); returns how many.
-  size_t DropThrough(Epoch epoch);
+  // (garbage, or duplicates after the txn ran); returns how many, of which
+  // `resent` only came in messages marked as sent again (a restarted
+  // participant: expected).
+  size_t DropThrough(Epoch epoch, size_t* resent = nullptr);
 
   size_t size() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -50,6 +52,7 @@ class RemoteReadTable {
     std::vector<PartitionId> senders;  // accepted so far
     TxnWork* work = nullptr;
     bool complete = false;  // handed back once; later messages are dropped
+    bool resent_only = true;  // every message so far was marked as sent again
   };
   // Checks that does not need the txn: every field has one entry per position.
   static bool WellFormed(const RemoteReads& reads, std::string* error);

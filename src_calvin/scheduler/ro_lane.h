@@ -29,6 +29,8 @@ class RoLane {
   void EndEpoch(Epoch epoch, bool read_write) {
     if (read_write) last_rw_epoch_ = epoch;
   }
+  // A restored partition: the snapshot its checkpoint recorded.
+  void RestoreSnapshot(Epoch last_rw_epoch) { last_rw_epoch_ = last_rw_epoch; }
 
   // Dispatches `work` (whose read_version is set) now or when published.
   void Admit(TxnWork* work, Epoch published, std::vector<WorkItem>* ready);

@@ -56,6 +56,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
                WorkerPool::Callbacks{
                    [this](TxnWork* work, bool finished) { PostDone(work, finished); },
                    [this] { Wake(); }}) {
+  merger_.set_window(options.max_buffered_epochs);
   store_slot_ = store_->RegisterThread();
   CHECK_GE(stats_->workers(), options_.stats_slots())
       << "NodeStats needs SchedulerOptions::stats_slots() slots";
@@ -115,6 +116,49 @@ void Scheduler::RequestDigest(Epoch epoch, std::function<void(Epoch, uint64_t)> 
   inbox_cv_.notify_one();
 }
 
+void Scheduler::RequestSnapshot(Epoch epoch, std::function<void(const SnapshotInfo&)> ready) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    inbox_snapshots_.push_back(SnapshotRequest{epoch, std::move(ready), {}, false});
+    wake_ = true;
+  }
+  inbox_cv_.notify_one();
+}
+
+void Scheduler::ReleaseSnapshot(Epoch epoch) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    inbox_releases_.push_back(epoch);
+    wake_ = true;
+  }
+  inbox_cv_.notify_one();
+}
+
+bool Scheduler::RestoreAt(const SnapshotInfo& snapshot, std::string* error) {
+  if (options_.mode == Mode::kPaxflow && !snapshot.lane_state.empty() &&
+      !ltx_lane_.RestoreState(snapshot.lane_state, error)) {
+    return false;
+  }
+  merger_.StartAt(snapshot.epoch + 1);
+  for (const auto& [sequencer, final_epoch] : snapshot.finished_sequencers) {
+    merger_.MarkFinished(sequencer, final_epoch);
+  }
+  ro_lane_.RestoreSnapshot(snapshot.last_rw_epoch);
+  admitted_.store(snapshot.epoch, std::memory_order_relaxed);
+  published_.store(snapshot.epoch, std::memory_order_relaxed);
+  freed_through_.store(snapshot.epoch, std::memory_order_relaxed);
+  next_epoch_ = snapshot.epoch + 1;
+  UpdatePins();
+  return true;
+}
+
+void Scheduler::SetRecoveredThrough(Epoch epoch) {
+  recovered_through_ = epoch;
+  participants_.SetRecoveredThrough(epoch);
+  workers_.SetRecoveredThrough(epoch);
+  ltx_lane_.SetReplayThrough(epoch);
+}
+
 void Scheduler::PostDone(TxnWork* work, bool finished) {
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
@@ -164,8 +208,11 @@ SchedulerStatus Scheduler::Status() const {
   status.active_ltx = active_ltx_.load(std::memory_order_relaxed);
   status.deferred = deferred_.load(std::memory_order_relaxed);
   status.parked = parked_.load(std::memory_order_relaxed);
+  status.repeated_messages = repeated_messages();
   std::lock_guard<std::mutex> lock(status_mu_);
   status.waiting_for = waiting_for_;
+  status.next_epoch = next_epoch_;
+  status.missing_sequencers = missing_sequencers_;
   return status;
 }
 
@@ -207,6 +254,10 @@ void Scheduler::TakeInbox(std::vector<std::unique_ptr<Batch>>* batches,
   done->swap(inbox_done_);
   for (auto& request : inbox_digests_) digests_.push_back(std::move(request));
   inbox_digests_.clear();
+  for (auto& request : inbox_snapshots_) taken_snapshots_.push_back(std::move(request));
+  inbox_snapshots_.clear();
+  taken_releases_.insert(taken_releases_.end(), inbox_releases_.begin(), inbox_releases_.end());
+  inbox_releases_.clear();
   for (auto& request : inbox_ltx_requests_) ltx_requests_.push_back(std::move(request));
   inbox_ltx_requests_.clear();
   for (TxnId id : inbox_scans_served_) ltx_lane_.OnScanServed(id);
@@ -215,16 +266,51 @@ void Scheduler::TakeInbox(std::vector<std::unique_ptr<Batch>>* batches,
   inbox_scans_finished_.clear();
 }
 
-void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
-                             std::vector<DoneMessage>* done) {
-  for (const DoneMessage& message : *done) HandleDone(message);
-  for (auto& batch : *batches) {
-    std::string error = merger_.Add(std::move(batch));
-    if (!error.empty()) {
+void Scheduler::TakeSnapshotRequests() {
+  for (auto& request : taken_snapshots_) {
+    if (request.epoch < merger_.next_epoch()) {
+      // Later epochs may have run: this snapshot can no longer be had.
+      request.info.epoch = request.epoch;
+      request.ready(request.info);
+      continue;
+    }
+    auto at = std::find_if(snapshots_.begin(), snapshots_.end(),
+                           [&](const SnapshotRequest& r) { return r.epoch >= request.epoch; });
+    snapshots_.insert(at, std::move(request));
+  }
+  taken_snapshots_.clear();
+  for (Epoch epoch : taken_releases_) {
+    auto it = std::find_if(snapshots_.begin(), snapshots_.end(), [&](const SnapshotRequest& r) {
+      return r.epoch == epoch && r.served;
+    });
+    if (it != snapshots_.end()) snapshots_.erase(it);
+  }
+  taken_releases_.clear();
+}
+
+void Scheduler::OfferBatch(std::unique_ptr<Batch> batch) {
+  std::string error;
+  switch (merger_.Offer(std::move(batch), &error)) {
+    case EpochMerger::Outcome::kAccepted:
+      break;
+    case EpochMerger::Outcome::kRepeated:
+    case EpochMerger::Outcome::kTooFarAhead:
+      // Sent again after a restart, or early: harmless; its sender's log
+      // has it for when it is due.
+      repeated_messages_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case EpochMerger::Outcome::kRejected:
       dropped_messages_.fetch_add(1, std::memory_order_relaxed);
       LOG(ERROR) << "partition " << options_.partition << " dropped " << error;
-    }
+      break;
   }
+}
+
+void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
+                             std::vector<DoneMessage>* done) {
+  TakeSnapshotRequests();
+  for (const DoneMessage& message : *done) HandleDone(message);
+  for (auto& batch : *batches) OfferBatch(std::move(batch));
   // In calvin mode a digest needs the store exactly at its epoch: pin the
   // target now so later epochs wait for it.
   // A multi-version digest reads a snapshot that must still be whole: at or
@@ -251,6 +337,7 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   FlushReady();
   ServeDigests();
   FreeFinishedEpochs();
+  ServeSnapshots();
 
   pending_.store(admitted_txns_ - dispatched_txns_, std::memory_order_relaxed);
   waiting_ro_count_.store(ro_lane_.waiting(), std::memory_order_relaxed);
@@ -263,8 +350,9 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   origin_ltx_.store(ltx_lane_.unresolved_here(), std::memory_order_release);
   {
     std::string waiting;
+    std::vector<uint32_t> missing;
     if (!merger_.Finished()) {
-      std::vector<uint32_t> missing = merger_.MissingForNextEpoch();
+      missing = merger_.MissingForNextEpoch();
       if (!missing.empty()) {
         waiting = "epoch " + std::to_string(merger_.next_epoch()) + " waits for sequencer";
         for (uint32_t s : missing) waiting += " " + std::to_string(s);
@@ -272,6 +360,8 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
     }
     std::lock_guard<std::mutex> lock(status_mu_);
     waiting_for_ = std::move(waiting);
+    next_epoch_ = merger_.next_epoch();
+    missing_sequencers_ = std::move(missing);
   }
   if (!finished_.load(std::memory_order_relaxed) && merger_.Finished() && epochs_.empty()) {
     {
@@ -283,15 +373,29 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
 }
 
 bool Scheduler::AdmissionBlocked(Epoch epoch) const {
+  if (input_failed_) return true;
+  if (options_.max_unpublished_epochs > 0 &&
+      epoch > published_.load(std::memory_order_relaxed) + options_.max_unpublished_epochs) {
+    return true;
+  }
   if (options_.mode != Mode::kCalvin) return false;
   for (const auto& request : digests_) {
+    if (request.epoch < epoch) return true;
+  }
+  // A single-version store holds a snapshot by not moving past it.
+  for (const auto& request : snapshots_) {
     if (request.epoch < epoch) return true;
   }
   return false;
 }
 
 void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
-  if (before_execute_) before_execute_(*merged);
+  if (before_execute_ && !before_execute_(*merged)) {
+    LOG(ERROR) << "partition " << options_.partition << ": epoch " << merged->epoch
+               << " could not be logged; it does not run, nor does anything after it";
+    input_failed_ = true;
+    return;
+  }
   auto epoch = std::make_unique<EpochWork>();
   epoch->epoch = merged->epoch;
   epoch->has_rw = merged->has_rw;
@@ -332,6 +436,13 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
   }
   ro_lane_.EndEpoch(epoch->epoch, epoch->has_rw);
   previous_close_time_us_ = epoch->close_time_us;
+  for (SnapshotRequest& request : snapshots_) {
+    if (request.epoch != epoch->epoch) continue;
+    // The lane's state right after this epoch's records: what the store's
+    // snapshot at this epoch goes with.
+    request.info.last_rw_epoch = ro_lane_.snapshot();
+    if (paxflow) request.info.lane_state = ltx_lane_.SaveState();
+  }
   admitted_.store(epoch->epoch, std::memory_order_relaxed);
   epochs_.push_back(std::move(epoch));
 }
@@ -348,6 +459,10 @@ void Scheduler::Dispatch(TxnWork* work) {
     return;
   }
   participants_.Plan(work);
+  if (work->skipped) {
+    FinishAtOnce(work);
+    return;
+  }
   if (read_only && paxflow) {
     work->snapshot_read = true;
     work->read_version = ro_lane_.snapshot();
@@ -524,6 +639,7 @@ void Scheduler::UpdatePins() {
     }
   }
   for (const auto& request : digests_) pins.push_back(request.epoch);
+  for (const auto& request : snapshots_) pins.push_back(request.epoch);
   ltx_lane_.CollectPins(&pins);
   std::sort(pins.begin(), pins.end());
   pins.erase(std::unique(pins.begin(), pins.end()), pins.end());
@@ -579,6 +695,21 @@ void Scheduler::FreeFinishedEpochs() {
   freed_through_.store(through, std::memory_order_release);
   // Reads still held for txns of freed epochs never had a txn here to go to.
   workers_.DropRemoteReadsThrough(through);
+}
+
+void Scheduler::ServeSnapshots() {
+  const Epoch freed = freed_through_.load(std::memory_order_relaxed);
+  for (SnapshotRequest& request : snapshots_) {
+    if (request.served || request.epoch > freed) continue;
+    // Every txn of epochs <= request.epoch has finished here: its writes are
+    // in, and the reads it owed other partitions are sent. (Txns the LTX
+    // lane set aside are in its state, taken at admission.)
+    request.info.ok = true;
+    request.info.epoch = request.epoch;
+    request.info.finished_sequencers = merger_.FinishedThrough(request.epoch);
+    request.served = true;
+    request.ready(request.info);
+  }
 }
 
 }  // namespace paxflow

@@ -48,6 +48,14 @@ struct SchedulerOptions {
   uint32_t sequencers = 1;
   uint32_t workers = 2;
   uint32_t ro_workers = 0;  // workers allowed to run read-only work; 0: all
+  // Batches for epochs this far ahead of the next one to run are refused
+  // (their senders keep them in their logs and send them again when asked):
+  // bounds what a stalled partition buffers. 0: no bound.
+  uint32_t max_buffered_epochs = 0;
+  // An epoch is admitted only this many epochs past publish_epoch: a
+  // partition that cannot publish (it waits for a dead peer's reads) stops
+  // taking in work. 0: no bound.
+  uint32_t max_unpublished_epochs = 0;
   // The LTX lane (cluster parameters, but ltx_workers and runs_procedures).
   uint32_t ltx_workers = 1;
   bool runs_procedures = true;     // replica 0: runs LTXs and answers their clients
@@ -76,6 +84,19 @@ struct SchedulerStatus {
   uint64_t active_ltx = 0;    // LTXs begun and not resolved
   uint64_t deferred = 0;      // short txns set aside by an LTX's write area
   uint64_t parked = 0;        // readers waiting for an LTX to resolve
+  Epoch next_epoch = 0;       // the epoch it waits to admit
+  std::vector<uint32_t> missing_sequencers;  // whose batch of next_epoch has not come
+  uint64_t repeated_messages = 0;  // batches and reads sent again (recovery), dropped as such
+};
+
+// A partition's state at a checkpoint epoch, besides its store.
+struct SnapshotInfo {
+  bool ok = false;          // false: the epoch was already admitted when asked; no snapshot
+  Epoch epoch = 0;
+  Epoch last_rw_epoch = 0;  // newest epoch <= `epoch` with RW work (RO snapshots follow it)
+  std::string lane_state;   // the LTX lane's state at `epoch` (opaque bytes)
+  // Sequencers that had ended their run by `epoch`, and where.
+  std::vector<std::pair<uint32_t, Epoch>> finished_sequencers;
 };
 
 class Scheduler {
@@ -90,10 +111,33 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Called on the scheduler thread for each epoch before any of its txns
-  // executes: the input log's hook.
-  void SetBeforeExecute(std::function<void(const MergedEpoch&)> hook) {
+  // executes: the input log's hook. False: the epoch could not be logged;
+  // it does not run, and nothing is admitted from then on.
+  void SetBeforeExecute(std::function<bool(const MergedEpoch&)> hook) {
     before_execute_ = std::move(hook);
   }
+
+  // Recovery, before Start: the partition's store holds its state as of
+  // `snapshot.epoch` (a checkpoint); execution goes on with the next epoch.
+  // False (with `error`) if the lane state cannot be read back.
+  bool RestoreAt(const SnapshotInfo& snapshot, std::string* error);
+  // Recovery, before Start: epochs up to `epoch` were sequenced before a
+  // restart, so nobody waits for their results here: read-only txns whose
+  // origin is this partition are skipped, as is the procedure of a txn
+  // that only reports its result here, and none is counted in the stats.
+  // The LTX lane runs no procedure for them either (replay never re-runs an
+  // LTX); what began here and is unresolved when they are done is aborted
+  // through this node's sequencer.
+  void SetRecoveredThrough(Epoch epoch);
+
+  // A consistent snapshot for a checkpoint at `epoch`, asked for before
+  // `epoch` + 1 is admitted. Once every txn of epochs <= `epoch` has
+  // finished here, `ready` runs on the scheduler thread; the snapshot stays
+  // readable until ReleaseSnapshot(epoch): pinned against garbage collection
+  // in a multi-version store; in calvin mode by holding back later epochs
+  // (the partition pauses). Asked too late, `ready` gets ok = false.
+  void RequestSnapshot(Epoch epoch, std::function<void(const SnapshotInfo&)> ready);
+  void ReleaseSnapshot(Epoch epoch);  // any thread
 
   void Start();  // the scheduler thread and the workers
   void Stop();   // joins them; work in flight is dropped
@@ -116,6 +160,9 @@ class Scheduler {
   Epoch last_epoch() const { return published_.load(std::memory_order_acquire); }
 
   SchedulerStatus Status() const;
+  uint64_t repeated_messages() const {
+    return repeated_messages_.load(std::memory_order_relaxed) + workers_.repeated_messages();
+  }
   // Work of the LTX lane that this node's sequencer owes the log: an LTX or
   // long scan begun here is unresolved, or an epoch up to `sequenced` is
   // not admitted yet (it may begin one). Any thread.
@@ -143,6 +190,12 @@ class Scheduler {
     Epoch epoch;
     std::function<void(Epoch, uint64_t)> done;
   };
+  struct SnapshotRequest {
+    Epoch epoch;
+    std::function<void(const SnapshotInfo&)> ready;
+    SnapshotInfo info;    // filled at admission of `epoch`
+    bool served = false;  // `ready` ran; pinned until released
+  };
 
   void SchedulerLoop();
   // Moves the inbox's contents out; caller holds inbox_mu_.
@@ -165,6 +218,9 @@ class Scheduler {
   void AdvancePublish();
   void ServeDigests();
   void FreeFinishedEpochs();
+  void ServeSnapshots();
+  void TakeSnapshotRequests();
+  void OfferBatch(std::unique_ptr<Batch> batch);
   bool AdmissionBlocked(Epoch epoch) const;
   void FlushReady();
   void UpdatePins();
@@ -177,7 +233,7 @@ class Scheduler {
   const Application* const app_;
   NodeStats* const stats_;
   ResultSink* const results_;
-  std::function<void(const MergedEpoch&)> before_execute_;
+  std::function<bool(const MergedEpoch&)> before_execute_;
 
   // Inbox: filled by any thread, drained by the scheduler thread.
   std::mutex inbox_mu_;
@@ -185,6 +241,8 @@ class Scheduler {
   std::vector<std::unique_ptr<Batch>> inbox_batches_;
   std::vector<DoneMessage> inbox_done_;
   std::vector<DigestRequest> inbox_digests_;
+  std::vector<SnapshotRequest> inbox_snapshots_;
+  std::vector<Epoch> inbox_releases_;
   bool wake_ = false;
 
   // Scheduler-thread state.
@@ -200,6 +258,12 @@ class Scheduler {
   std::vector<TxnWork*> ready_locked_;
   std::vector<WorkItem> ready_rw_, ready_ro_;
   std::vector<DigestRequest> digests_;
+  std::vector<SnapshotRequest> snapshots_;        // ascending epochs
+  std::vector<SnapshotRequest> taken_snapshots_;  // from the inbox, not yet placed
+  std::vector<Epoch> taken_releases_;
+  Epoch recovered_through_ = 0;  // set before Start
+  bool recovery_aborts_sent_ = false;  // the LTXs begun here before a restart
+  bool input_failed_ = false;    // an epoch could not be logged: admit nothing more
   size_t store_slot_ = 0;            // the scheduler thread's
   std::vector<Epoch> pins_;          // last pins given to the store
   int64_t previous_close_time_us_ = 0;
@@ -217,11 +281,14 @@ class Scheduler {
   std::atomic<uint64_t> locked_keys_{0};
   std::atomic<uint64_t> buffered_epochs_{0};
   std::atomic<uint64_t> dropped_messages_{0};
+  std::atomic<uint64_t> repeated_messages_{0};
   std::atomic<uint64_t> active_ltx_{0}, deferred_{0}, parked_{0}, origin_ltx_{0};
   // Every epoch up to here is done and freed (later ones may be freed too).
   std::atomic<Epoch> freed_through_{0};
   mutable std::mutex status_mu_;
   std::string waiting_for_;
+  Epoch next_epoch_ = 1;
+  std::vector<uint32_t> missing_sequencers_;
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};

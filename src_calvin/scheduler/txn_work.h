@@ -62,6 +62,7 @@ struct TxnWork : LockedTxn {
   bool writes_here = false;  // has keys to write on this partition
   bool executor = false;     // runs the procedure here
   bool origin = false;       // this partition reports the result
+  bool skipped = false;      // nothing to do here (a read-only txn whose client is gone)
   // Multi-partition only: other partitions whose reads the executor needs,
   // and the executors (other than us) to send our reads to.
   uint32_t remote_reads_expected = 0;

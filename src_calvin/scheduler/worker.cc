@@ -55,13 +55,20 @@ void WorkerPool::RunQueued(size_t worker) {
   while (queue_.TryPop(true, &item)) Execute(item, context);
 }
 
-void WorkerPool::CountDropped(const std::string& what) {
+void WorkerPool::CountDropped(const std::string& what, bool expected) {
+  if (expected) {
+    repeated_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   dropped_.fetch_add(1, std::memory_order_relaxed);
   LOG_EVERY_N(ERROR, 100) << "partition " << options_.partition << ": " << what;
 }
 
 void WorkerPool::DeliverRemoteReads(RemoteReads&& reads, Epoch freed_through) {
   const Epoch runs_in = reads.run_epoch() ? reads.run_epoch() : TxnEpoch(reads.txn_id());
+  // Sent again by a recovering partition, or queued for this one while it
+  // was down: a repeat is expected.
+  const bool expected = reads.resent() || runs_in <= recovered_through_;
   std::string error;
   TxnWork* complete = nullptr;
   if (runs_in <= freed_through) {
@@ -70,12 +77,17 @@ void WorkerPool::DeliverRemoteReads(RemoteReads&& reads, Epoch freed_through) {
   } else {
     complete = remote_reads_.AddRemote(std::move(reads), &error);
   }
-  if (!error.empty()) CountDropped(error);
+  if (!error.empty()) CountDropped(error, expected);
   if (complete) queue_.PushReadWrite(WorkItem{complete, WorkItem::kResume});
 }
 
 void WorkerPool::DropRemoteReadsThrough(Epoch epoch) {
-  if (size_t stale = remote_reads_.DropThrough(epoch)) {
+  // Reads for txns skipped after a restart, or sent again, are expected.
+  const size_t expected = remote_reads_.DropThrough(std::min(epoch, recovered_through_));
+  size_t resent = 0;
+  const size_t stale = remote_reads_.DropThrough(epoch, &resent) - resent;
+  repeated_.fetch_add(expected + resent, std::memory_order_relaxed);
+  if (stale > 0) {
     dropped_.fetch_add(stale, std::memory_order_relaxed);
     LOG_EVERY_N(WARNING, 100) << "partition " << options_.partition << " dropped " << stale
                               << " remote read(s) for txns it does not run";
@@ -120,7 +132,9 @@ void WorkerPool::Execute(const WorkItem& item, Context* context) {
   if (!work->writes_here && !work->snapshot_read) callbacks_.done(work, false);
   std::string dropped;
   const bool complete = remote_reads_.AddLocal(work, &reads, &dropped);
-  if (!dropped.empty()) CountDropped("dropped " + dropped);
+  if (!dropped.empty()) {
+    CountDropped("dropped " + dropped, work->epoch->epoch <= recovered_through_);
+  }
   if (complete) {
     RunProcedure(work, reads, context);
     context->reads = ReadValues();
@@ -207,6 +221,7 @@ void WorkerPool::SendReads(TxnWork* work, const ReadValues& reads, Context* cont
   message.set_txn_id(txn.id());
   message.set_from_partition(options_.partition);
   message.set_run_epoch(work->epoch->epoch);
+  message.set_writes(txn.txn_class() != RO);
   uint32_t position = 0;
   auto add = [&](Key key) {
     if (PartitionOf(key, options_.partitions) == options_.partition) {
@@ -246,7 +261,7 @@ void WorkerPool::RunProcedure(TxnWork* work, const ReadValues& reads, Context* c
       if (local(key)) store_->Delete(context->store_slot, key, epoch);
     }
   }
-  if (work->origin) {
+  if (work->origin && work->epoch->epoch > recovered_through_) {
     outcome.position = work->position;
     outcome.deferrals = work->deferrals;
     Report(work, outcome, reads, context);

@@ -67,7 +67,12 @@ class WorkerPool {
   void DeliverRemoteReads(RemoteReads&& reads, Epoch freed_through);
   // Forgets reads that arrived for txns of epochs <= `epoch` that never ran.
   void DropRemoteReadsThrough(Epoch epoch);
+  // Epochs up to `epoch` were sequenced before a restart (before Start):
+  // reads for their txns may come twice, and their results go to no one.
+  void SetRecoveredThrough(Epoch epoch) { recovered_through_ = epoch; }
   uint64_t dropped_messages() const { return dropped_.load(std::memory_order_relaxed); }
+  // Reads sent again after a restart, dropped as expected repeats.
+  uint64_t repeated_messages() const { return repeated_.load(std::memory_order_relaxed); }
   // Lock-free read-only txns finished (the others are counted by `done`).
   uint64_t read_only_finished() const {
     return read_only_finished_.load(std::memory_order_relaxed);
@@ -92,7 +97,8 @@ class WorkerPool {
   void Report(TxnWork* work, const TxnOutcome& outcome, const ReadValues& reads,
               Context* context);
   void Finish(TxnWork* work, bool finished);
-  void CountDropped(const std::string& what);
+  // Counts a dropped message; a repeat after a restart (`expected`) apart.
+  void CountDropped(const std::string& what, bool expected = false);
 
   const WorkerOptions options_;
   Store* const store_;
@@ -107,6 +113,8 @@ class WorkerPool {
   std::vector<std::unique_ptr<Context>> contexts_;
   std::vector<std::thread> threads_;
   std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> repeated_{0};
+  Epoch recovered_through_ = 0;  // set before Start
   std::atomic<uint64_t> read_only_finished_{0};
 };
 

@@ -1,73 +1,101 @@
 #include "sequencer/input_log.h"
 
-#include <dirent.h>
-#include <glog/logging.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
-#include "common/hash.h"
+#include "common/record_file.h"
 
 namespace paxflow {
+
+const LogFormat kInputLogFormat{"log", "PAXFLOG1", "input log"};
+const LogFormat kSequencerLogFormat{"seq", "PAXFSEQ1", "sequencer log"};
+const LogFormat kReadsLogFormat{"reads", "PAXFRDS1", "reads log"};
+
 namespace {
-constexpr char kMagic[8] = {'P', 'A', 'X', 'F', 'L', 'O', 'G', '1'};
-constexpr uint32_t kMaxRecord = 1u << 30;
+
+// <dir>/<name>.log -> dir, name.
+void SplitLogPath(const std::string& path, std::string* dir, std::string* name) {
+  *dir = DirectoryOf(path);
+  std::string file = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  const std::string suffix = "." + kInputLogFormat.ext;
+  if (file.size() > suffix.size() &&
+      file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    file.resize(file.size() - suffix.size());
+  }
+  *name = file;
+}
+
 }  // namespace
 
+std::string NodeFileName(NodeId node) { return "node-" + std::to_string(node); }
+
 std::string InputLogPath(const std::string& dir, NodeId node) {
-  return dir + "/node-" + std::to_string(node) + ".log";
+  return dir + "/" + NodeFileName(node) + "." + kInputLogFormat.ext;
 }
 
 std::vector<std::string> ListInputLogs(const std::string& dir) {
   std::vector<std::string> paths;
-  DIR* handle = opendir(dir.c_str());
-  if (!handle) return paths;
-  while (dirent* entry = readdir(handle)) {
-    std::string name = entry->d_name;
-    if (name.size() > 4 && name.rfind("node-", 0) == 0 &&
-        name.compare(name.size() - 4, 4, ".log") == 0) {
-      paths.push_back(dir + "/" + name);
+  for (const std::string& name : ListLogNames(dir, kInputLogFormat.ext)) {
+    if (name.rfind("node-", 0) != 0 || name.size() == 5 ||
+        !std::all_of(name.begin() + 5, name.end(), ::isdigit)) {
+      continue;
     }
+    paths.push_back(dir + "/" + name + "." + kInputLogFormat.ext);
   }
-  closedir(handle);
-  std::sort(paths.begin(), paths.end());
   return paths;
+}
+
+Epoch EpochOfInputRecord(const std::string& payload) {
+  // Field 1 of LogEpoch comes first: no need to parse the batches.
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(payload.data()),
+                                            static_cast<int>(payload.size()));
+  uint64_t epoch = 0;
+  if (in.ReadTag() == 8 && in.ReadVarint64(&epoch)) return epoch;
+  LogEpoch record;
+  return record.ParseFromString(payload) ? record.epoch() : 0;
+}
+
+Epoch EpochOfSequencerRecord(const std::string& payload) {
+  SequencedEpoch record;
+  return record.ParseFromString(payload) ? record.epoch() : 0;
+}
+
+Epoch EpochOfReadsRecord(const std::string& payload) {
+  SentReads record;
+  return record.ParseFromString(payload) ? TxnEpoch(record.reads().txn_id()) : 0;
 }
 
 std::string InputLogWriter::Open(const std::string& path, const LogHeader& header,
                                  bool fsync_each_epoch) {
-  path_ = path;
+  std::string dir, name;
+  SplitLogPath(path, &dir, &name);
   fsync_ = fsync_each_epoch;
-  file_ = fopen(path.c_str(), "wb");
-  if (!file_) return "cannot create input log " + path + ": " + std::strerror(errno);
-  if (fwrite(kMagic, 1, sizeof(kMagic), file_) != sizeof(kMagic)) {
-    return "cannot write input log " + path + ": " + std::strerror(errno);
-  }
-  WriteRecord(header.SerializeAsString());
-  fflush(file_);
+  const std::string serialized = header.SerializeAsString();
+  std::string error = log_.Create(dir, name, kInputLogFormat, serialized);
+  if (!error.empty()) return error;
+  open_ = true;
+  bytes_ = 8 + serialized.size();
   return "";
 }
 
-InputLogWriter::~InputLogWriter() {
-  if (file_) fclose(file_);
+std::string InputLogWriter::Reopen(const std::string& path, const LogHeader& header,
+                                   bool fsync_each_epoch, Epoch* last_epoch) {
+  std::string dir, name;
+  SplitLogPath(path, &dir, &name);
+  fsync_ = fsync_each_epoch;
+  const std::string serialized = header.SerializeAsString();
+  std::string error =
+      log_.Reopen(dir, name, kInputLogFormat, serialized, EpochOfInputRecord, last_epoch);
+  if (!error.empty()) return error;
+  open_ = true;
+  bytes_ = 8 + serialized.size();
+  return "";
 }
 
-void InputLogWriter::WriteRecord(const std::string& payload) {
-  uint32_t frame[2] = {static_cast<uint32_t>(payload.size()),
-                       Crc32c(payload.data(), payload.size())};
-  if (fwrite(frame, 1, sizeof(frame), file_) != sizeof(frame) ||
-      fwrite(payload.data(), 1, payload.size(), file_) != payload.size()) {
-    LOG_EVERY_N(ERROR, 1000) << "input log " << path_ << ": write failed: " << std::strerror(errno);
-  }
-  bytes_ += sizeof(frame) + payload.size();
-}
-
-void InputLogWriter::Append(const MergedEpoch& epoch) {
-  if (!file_) return;
+std::string InputLogWriter::Append(const MergedEpoch& epoch) {
+  if (!open_) return "the input log is not open";
   // Encodes a LogEpoch straight from the batches, without copying them into one.
   buffer_.clear();
   {
@@ -82,49 +110,28 @@ void InputLogWriter::Append(const MergedEpoch& epoch) {
       batch->SerializeWithCachedSizes(&out);
     }
   }
-  WriteRecord(buffer_);
-  fflush(file_);
-  if (fsync_) fdatasync(fileno(file_));
+  std::string error = log_.Append(epoch.epoch, buffer_);
+  if (error.empty()) error = log_.Flush(fsync_);
+  if (error.empty()) bytes_ += 8 + buffer_.size();
+  return error;
 }
 
 std::string InputLogReader::Open(const std::string& path) {
   path_ = path;
-  file_.reset(fopen(path.c_str(), "rb"));
-  if (!file_) return "cannot open input log " + path + ": " + std::strerror(errno);
-  char magic[sizeof(kMagic)];
-  if (fread(magic, 1, sizeof(magic), file_.get()) != sizeof(magic) ||
-      std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
-    return path + " is not a PaxFlow input log";
-  }
-  std::string payload;
-  if (!ReadRecord(&payload) || !header_.ParseFromString(payload)) {
-    return path + ": unreadable log header";
-  }
+  garbled_ = false;
+  std::string dir, name;
+  SplitLogPath(path, &dir, &name);
+  std::string error = reader_.Open(dir, name, kInputLogFormat);
+  if (!error.empty()) return error;
+  if (!header_.ParseFromString(reader_.header())) return path + ": unreadable log header";
   return "";
-}
-
-bool InputLogReader::ReadRecord(std::string* payload) {
-  uint32_t frame[2];
-  size_t got = fread(frame, 1, sizeof(frame), file_.get());
-  if (got == 0) return false;
-  if (got != sizeof(frame) || frame[0] > kMaxRecord) {
-    truncated_ = true;
-    return false;
-  }
-  payload->resize(frame[0]);
-  if (fread(payload->data(), 1, frame[0], file_.get()) != frame[0] ||
-      Crc32c(payload->data(), payload->size()) != frame[1]) {
-    truncated_ = true;
-    return false;
-  }
-  return true;
 }
 
 bool InputLogReader::Next(LogEpoch* epoch) {
   std::string payload;
-  if (!ReadRecord(&payload)) return false;
+  if (!reader_.Next(&payload)) return false;
   if (!epoch->ParseFromString(payload)) {
-    truncated_ = true;
+    garbled_ = true;
     return false;
   }
   return true;

@@ -142,22 +142,62 @@ void SequencerRunner::Join() {
   if (thread_.joinable()) thread_.join();
 }
 
+void SequencerRunner::CatchUpTo(Epoch epoch) {
+  if (epoch <= catch_up_to_.load()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    catch_up_to_.store(epoch);
+  }
+  cv_.notify_all();
+}
+
+bool SequencerRunner::WaitForLimit(Epoch epoch) {
+  if (!limit_) return false;
+  bool waited = false;
+  std::unique_lock<std::mutex> lock(mu_);
+  // The final epoch goes out whatever the limit: the others must learn it.
+  while (!stop_.load() && epoch > limit_()) {
+    waited = true;
+    cv_.wait_for(lock, std::chrono::milliseconds(epoch_ms_));
+  }
+  return waited;
+}
+
 void SequencerRunner::Run() {
   const auto period = std::chrono::milliseconds(epoch_ms_);
   bool ended = false;  // the load has ended; draining what is owed
-  for (Epoch epoch = 1;; ++epoch) {
-    const auto deadline = start_ + period * static_cast<int64_t>(epoch);
+  // Epoch e closes at anchor + (e - anchor_epoch) periods.
+  auto anchor = start_ + period * static_cast<int64_t>(first_epoch_ - 1);
+  Epoch anchor_epoch = first_epoch_ - 1;
+  for (Epoch epoch = first_epoch_;; ++epoch) {
     {
       // Once the load has ended, epochs keep their schedule (a stop request
       // no longer hurries them); only an abort does.
+      const auto deadline = anchor + period * static_cast<int64_t>(epoch - anchor_epoch);
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_until(lock, deadline, [&] { return ended ? abort_.load() : stop_.load(); });
+      auto hurried = [&] { return ended ? abort_.load() : stop_.load(); };
+      if (cv_.wait_until(lock, deadline,
+                         [&] { return hurried() || epoch <= catch_up_to_.load(); }) &&
+          !hurried()) {
+        // Caught up early: the clock counts from here.
+        anchor = std::chrono::steady_clock::now();
+        anchor_epoch = epoch;
+      }
+    }
+    if (WaitForLimit(epoch)) {
+      // Held back: go on at the usual pace from now, not in a burst.
+      anchor = std::chrono::steady_clock::now();
+      anchor_epoch = epoch;
     }
     // The epoch the load ends in still takes new txns, as every epoch did.
     const bool take_new = !ended;
     ended |= stop_.load() || (run_epochs_ > 0 && epoch >= run_epochs_);
     const bool final = ended && (abort_.load() || !drain_ || !drain_());
     auto batches = sequencer_->CloseEpoch(epoch, NowMicros(), final, take_new);
+    if (before_send_ && !before_send_(epoch, batches)) {
+      failed_.store(true);
+      return;  // not done: the node stays up and says why
+    }
     epoch_.store(epoch, std::memory_order_relaxed);
     for (PartitionId p = 0; p < batches.size(); ++p) deliver_(p, std::move(batches[p]));
     if (final) break;

@@ -74,6 +74,24 @@ class SequencerRunner {
   SequencerRunner(Sequencer* sequencer, uint32_t epoch_ms, uint64_t run_epochs, Deliver deliver,
                   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
   ~SequencerRunner();
+
+  // Before Start. Durability and flow control:
+  // - the first epoch to close (a restarted node resumes after the last
+  //   epoch its sequencer log holds);
+  // - `before_send` sees each epoch's batches before any is delivered (the
+  //   sequencer log); false stops the runner for good (failed());
+  // - `limit` returns the highest epoch it may close now: while the next
+  //   one is beyond it the runner waits (peers that cannot keep up, or a
+  //   dead one, stop it instead of filling memory), then resumes at its pace.
+  using BeforeSend = std::function<bool(Epoch, const std::vector<std::unique_ptr<Batch>>&)>;
+  void SetFirstEpoch(Epoch epoch) { first_epoch_ = epoch; }
+  void SetBeforeSend(BeforeSend hook) { before_send_ = std::move(hook); }
+  void SetLimit(std::function<Epoch()> limit) { limit_ = std::move(limit); }
+  // Epochs up to `epoch` are closed back to back, not on the clock: a
+  // sequencer behind the others (restarted, or held back) catches up, so
+  // that no epoch waits long for its batch. Any thread.
+  void CatchUpTo(Epoch epoch);
+
   void Start();
   // Ends the load: no new txns from the next epoch on. That epoch is the
   // final one unless `drain` (SetDrain) says work this sequencer owes is
@@ -86,9 +104,11 @@ class SequencerRunner {
   void Join();
   Epoch current_epoch() const { return epoch_.load(std::memory_order_relaxed); }
   bool done() const { return done_.load(); }
+  bool failed() const { return failed_.load(); }  // before_send refused an epoch
 
  private:
   void Run();
+  bool WaitForLimit(Epoch epoch);  // true if it had to wait
 
   Sequencer* const sequencer_;
   const uint32_t epoch_ms_;
@@ -100,6 +120,11 @@ class SequencerRunner {
   std::atomic<bool> abort_{false};
   std::atomic<bool> done_{false};
   std::function<bool()> drain_;
+  std::atomic<bool> failed_{false};
+  Epoch first_epoch_ = 1;
+  BeforeSend before_send_;
+  std::function<Epoch()> limit_;
+  std::atomic<Epoch> catch_up_to_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   std::thread thread_;

@@ -1,0 +1,152 @@
+#include "node/catch_up.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+
+#include "sequencer/input_log.h"
+
+namespace paxflow {
+
+CatchUpServer::CatchUpServer(CatchUpOptions options) : options_(std::move(options)) {}
+
+CatchUpServer::~CatchUpServer() { Stop(); }
+
+void CatchUpServer::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void CatchUpServer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CatchUpServer::RequestBatches(NodeId from, const BatchRequest& request) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back([this, from, request] { ServeBatches(from, request); });
+  }
+  cv_.notify_one();
+}
+
+void CatchUpServer::RequestReads(NodeId from, const ReadsRequest& request) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back([this, from, request] { ServeReads(from, request); });
+  }
+  cv_.notify_one();
+}
+
+void CatchUpServer::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+    if (stop_) return;
+    std::function<void()> task = std::move(tasks_.front());
+    tasks_.pop_front();
+    lock.unlock();
+    task();
+    lock.lock();
+  }
+}
+
+bool CatchUpServer::SendTo(NodeId to, Channel channel, const std::string& payload) {
+  // In slices, so that stopping the node does not wait for a slow peer.
+  constexpr int kSliceMs = 100;
+  for (int waited = 0; waited < options_.send_timeout_ms; waited += kSliceMs) {
+    if (options_.transport->SendPaced(to, channel, payload, kSliceMs)) return true;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return false;
+  }
+  return false;
+}
+
+void CatchUpServer::ServeBatches(NodeId to, const BatchRequest& request) {
+  if (!options_.sequencer_log || request.to_epoch() < request.from_epoch()) return;
+  // What the sequencers cut last may still sit in the writer's buffer.
+  options_.sequencer_log->Flush(false);
+  Cursor& cursor = cursors_[to];
+  if (!cursor.open || request.from_epoch() <= cursor.last_epoch) {
+    // Asked again (or first): from the request's first epoch.
+    cursor = Cursor();
+    std::string error = cursor.reader.Open(options_.log_dir, options_.log_name,
+                                           kSequencerLogFormat, request.from_epoch());
+    if (!error.empty()) {
+      LOG(WARNING) << "node " << options_.self << ": cannot serve batches to node " << to << ": "
+                   << error;
+      return;
+    }
+    cursor.open = true;
+  }
+  SequencedEpoch record;
+  std::string payload;
+  uint64_t sent = 0;
+  while (true) {
+    if (!cursor.pending.empty()) {
+      payload.swap(cursor.pending);
+      cursor.pending.clear();
+    } else if (!cursor.reader.Next(&payload)) {
+      break;  // the end for now; the reader goes on from here next time
+    }
+    if (!record.ParseFromString(payload)) continue;
+    if (record.epoch() > request.to_epoch()) {
+      cursor.pending.swap(payload);
+      break;
+    }
+    cursor.last_epoch = std::max<Epoch>(cursor.last_epoch, record.epoch());
+    if (record.epoch() < request.from_epoch()) continue;
+    if (request.sequencers_size() > 0 &&
+        !std::count(request.sequencers().begin(), request.sequencers().end(), record.sequencer())) {
+      continue;
+    }
+    for (Batch& batch : *record.mutable_batches()) {
+      if (batch.partition() != request.partition()) continue;
+      if (to == options_.self) {
+        auto owned = std::make_unique<Batch>();
+        owned->Swap(&batch);
+        options_.deliver_local(std::move(owned));
+      } else if (!SendTo(to, BATCH, batch.SerializeAsString())) {
+        LOG(WARNING) << "node " << options_.self << ": node " << to
+                     << " takes no batches; catch-up paused (it will ask again)";
+        cursor = Cursor();
+        return;
+      }
+      ++sent;
+    }
+  }
+  served_batches_.fetch_add(sent);
+  VLOG(1) << "node " << options_.self << ": sent node " << to << " " << sent << " batch(es) of "
+          << request.from_epoch() << ".." << request.to_epoch();
+}
+
+void CatchUpServer::ServeReads(NodeId to, const ReadsRequest& request) {
+  if (!options_.reads_log) return;
+  options_.reads_log->Flush(false);
+  SegmentedLogReader reader;
+  std::string error = reader.Open(options_.log_dir, options_.log_name, kReadsLogFormat,
+                                  request.after_epoch() + 1);
+  if (!error.empty()) return;  // nothing sent yet: no reads log
+  SentReads record;
+  std::string payload;
+  uint64_t sent = 0;
+  while (reader.Next(&payload)) {
+    if (!record.ParseFromString(payload) || record.to_partition() != request.partition() ||
+        TxnEpoch(record.reads().txn_id()) <= request.after_epoch()) {
+      continue;
+    }
+    record.mutable_reads()->set_resent(true);
+    if (!SendTo(to, REMOTE_READS, record.reads().SerializeAsString())) {
+      LOG(WARNING) << "node " << options_.self << ": node " << to
+                   << " takes no reads; gave up re-sending them";
+      break;
+    }
+    ++sent;
+  }
+  served_reads_.fetch_add(sent);
+  LOG(INFO) << "node " << options_.self << ": sent node " << to << " again " << sent
+            << " read(s) of txns after epoch " << request.after_epoch();
+}
+
+}  // namespace paxflow

@@ -1,0 +1,413 @@
+// Node, its durable side: opening and reopening the logs, a failed log,
+// rebuilding the partition from a checkpoint and its log, checkpoints
+// asked for by clients, heartbeats, stall reports, asking peers for missed
+// batches, dropping old logs, and waiting for stragglers at the end. The
+// wiring and the run are in node.cc.
+#include <glog/logging.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "checkpoint/checkpoint.h"
+#include "common/clock.h"
+#include "common/paths.h"
+#include "node/node.h"
+
+namespace paxflow {
+namespace {
+
+// A batch missing this long, from a peer that has sent it, is asked for
+// (again).
+constexpr int64_t kMissingBatchUs = 300000;
+
+std::string Join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string joined;
+  for (const std::string& part : parts) joined += (joined.empty() ? "" : separator) + part;
+  return joined;
+}
+
+}  // namespace
+
+std::string Node::OpenLogs(Epoch* logged_through, Epoch* sequenced_through) {
+  const EngineParams& engine = options_.params.engine;
+  if (engine.log_dir.empty()) return "";
+  if (!MakeDirectories(engine.log_dir)) {
+    return "cannot create the log directory " + engine.log_dir + ": " + std::strerror(errno);
+  }
+  const std::string& dir = engine.log_dir;
+  const std::string name = NodeFileName(options_.id);
+  LogHeader header = MakeLogHeader(options_.params, options_.id, self_->partition(),
+                                   self_->replica(), layout_.partitions());
+  const std::string serialized = header.SerializeAsString();
+  log_ = std::make_unique<InputLogWriter>();
+  reads_log_ = std::make_unique<SegmentedLogWriter>();
+  // The sequencer log (what peers fetch when they restart) holds one
+  // sequencer's batches; with several per node the input log still serves
+  // replays, but no node of the cluster can restart (EngineParams::Validate).
+  if (self_->replica() == 0 && engine.sequencers_per_node == 1) {
+    sequencer_log_ = std::make_unique<SegmentedLogWriter>();
+  }
+  std::string error;
+  if (engine.recover) {
+    RemoveUnfinishedCheckpoints(dir, options_.id);
+    error = log_->Reopen(InputLogPath(dir, options_.id), header, engine.log_fsync, logged_through);
+    Epoch ignored = 0;
+    if (error.empty()) {
+      error = reads_log_->Reopen(dir, name, kReadsLogFormat, serialized, EpochOfReadsRecord,
+                                 &ignored);
+    }
+    std::string last;
+    if (error.empty() && sequencer_log_) {
+      error = sequencer_log_->Reopen(dir, name, kSequencerLogFormat, serialized,
+                                     EpochOfSequencerRecord, sequenced_through, &last);
+    }
+    SequencedEpoch record;
+    if (!last.empty() && record.ParseFromString(last) && record.batches_size() > 0 &&
+        record.batches(0).final()) {
+      // It had stopped cleanly: its sequencer's part of the run is over.
+      sequencer_finished_ = true;
+    }
+  } else {
+    // A fresh start: what an earlier run of this node left is removed.
+    RemoveAllCheckpoints(dir, options_.id);
+    unlink(Checkpointer::StatePath(dir, options_.id).c_str());
+    error = log_->Open(InputLogPath(dir, options_.id), header, engine.log_fsync);
+    if (error.empty()) error = reads_log_->Create(dir, name, kReadsLogFormat, serialized);
+    if (error.empty() && sequencer_log_) {
+      error = sequencer_log_->Create(dir, name, kSequencerLogFormat, serialized);
+    }
+  }
+  if (!error.empty()) return error;
+  scheduler_->SetBeforeExecute([this](const MergedEpoch& epoch) { return AppendToInputLog(epoch); });
+  return "";
+}
+
+bool Node::AppendToInputLog(const MergedEpoch& epoch) {
+  // A recovering node runs again epochs its log holds already.
+  if (epoch.epoch <= logged_through_) return true;
+  const std::string error = log_->Append(epoch);
+  if (error.empty()) return true;
+  LogFailed(error);
+  return false;
+}
+
+void Node::LogFailed(const std::string& error) {
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    if (!log_failure_.empty()) return;
+    log_failure_ = error;
+  }
+  LOG(ERROR) << "node " << options_.id << ": " << error
+             << "; this node stops: it admits no txns and acknowledges none whose epoch is "
+                "not in its log";
+  Print("[node " + std::to_string(options_.id) + "] STOPPED: " + error +
+        " (it admits no txns and acknowledges none whose epoch is not logged)");
+  // The sequencer stops too (its gate stays shut), without a final batch:
+  // the others wait for this node rather than run on without it.
+  log_failed_.store(true);
+  if (clients_) clients_->FailWaiting("node " + std::to_string(options_.id) + "'s log failed (" +
+                                      error + ")");
+}
+
+std::string Node::RestorePartition(Epoch* restored_at) {
+  const std::string& dir = options_.params.engine.log_dir;
+  const std::vector<Epoch> held = ListCheckpoints(dir, options_.id);
+  const Epoch stable = Checkpointer::ReadStable(dir, options_.id);
+  *restored_at = 0;
+  if (held.empty()) {
+    if (stable > 0) {
+      return "its log directory " + dir + " has no checkpoint, but its logs before epoch " +
+             std::to_string(stable) + " were removed: it cannot be rebuilt";
+    }
+    LoadPartition(*app_, self_->partition(), layout_.partitions(), store_.get());
+    return "";
+  }
+  // The newest: every log segment after it is kept, here and at the peers.
+  const std::string path = CheckpointPath(dir, options_.id, held.back());
+  CheckpointHeader header;
+  CheckpointStats stats;
+  std::string error = LoadCheckpoint(path, store_.get(), store_slot_, &header, &stats);
+  if (!error.empty()) return "cannot recover from its newest checkpoint: " + error;
+  if (header.node_id() != options_.id || header.partition() != self_->partition() ||
+      header.partitions() != layout_.partitions()) {
+    return path + " is a checkpoint of node " + std::to_string(header.node_id()) +
+           " (partition " + std::to_string(header.partition()) + " of " +
+           std::to_string(header.partitions()) + "), not of this one";
+  }
+  if (header.mode() != ModeName(options_.params.engine.mode)) {
+    return path + " was written in " + header.mode() + " mode; this node runs " +
+           ModeName(options_.params.engine.mode);
+  }
+  const SnapshotInfo info = SnapshotFromCheckpoint(header);
+  if (!scheduler_->RestoreAt(info, &error)) return path + ": " + error;
+  *restored_at = info.epoch;
+  char seconds[32];
+  snprintf(seconds, sizeof(seconds), "%.2f", stats.seconds);
+  Print("[node " + std::to_string(options_.id) + "] loaded the checkpoint at epoch " +
+        std::to_string(info.epoch) + ": " + std::to_string(stats.keys) + " keys in " + seconds +
+        " s (" + path + ")");
+  return "";
+}
+
+void Node::ReplayOwnLog(Epoch from, Epoch through) {
+  InputLogReader reader;
+  std::string error = reader.Open(InputLogPath(options_.params.engine.log_dir, options_.id));
+  if (!error.empty()) {
+    LOG(ERROR) << "node " << options_.id << ": cannot replay its log: " << error;
+    return;
+  }
+  const Epoch room = options_.params.engine.max_epochs_ahead;
+  LogEpoch epoch;
+  while (!replay_stop_.load() && reader.Next(&epoch)) {
+    if (epoch.epoch() < from) continue;
+    if (epoch.epoch() > through) break;
+    // No more than it can run soon: epochs are admitted as fast as they
+    // come, and each holds its txns until it is done.
+    while (!replay_stop_.load() && epoch.epoch() > scheduler_->Status().published_epoch + room) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // flow control, not sync
+    }
+    for (Batch& batch : *epoch.mutable_batch()) {
+      auto owned = std::make_unique<Batch>();
+      owned->Swap(&batch);
+      DeliverBatch(std::move(owned));
+    }
+  }
+}
+
+void Node::MakeCheckpointer() {
+  if (!log_) return;
+  const EngineParams& engine = options_.params.engine;
+  CheckpointerOptions options;
+  options.dir = engine.log_dir;
+  CheckpointHeader& header = options.header;
+  header.set_node_id(options_.id);
+  header.set_partition(self_->partition());
+  header.set_replica(self_->replica());
+  header.set_partitions(layout_.partitions());
+  header.set_mode(ModeName(engine.mode));
+  for (const auto& [name, value] : options_.params.ClusterParams()) {
+    Param* param = header.add_param();
+    param->set_name(name);
+    param->set_value(value);
+  }
+  options.every_epochs = engine.CheckpointEpochs();
+  options.single_version = !store_->multi_version();
+  options.sync = engine.log_fsync;
+  options.stall_nth = engine.fault_stall_checkpoint;
+  options.store = store_.get();
+  options.scheduler = scheduler_.get();
+  options.logs = {&log_->log(), reads_log_.get()};
+  if (sequencer_log_) options.logs.push_back(sequencer_log_.get());
+  options.print = [this](const std::string& line) { Print(line); };
+  checkpointer_ = std::make_unique<Checkpointer>(options);
+}
+
+void Node::ServeCheckpoint(std::function<void(const CheckpointReply&, const std::string&)> done) {
+  if (runners_.empty()) {
+    done(CheckpointReply(), "node " + std::to_string(options_.id) +
+                                " does not sequence (a replica); ask a node of replica 0");
+    return;
+  }
+  const std::string problem = Problem();
+  if (!problem.empty()) {
+    done(CheckpointReply(), problem);
+    return;
+  }
+  // The next batch this node's sequencer cuts carries the request to every
+  // node; this one answers once its own checkpoint there is written.
+  checkpointer_->AddWaiter(LastSequencedEpoch() + 1, std::move(done));
+  checkpoint_asked_.store(true);
+}
+
+std::string Node::Problem() const {
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    if (!log_failure_.empty()) return "its log failed: " + log_failure_;
+  }
+  std::lock_guard<std::mutex> lock(problem_mu_);
+  return stall_;
+}
+
+void Node::HeartbeatLoop() {
+  const auto period = std::chrono::milliseconds(options_.params.engine.heartbeat_ms);
+  std::unique_lock<std::mutex> lock(heartbeat_mu_);
+  while (!heartbeat_cv_.wait_for(lock, period, [&] { return heartbeat_stop_; })) {
+    lock.unlock();
+    SendHeartbeats();
+    UpdateProblems();
+    KeepSequencerInStep();
+    AskForMissedBatches();
+    if (checkpointer_) {
+      checkpointer_->Retain(monitor_->StableCheckpoint(checkpointer_->Held()));
+    }
+    if (state_.load() == State::kRecovering &&
+        scheduler_->Status().admitted_epoch >= rejoin_epoch_) {
+      state_ = State::kRunning;
+      Print("[node " + std::to_string(options_.id) + "] recovered: rejoined the cluster at epoch " +
+            std::to_string(scheduler_->Status().admitted_epoch) + " after " +
+            PeerMonitor::Seconds(NowMicros() - incarnation_));
+    }
+    lock.lock();
+  }
+}
+
+void Node::SendHeartbeats() {
+  const SchedulerStatus status = scheduler_->Status();
+  Heartbeat heartbeat;
+  heartbeat.set_node_id(options_.id);
+  heartbeat.set_incarnation(incarnation_);
+  heartbeat.set_admitted_epoch(status.admitted_epoch);
+  heartbeat.set_published_epoch(status.published_epoch);
+  if (!runners_.empty()) {
+    heartbeat.set_sequenced_epoch(LastSequencedEpoch());
+    const uint32_t per_node = options_.params.engine.sequencers_per_node;
+    for (uint32_t index = 0; index < per_node; ++index) {
+      heartbeat.add_sequencers(SequencerId(self_->partition(), index, per_node));
+    }
+  }
+  if (checkpointer_) {
+    for (Epoch epoch : checkpointer_->Held()) heartbeat.add_checkpoints(epoch);
+    heartbeat.set_stable_checkpoint(checkpointer_->Stable());
+  }
+  heartbeat.set_recovering(state_.load() == State::kRecovering);
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    heartbeat.set_problem(log_failure_.empty() ? "" : "its log failed: " + log_failure_);
+  }
+  const std::string bytes = heartbeat.SerializeAsString();
+  for (const NodeConfig& node : options_.config.node()) {
+    if (node.id() != options_.id) transport_->Send(node.id(), HEARTBEAT, bytes);
+  }
+}
+
+void Node::KeepSequencerInStep() {
+  if (runners_.empty()) return;
+  const int64_t now = NowMicros();
+  Epoch ahead = 0;
+  for (uint32_t p = 0; p < layout_.partitions(); ++p) {
+    const NodeId peer = layout_.NodeOf(0, p);
+    Heartbeat heartbeat;
+    if (peer == options_.id || monitor_->Silent(peer, now) || !monitor_->Latest(peer, &heartbeat)) {
+      continue;
+    }
+    ahead = std::max<Epoch>(ahead, heartbeat.sequenced_epoch());
+  }
+  for (auto& runner : runners_) runner->CatchUpTo(ahead);
+}
+
+void Node::UpdateProblems() {
+  const int64_t now = NowMicros();
+  const SchedulerStatus status = scheduler_->Status();
+  std::vector<std::string> stalls;
+  std::vector<NodeId> waited_for;
+  if (!scheduler_->finished()) {
+    for (uint32_t sequencer : status.missing_sequencers) {
+      const NodeId node = monitor_->NodeOfSequencer(sequencer, layout_.NodeOf(0, sequencer));
+      if (node == options_.id) continue;
+      Heartbeat heartbeat;
+      const bool heard = monitor_->Latest(node, &heartbeat);
+      std::string why;
+      if (monitor_->Silent(node, now)) {
+        why = ", silent for " + PeerMonitor::Seconds(monitor_->SilentForUs(node, now));
+      } else if (heard && !heartbeat.problem().empty()) {
+        why = ", which cannot go on: " + heartbeat.problem();
+      } else {
+        continue;  // alive: its batch is on its way
+      }
+      stalls.push_back("waiting for " + monitor_->Describe(node) + why + " (epoch " +
+                       std::to_string(status.next_epoch) + ")");
+      waited_for.push_back(node);
+    }
+  }
+  const std::vector<std::string> silent = monitor_->SilentPeers(now, waited_for);
+  std::lock_guard<std::mutex> lock(problem_mu_);
+  stall_ = Join(stalls, "; ");
+  warnings_ = Join(silent, "; ");
+}
+
+void Node::AskForMissedBatches() {
+  if (scheduler_->finished()) return;
+  const SchedulerStatus status = scheduler_->Status();
+  // Its own log feeds a recovering partition first.
+  if (replaying_.load() && status.next_epoch <= logged_through_) return;
+  const int64_t now = NowMicros();
+  const Epoch window = options_.params.engine.max_epochs_ahead;
+  // A partition catching up asks for no more than it can run soon.
+  if (status.next_epoch > status.published_epoch + window) return;
+  for (uint32_t sequencer : status.missing_sequencers) {
+    const NodeId node = monitor_->NodeOfSequencer(sequencer, layout_.NodeOf(0, sequencer));
+    Epoch sequenced = 0;
+    if (node == options_.id) {
+      sequenced = sequenced_epoch_.load();
+    } else {
+      Heartbeat heartbeat;
+      if (!monitor_->Latest(node, &heartbeat) || monitor_->Silent(node, now)) continue;
+      sequenced = heartbeat.sequenced_epoch();
+    }
+    // Ask only for batches that were cut: later ones come by themselves.
+    if (sequenced < status.next_epoch) continue;
+    Asked& asked = asked_[sequencer];
+    if (asked.waiting_epoch != status.next_epoch) {
+      // Progress (or a new wait): an answer still coming counts from now.
+      asked.waiting_epoch = status.next_epoch;
+      asked.since_us = now;
+    }
+    // A request that covers it is still being answered while the partition
+    // moves; stuck for a moment, it is asked again (repeats are harmless).
+    const bool covered = asked.through >= status.next_epoch &&
+                         now - std::max(asked.at_us, asked.since_us) < kMissingBatchUs;
+    if (covered) continue;
+    // In a running cluster a batch is seldom late: give it a moment.
+    if (state_.load() == State::kRunning && now - asked.since_us < kMissingBatchUs) continue;
+    BatchRequest request;
+    request.set_partition(self_->partition());
+    request.set_from_epoch(status.next_epoch);
+    request.set_to_epoch(std::min(sequenced, status.published_epoch + 2 * window));
+    request.add_sequencers(sequencer);
+    asked.through = request.to_epoch();
+    asked.at_us = now;
+    VLOG(1) << "node " << options_.id << ": asks node " << node << " for sequencer " << sequencer
+            << "'s batches of epochs " << request.from_epoch() << ".." << request.to_epoch();
+    if (node == options_.id) {
+      if (catch_up_) catch_up_->RequestBatches(node, request);
+    } else {
+      transport_->Send(node, BATCH_REQUEST, request.SerializeAsString());
+    }
+  }
+}
+
+void Node::WaitForStragglers() {
+  // A peer still catching up (a replica that was down) needs this node's
+  // logs and sequencer to the end: stay until every live peer has admitted
+  // the run's last epoch, or nothing moves for the drain timeout.
+  const Epoch last = final_epoch_;
+  const int64_t patience = static_cast<int64_t>(options_.params.engine.drain_timeout_s * 1e6);
+  int64_t last_progress = NowMicros();
+  Epoch slowest_seen = 0;
+  while (true) {
+    const int64_t now = NowMicros();
+    Epoch slowest = last;
+    for (const NodeConfig& node : options_.config.node()) {
+      if (node.id() == options_.id || monitor_->Silent(node.id(), now)) continue;
+      Heartbeat heartbeat;
+      const Epoch admitted =
+          monitor_->Latest(node.id(), &heartbeat) ? heartbeat.admitted_epoch() : 0;
+      slowest = std::min(slowest, admitted);
+    }
+    if (slowest >= last) return;
+    if (slowest != slowest_seen) {
+      slowest_seen = slowest;
+      last_progress = now;
+    } else if (now - last_progress > patience) {
+      LOG(WARNING) << "node " << options_.id << ": a peer is still at epoch " << slowest
+                   << " of " << last << "; stopping anyway";
+      return;
+    }
+    // Peers' progress comes with their heartbeats.
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.params.engine.heartbeat_ms));
+  }
+}
+
+}  // namespace paxflow

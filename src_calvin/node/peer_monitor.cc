@@ -1,0 +1,104 @@
+#include "node/peer_monitor.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/clock.h"
+
+namespace paxflow {
+
+PeerMonitor::PeerMonitor(const ClusterConfig& config, NodeId self, const Transport* transport,
+                         int64_t silence_us)
+    : config_(config),
+      self_(self),
+      transport_(transport),
+      silence_us_(silence_us),
+      started_us_(NowMicros()) {}
+
+bool PeerMonitor::OnHeartbeat(const Heartbeat& heartbeat) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Heartbeat& latest = latest_[heartbeat.node_id()];
+  const bool restarted = latest.incarnation() != 0 && latest.incarnation() != heartbeat.incarnation();
+  latest = heartbeat;
+  return restarted;
+}
+
+std::string PeerMonitor::Seconds(int64_t micros) {
+  char text[32];
+  snprintf(text, sizeof(text), "%.1f s", micros / 1e6);
+  return text;
+}
+
+std::string PeerMonitor::Describe(NodeId peer) const {
+  for (const NodeConfig& node : config_.node()) {
+    if (node.id() == peer) {
+      return "node " + std::to_string(peer) + " at " + node.host() + ":" +
+             std::to_string(node.port());
+    }
+  }
+  return "node " + std::to_string(peer);
+}
+
+int64_t PeerMonitor::SilentForUs(NodeId peer, int64_t now_us) const {
+  if (peer == self_) return 0;
+  const int64_t heard = transport_->LastHeardUs(peer);
+  return now_us - std::max(heard, started_us_);
+}
+
+std::vector<std::string> PeerMonitor::SilentPeers(int64_t now_us,
+                                                  const std::vector<NodeId>& skip) const {
+  std::vector<std::string> silent;
+  for (const NodeConfig& node : config_.node()) {
+    if (node.id() == self_ || std::count(skip.begin(), skip.end(), node.id())) continue;
+    const int64_t quiet = SilentForUs(node.id(), now_us);
+    if (quiet > silence_us_) silent.push_back(Describe(node.id()) + ", silent for " + Seconds(quiet));
+  }
+  return silent;
+}
+
+bool PeerMonitor::Latest(NodeId peer, Heartbeat* heartbeat) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = latest_.find(peer);
+  if (it == latest_.end()) return false;
+  *heartbeat = it->second;
+  return true;
+}
+
+NodeId PeerMonitor::NodeOfSequencer(uint32_t sequencer, NodeId fallback) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, heartbeat] : latest_) {
+    if (std::count(heartbeat.sequencers().begin(), heartbeat.sequencers().end(), sequencer)) {
+      return id;
+    }
+  }
+  return fallback;
+}
+
+Epoch PeerMonitor::StableCheckpoint(const std::vector<Epoch>& own) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Epoch> common = own;
+  for (const NodeConfig& node : config_.node()) {
+    if (node.id() == self_) continue;
+    auto it = latest_.find(node.id());
+    if (it == latest_.end()) return 0;
+    const auto& theirs = it->second.checkpoints();
+    common.erase(std::remove_if(common.begin(), common.end(),
+                                [&](Epoch epoch) {
+                                  return std::find(theirs.begin(), theirs.end(), epoch) ==
+                                         theirs.end();
+                                }),
+                 common.end());
+  }
+  return common.empty() ? 0 : *std::max_element(common.begin(), common.end());
+}
+
+Epoch PeerMonitor::HighestStableView() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Epoch highest = 0;
+  for (const auto& [id, heartbeat] : latest_) {
+    highest = std::max<Epoch>(highest, heartbeat.stable_checkpoint());
+  }
+  return highest;
+}
+
+}  // namespace paxflow

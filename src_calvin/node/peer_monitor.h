@@ -1,0 +1,67 @@
+// What a node knows of its peers: when each last spoke (any message) and
+// what its last heartbeat said. Failure detection and catch-up decisions
+// read it: who is silent and for how long, which node runs a sequencer and
+// how far it has sequenced, and which checkpoint every node holds.
+//
+// Owns: the latest heartbeat of each peer.
+// In: heartbeats (OnHeartbeat, transport thread); last-heard times (from
+// the transport). Out: answers, to any thread.
+// Threads: any; one mutex.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/transport.h"
+#include "recovery.pb.h"
+
+namespace paxflow {
+
+class PeerMonitor {
+ public:
+  PeerMonitor(const ClusterConfig& config, NodeId self, const Transport* transport,
+              int64_t silence_us);
+
+  // True when the heartbeat comes from a new incarnation of a peer heard
+  // before: it restarted.
+  bool OnHeartbeat(const Heartbeat& heartbeat);
+
+  // "node 1 at 127.0.0.1:51111"
+  std::string Describe(NodeId peer) const;
+  // Microseconds since anything came from `peer`: since this node started
+  // if it never spoke.
+  int64_t SilentForUs(NodeId peer, int64_t now_us) const;
+  bool Silent(NodeId peer, int64_t now_us) const {
+    return SilentForUs(peer, now_us) > silence_us_;
+  }
+  // Every peer silent beyond the threshold, as "node 3 at HOST:PORT, silent
+  // for 3.2 s", except those in `skip`.
+  std::vector<std::string> SilentPeers(int64_t now_us, const std::vector<NodeId>& skip) const;
+
+  // The last heartbeat of `peer`; false if none came yet.
+  bool Latest(NodeId peer, Heartbeat* heartbeat) const;
+  // The node that runs sequencer `sequencer`, as its heartbeats say; else
+  // `fallback`.
+  NodeId NodeOfSequencer(uint32_t sequencer, NodeId fallback) const;
+  // The newest epoch at which every node (this one: `own` checkpoints)
+  // holds a checkpoint; 0 while some node was never heard from.
+  Epoch StableCheckpoint(const std::vector<Epoch>& own) const;
+  // The highest stable checkpoint any peer reported.
+  Epoch HighestStableView() const;
+
+  static std::string Seconds(int64_t micros);  // "3.2 s"
+
+ private:
+  const ClusterConfig config_;
+  const NodeId self_;
+  const Transport* const transport_;
+  const int64_t silence_us_;
+  const int64_t started_us_;
+  mutable std::mutex mu_;
+  std::map<NodeId, Heartbeat> latest_;
+};
+
+}  // namespace paxflow
