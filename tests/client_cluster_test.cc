@@ -138,6 +138,20 @@ TEST_F(ClientClusterTest, EveryBadRequestGetsAnErrorAndTheNodeCarriesOn) {
   expect_error("garbled", BAD_REQUEST, "garbled");
   client.SendRaw(std::string(5 << 20, 'x'));
   expect_error("oversized", TOO_LARGE, "exceeds the limit");
+  {
+    // Too large to parse, but its id is read from its first field: the
+    // refusal names it (a pipelining client matches replies by id).
+    ClientRequest big;
+    big.set_request_id(77);
+    big.mutable_txn()->set_procedure("put");
+    big.mutable_txn()->add_write_set(1);
+    big.mutable_txn()->add_values(std::string(5 << 20, 'v'));
+    client.SendRaw(big.SerializeAsString());
+    ClientReply reply;
+    ASSERT_TRUE(client.Receive(&reply, 20000)) << "oversized with an id: no reply";
+    EXPECT_EQ(reply.status(), TOO_LARGE) << reply.error();
+    EXPECT_EQ(reply.request_id(), 77u);
+  }
   ClientRequest empty;
   client.Send(empty);
   expect_error("empty", BAD_REQUEST, "asks for nothing");

@@ -33,6 +33,11 @@ TempDir::TempDir() {
 
 TempDir::~TempDir() {
   if (path_.rfind("/tmp/paxflow-test.", 0) != 0) return;
+  // A failed test's files (node logs, input logs) are worth a look.
+  if (std::getenv("PAXFLOW_KEEP_FAILED_TEST_DIRS") && ::testing::Test::HasFailure()) {
+    fprintf(stderr, "kept %s (PAXFLOW_KEEP_FAILED_TEST_DIRS)\n", path_.c_str());
+    return;
+  }
   std::string command = "rm -rf '" + path_ + "'";
   if (std::system(command.c_str()) != 0) perror("rm");
 }

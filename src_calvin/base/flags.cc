@@ -41,7 +41,8 @@ DEFINE_double(drain_timeout_s, 30,
               "Seconds a stopping node waits without progress before giving up (a peer died?)");
 DEFINE_uint64(client_admit_limit, 0,
               "Client txns a node admits and has not answered before it replies BUSY "
-              "(0: one epoch of full batches, max_batch). Under overload an admitted "
+              "(0: one epoch of full batches, max_batch x sequencers_per_node, at least 256). "
+              "Under overload an admitted "
               "txn waits about this many txns / throughput");
 DEFINE_uint32(client_buffer_mb, 16,
               "Replies (MiB) a node holds for a client that does not read them before it "

@@ -186,30 +186,22 @@ void PipelinedClient::RefuseLocally(uint64_t id) {
 }
 
 uint64_t PipelinedClient::Submit(TxnRequest* txn) {
-  if (backing_off()) {
-    const uint64_t id = next_id_++;
-    RefuseLocally(id);
-    return id;
-  }
-  BatchedTxn* item;
-  const uint64_t id = Queue(&item, RoughSize(*txn));
-  item->mutable_txn()->Swap(txn);
-  if (static_cast<size_t>(pending_.batch().txns_size()) >= options_.max_batch_txns ||
-      pending_bytes_ >= options_.max_batch_bytes) {
-    Flush();
-  }
-  return id;
+  return SubmitItem(RoughSize(*txn), [txn](BatchedTxn* item) { item->mutable_txn()->Swap(txn); });
 }
 
 uint64_t PipelinedClient::Submit(LtxRequest* ltx) {
+  return SubmitItem(RoughSize(*ltx), [ltx](BatchedTxn* item) { item->mutable_ltx()->Swap(ltx); });
+}
+
+uint64_t PipelinedClient::SubmitItem(size_t bytes, const std::function<void(BatchedTxn*)>& fill) {
   if (backing_off()) {
     const uint64_t id = next_id_++;
     RefuseLocally(id);
     return id;
   }
   BatchedTxn* item;
-  const uint64_t id = Queue(&item, RoughSize(*ltx));
-  item->mutable_ltx()->Swap(ltx);
+  const uint64_t id = Queue(&item, bytes);
+  fill(item);
   if (static_cast<size_t>(pending_.batch().txns_size()) >= options_.max_batch_txns ||
       pending_bytes_ >= options_.max_batch_bytes) {
     Flush();

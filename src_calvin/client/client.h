@@ -123,6 +123,9 @@ class PipelinedClient {
   void RefuseLocally(uint64_t id);
   void HandleReply(const ClientReply& reply, const ResultHandler& on_result, size_t* delivered);
   uint64_t Queue(BatchedTxn** item, size_t bytes);
+  // Queues one txn (`fill` writes it into its slot), or refuses it locally
+  // while backing off; flushes a full batch. Returns its id.
+  uint64_t SubmitItem(size_t bytes, const std::function<void(BatchedTxn*)>& fill);
 
   PipelineOptions options_;
   std::unique_ptr<zmq::context_t> own_context_;

@@ -202,15 +202,19 @@ void ClientService::HandleCheckpoint(Connection* connection, uint64_t request_id
       answer.set_status(UNAVAILABLE);
       answer.set_error(problem);
     }
-    bool wake;
-    {
-      std::lock_guard<std::mutex> lock(reply_mu_);
-      if (stopped_) return;
-      QueueMessageLocked(connection, answer.SerializeAsString(), 1);
-      wake = WakeNeededLocked();
-    }
-    if (wake) WakeServiceThread();
+    PostLateReply(connection, answer);
   });
+}
+
+void ClientService::PostLateReply(Connection* connection, const ClientReply& reply) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(reply_mu_);
+    if (stopped_) return;
+    QueueMessageLocked(connection, reply.SerializeAsString(), 1);
+    wake = WakeNeededLocked();
+  }
+  if (wake) WakeServiceThread();
 }
 
 ClientPortCounters ClientService::Counters() const {
@@ -325,6 +329,13 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
   ClientReply reply;
   reply.set_request_id(request_.request_id());
   if (status != OK) {
+    // A message too large to parse still names its request (from its
+    // first fields), so that the client can tell which one was refused.
+    uint64_t request_id = 0;
+    bool carries_txns = false;
+    if (status == TOO_LARGE && PeekRequest(bytes, &request_id, &carries_txns)) {
+      reply.set_request_id(request_id);
+    }
     reply.set_status(status);
     reply.set_error(error);
     QueueReply(connection, reply);
@@ -379,14 +390,7 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
         ClientReply answer;
         answer.set_request_id(request_id);
         *answer.mutable_digest() = digest;
-        bool wake;
-        {
-          std::lock_guard<std::mutex> lock(reply_mu_);
-          if (stopped_) return;
-          QueueMessageLocked(connection, answer.SerializeAsString(), 1);
-          wake = WakeNeededLocked();
-        }
-        if (wake) WakeServiceThread();
+        PostLateReply(connection, answer);
       });
       return 1;
     }

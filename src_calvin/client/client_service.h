@@ -183,6 +183,10 @@ class ClientService : public TxnSource, public ResultSink {
   void AnswerWaitingLocked(ReplyStatus status, const std::string& prefix);
   // The checkpoint request of one message.
   void HandleCheckpoint(Connection* connection, uint64_t request_id);
+  // A reply that comes later, on another thread (a digest, a checkpoint):
+  // queued for its connection (dropped once the service stopped) and the
+  // service thread woken to send it.
+  void PostLateReply(Connection* connection, const ClientReply& reply);
 
   const ClientServiceOptions options_;
   const Application* const app_;

@@ -141,6 +141,7 @@ bool PeekRequest(std::string_view bytes, uint64_t* request_id, bool* carries_txn
 
 ReplyStatus ParseRequest(std::string_view bytes, const RequestLimits& limits,
                          ClientRequest* request, std::string* error) {
+  request->Clear();  // nothing of an earlier request may answer for this one
   if (bytes.size() > limits.max_request_bytes) {
     *error = "request of " + std::to_string(bytes.size()) + " bytes exceeds the limit of " +
              std::to_string(limits.max_request_bytes);

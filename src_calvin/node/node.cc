@@ -287,7 +287,7 @@ std::string Node::StartClients() {
   AdmissionLimits& admission = client_options.admission;
   admission.max_admitted = engine.client_admit_limit
                                ? engine.client_admit_limit
-                               : DefaultAdmitLimit(engine.max_batch, 1);
+                               : DefaultAdmitLimit(engine.max_batch, engine.sequencers_per_node);
   admission.max_admitted_per_client = admission.max_admitted;
   admission.max_unsent_bytes_per_client = size_t{engine.client_buffer_mb} << 20;
   admission.retry_after_ms = engine.epoch_ms;
