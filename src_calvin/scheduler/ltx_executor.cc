@@ -473,6 +473,24 @@ void LtxExecutor::Serve(LtxReadTask task) {
   Push(std::move(queued));
 }
 
+std::vector<LtxReadTask> LtxExecutor::QueuedServes() const {
+  std::vector<LtxReadTask> owed;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto queue = queue_;  // a copy of the pointers; the tasks stay queued
+  for (; !queue.empty(); queue.pop()) {
+    const Task* task = queue.top();
+    if (task->kind != Task::kServe || !task->serve) continue;
+    LtxReadTask copy;
+    copy.ltx = task->serve->ltx;
+    copy.round = task->serve->round;
+    copy.reply_to = task->serve->reply_to;
+    copy.snapshot = task->serve->snapshot;
+    copy.long_scan = task->serve->long_scan;
+    owed.push_back(std::move(copy));
+  }
+  return owed;
+}
+
 void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
   LtxReadResult result;
   result.ltx = task.ltx;

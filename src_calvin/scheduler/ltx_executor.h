@@ -110,6 +110,9 @@ class LtxExecutor {
   void OnReply(LtxReadReply&& reply);
 
   size_t running() const;
+  // Read tasks handed to Serve and not run yet (a checkpoint lists them as
+  // reads this partition owes).
+  std::vector<LtxReadTask> QueuedServes() const;
 
  private:
   struct Run;

@@ -164,6 +164,7 @@ SchedulerStatus Scheduler::Status() const {
   status.active_ltx = active_ltx_.load(std::memory_order_relaxed);
   status.deferred = deferred_.load(std::memory_order_relaxed);
   status.parked = parked_.load(std::memory_order_relaxed);
+  status.read_only_snapshot = ro_snapshot_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(status_mu_);
   status.waiting_for = waiting_for_;
   return status;
@@ -260,6 +261,7 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   active_ltx_.store(ltx_lane_.active(), std::memory_order_relaxed);
   deferred_.store(ltx_lane_.deferred(), std::memory_order_relaxed);
   parked_.store(ltx_lane_.parked(), std::memory_order_relaxed);
+  ro_snapshot_.store(ro_lane_.snapshot(), std::memory_order_relaxed);
   origin_ltx_.store(ltx_lane_.unresolved_here(), std::memory_order_release);
   {
     std::string waiting;

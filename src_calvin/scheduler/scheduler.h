@@ -76,6 +76,7 @@ struct SchedulerStatus {
   uint64_t active_ltx = 0;    // LTXs begun and not resolved
   uint64_t deferred = 0;      // short txns set aside by an LTX's write area
   uint64_t parked = 0;        // readers waiting for an LTX to resolve
+  Epoch read_only_snapshot = 0;  // the snapshot of ROs admitted from now on
 };
 
 class Scheduler {
@@ -116,6 +117,16 @@ class Scheduler {
   Epoch last_epoch() const { return published_.load(std::memory_order_acquire); }
 
   SchedulerStatus Status() const;
+
+  // The LTX lane across a checkpoint (paxflow mode; LtxLane::SaveState and
+  // co.): its state right after the checkpoint epoch is admitted (scheduler
+  // thread), and back into a fresh scheduler before Start; epochs up to
+  // SetLtxReplayThrough's are replayed (no LTX procedure, record or result).
+  std::string SaveLtxLaneState() const { return ltx_lane_.SaveState(); }
+  bool RestoreLtxLaneState(const std::string& state, std::string* error) {
+    return ltx_lane_.RestoreState(state, error);
+  }
+  void SetLtxReplayThrough(Epoch epoch) { ltx_lane_.SetReplayThrough(epoch); }
   // Work of the LTX lane that this node's sequencer owes the log: an LTX or
   // long scan begun here is unresolved, or an epoch up to `sequenced` is
   // not admitted yet (it may begin one). Any thread.
@@ -218,6 +229,7 @@ class Scheduler {
   std::atomic<uint64_t> buffered_epochs_{0};
   std::atomic<uint64_t> dropped_messages_{0};
   std::atomic<uint64_t> active_ltx_{0}, deferred_{0}, parked_{0}, origin_ltx_{0};
+  std::atomic<Epoch> ro_snapshot_{0};
   // Every epoch up to here is done and freed (later ones may be freed too).
   std::atomic<Epoch> freed_through_{0};
   mutable std::mutex status_mu_;
