@@ -28,7 +28,10 @@
 //   RestoreState brings it back into a fresh lane. The reads the lane owed
 //   at the checkpoint are not served again: their origins get a retryable
 //   error (so do later requests of an LTX whose snapshot predates the
-//   checkpoint: the restored store has no older versions). Epochs up to
+//   checkpoint: the restored store has no older versions; requests for LTXs
+//   begun after it are kept and served). A parked RO is kept (it may owe
+//   its reads to a live partition) with its reads of this partition at its
+//   snapshot, read when the state is saved; it reports no result here. Epochs up to
 //   SetReplayThrough's bound are replayed: every decision as live, but no
 //   procedure, record or result. At the first epoch after that bound, a
 //   replica-0 lane aborts, through its sequencer, every LTX begun here that

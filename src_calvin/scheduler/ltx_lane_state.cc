@@ -125,9 +125,7 @@ std::string LtxLane::SaveState() const {
   }
   for (const auto& [snapshot, task] : unpublished_) owe(task->ltx, task->round, task->reply_to);
   for (const auto& [id, requests] : early_requests_) {
-    for (const LtxReadRequest& request : requests) {
-      owe(request.ltx_id(), request.round(), request.from_partition());
-    }
+    for (const LtxReadRequest& request : requests) *state.add_early_requests() = request;
   }
   for (const LtxReadTask& task : executor_.QueuedServes()) {
     owe(task.ltx, task.round, task.reply_to);
@@ -239,6 +237,13 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
       return fail("waiter " + std::to_string(waiter) + " is listed but not saved");
     }
   }
+  for (const LtxReadRequest& request : state.early_requests()) {
+    if (TxnEpoch(request.ltx_id()) <= state.ended_epoch() ||
+        request.from_partition() >= options_.partitions) {
+      return fail("an early read request for LTX " + TxnIdString(request.ltx_id()) +
+                  " is not for an LTX after the checkpoint");
+    }
+  }
   for (const LtxStateOwedRead& owed : state.owed()) {
     if (owed.reply_to() >= options_.partitions) {
       return fail("a read is owed to partition " + std::to_string(owed.reply_to()) +
@@ -332,6 +337,9 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
   }
   for (const LtxStateOwedRead& saved : state.owed()) {
     owed_.push_back(OwedRead{saved.ltx_id(), saved.round(), saved.reply_to()});
+  }
+  for (const LtxReadRequest& request : state.early_requests()) {
+    early_requests_[request.ltx_id()].push_back(request);
   }
   ended_epoch_ = state.ended_epoch();
   current_epoch_ = state.current_epoch();
