@@ -435,16 +435,20 @@ void LtxExecutor::SubmitAbort(const Run& run, int reason, const std::string& tex
     auto it = runs_.find(run.txn->id());
     if (it != runs_.end()) it->second->finished = true;
   }
+  if (records_) records_->SubmitRecord(LtxAbortRecord(*run.txn, reason, text));
+}
+
+Txn LtxAbortRecord(const Txn& begin, int reason, const std::string& text) {
   Txn record;
   record.set_txn_class(LTX);
-  record.set_origin_partition(run.txn->origin_partition());
-  record.set_origin_node(run.txn->origin_node());
+  record.set_origin_partition(begin.origin_partition());
+  record.set_origin_node(begin.origin_node());
   LtxRecord* ltx = record.mutable_ltx();
   ltx->set_kind(LTX_ABORT);
-  ltx->set_ltx_id(run.txn->id());
+  ltx->set_ltx_id(begin.id());
   ltx->set_reason(std::string(LtxAbortReasonName(reason)) + ": " + text);
-  ltx->set_origin_node(run.txn->origin_node());
-  if (records_) records_->SubmitRecord(std::move(record));
+  ltx->set_origin_node(begin.origin_node());
+  return record;
 }
 
 void LtxExecutor::ReportScan(Run* run, const TxnOutcome& outcome, size_t index) {

@@ -378,19 +378,11 @@ void LtxLane::AfterRestart(Epoch epoch) {
   for (TxnId id : unresolved_) {
     const Entry& entry = ltxs_.at(id);
     if (!entry.origin_here || entry.state != State::kActive) continue;
-    Txn record;
-    record.set_txn_class(LTX);
-    record.set_origin_partition(entry.begin->origin_partition());
-    record.set_origin_node(entry.begin->origin_node());
-    LtxRecord* ltx = record.mutable_ltx();
-    ltx->set_kind(LTX_ABORT);
-    ltx->set_ltx_id(id);
-    ltx->set_reason(std::string(LtxAbortReasonName(kAbortRestart)) + ": its origin partition " +
-                    std::to_string(options_.partition) +
-                    " restarted (from a checkpoint at epoch " + std::to_string(restored_at_) +
-                    ") before it committed; try again");
-    ltx->set_origin_node(entry.begin->origin_node());
-    records_->SubmitRecord(std::move(record));
+    records_->SubmitRecord(LtxAbortRecord(
+        *entry.begin, kAbortRestart,
+        "its origin partition " + std::to_string(options_.partition) +
+            " restarted (from a checkpoint at epoch " + std::to_string(restored_at_) +
+            ") before it committed; try again"));
     ++aborted;
   }
   // The guards the log owes: a guard submitted before the restart may not
