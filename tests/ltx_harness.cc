@@ -66,6 +66,7 @@ LtxCheckpoint LtxBench::Checkpoint(PartitionId p) {
                  checkpoint.rows.emplace_back(key, std::string(value));
                });
   store.ExitSnapshot(partition.owner_slot);
+  checkpoint.lane_state_ready = partition.scheduler->LtxLaneStateReady();
   checkpoint.lane_state = partition.scheduler->SaveLtxLaneState();
   return checkpoint;
 }

@@ -39,6 +39,7 @@ struct LtxCheckpoint {
   Epoch read_only_snapshot = 0;  // the newest read-write epoch up to `epoch`
   std::vector<std::pair<Key, std::string>> rows;  // the store at `epoch`
   std::string lane_state;                         // Scheduler::SaveLtxLaneState
+  bool lane_state_ready = false;                  // Scheduler::LtxLaneStateReady
 };
 
 class LtxBench : public RecordSubmitter, public PeerSender {

@@ -516,6 +516,7 @@ TEST(LtxRestartTest, AnActiveLtxsCommitInTheLogIsReplayedAndEndsAsIfNeverStopped
   ActiveLtxScenario again(&restarted);
   const LtxCheckpoint checkpoint = restarted.Checkpoint(1);
   EXPECT_EQ(checkpoint.epoch, 3u);
+  EXPECT_TRUE(checkpoint.lane_state_ready);
   // The commit record was sequenced (epoch 4) before partition 1 stopped:
   // it replays epoch 4 from its log.
   ASSERT_EQ(restarted.Restart(checkpoint, /*replay_through=*/4), "");

@@ -139,6 +139,12 @@ class LtxLane {
   // LtxLaneState. RestoreState: on a fresh lane, before Start and before
   // any epoch; false (with `error` saying why, and the lane left fresh) for
   // bytes that are not a state this lane can take.
+  // A parked RO's reads of this partition at its snapshot go into the
+  // state: call SaveState once SaveStateReady() (every parked RO's
+  // snapshot is published here; true once the checkpoint epoch itself is
+  // published). Before that, those ROs are saved without their reads and
+  // would read the checkpoint's state after a restart (logged as an error).
+  bool SaveStateReady() const;
   std::string SaveState() const;
   bool RestoreState(const std::string& bytes, std::string* error);
   // After RestoreState: epochs <= `epoch` are replayed (they were sequenced

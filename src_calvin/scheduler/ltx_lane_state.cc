@@ -25,8 +25,24 @@ SerialPosition PositionOf(const LtxStatePosition& saved) {
 
 // ------------------------------------------------------------ saving
 
+bool LtxLane::SaveStateReady() const {
+  for (const auto& [waiter, read] : parked_) {
+    if (read.work && read.snapshot_reads.empty() && read.work->read_version > published_) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void LtxLane::SaveSnapshotReads(const TxnWork& work, LtxStateParkedRead* out) const {
   if (!store_->multi_version()) return;
+  if (work.read_version > published_) {
+    LOG(ERROR) << "partition " << options_.partition << ": LTX lane state saved before snapshot "
+               << work.read_version << " of parked RO " << TxnIdString(work.txn->id())
+               << " was published (published: " << published_
+               << "); after a restart it reads the checkpoint's state";
+    return;
+  }
   const Txn& txn = *work.txn;
   store_->EnterSnapshot(store_slot_);
   uint32_t position = 0;

@@ -119,9 +119,11 @@ class Scheduler {
   SchedulerStatus Status() const;
 
   // The LTX lane across a checkpoint (paxflow mode; LtxLane::SaveState and
-  // co.): its state right after the checkpoint epoch is admitted (scheduler
-  // thread), and back into a fresh scheduler before Start; epochs up to
-  // SetLtxReplayThrough's are replayed (no LTX procedure, record or result).
+  // co.): its state once the checkpoint epoch is admitted and
+  // LtxLaneStateReady (scheduler thread), and back into a fresh scheduler
+  // before Start; epochs up to SetLtxReplayThrough's are replayed (no LTX
+  // procedure, record or result).
+  bool LtxLaneStateReady() const { return ltx_lane_.SaveStateReady(); }
   std::string SaveLtxLaneState() const { return ltx_lane_.SaveState(); }
   bool RestoreLtxLaneState(const std::string& state, std::string* error) {
     return ltx_lane_.RestoreState(state, error);
