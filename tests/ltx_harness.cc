@@ -26,12 +26,102 @@ LtxBench::LtxBench(const LtxBenchOptions& options) : options_(options) {
   engine.max_active_ltx = options.max_active_ltx;
   engine.ltx_max_deferrals = options.ltx_max_deferrals;
   engine.gc = options.gc;
-  engine_ = std::make_unique<LocalPartitions>(
-      params, app_.get(), options.partitions, /*sequencers=*/1, &results_,
-      /*runs_procedures=*/true, std::vector<RecordSubmitter*>(options.partitions, this));
+  params_ = params;
+  sequenced_.resize(options.partitions);
+  for (PartitionId p = 0; p < options.partitions; ++p) {
+    partitions_.push_back(MakePartition(p, /*load=*/true));
+  }
 }
 
-LtxBench::~LtxBench() { engine_->Stop(); }
+LtxBench::~LtxBench() {
+  for (auto& partition : partitions_) partition->scheduler->Stop();
+}
+
+std::unique_ptr<LtxBench::Partition> LtxBench::MakePartition(PartitionId p, bool load) {
+  auto partition = std::make_unique<Partition>();
+  partition->store = MakeStore(params_.engine, p, options_.partitions, *app_,
+                               params_.workload.value_size);
+  if (load) LoadPartition(*app_, p, options_.partitions, partition->store.get());
+  partition->owner_slot = partition->store->RegisterThread();
+  SchedulerOptions options = SchedulerOptionsFor(params_.engine, p, options_.partitions, 1);
+  options.runs_procedures = true;
+  partition->stats = std::make_unique<NodeStats>(options.stats_slots());
+  partition->scheduler = std::make_unique<Scheduler>(options, partition->store.get(), app_.get(),
+                                                     this, partition->stats.get(), &results_,
+                                                     this);
+  return partition;
+}
+
+LtxCheckpoint LtxBench::Checkpoint(PartitionId p) {
+  Partition& partition = *partitions_[p];
+  const SchedulerStatus status = partition.scheduler->Status();
+  LtxCheckpoint checkpoint;
+  checkpoint.partition = p;
+  checkpoint.epoch = status.admitted_epoch;
+  checkpoint.read_only_snapshot = status.read_only_snapshot;
+  Store& store = *partition.store;
+  store.EnterSnapshot(partition.owner_slot);
+  store.ScanAt(partition.owner_slot, 0, UINT64_MAX, checkpoint.epoch,
+               [&](Key key, std::string_view value) {
+                 checkpoint.rows.emplace_back(key, std::string(value));
+               });
+  store.ExitSnapshot(partition.owner_slot);
+  checkpoint.lane_state_ready = partition.scheduler->LtxLaneStateReady();
+  checkpoint.lane_state = partition.scheduler->SaveLtxLaneState();
+  return checkpoint;
+}
+
+std::string LtxBench::Restart(const LtxCheckpoint& checkpoint, Epoch replay_through,
+                              const std::string* lane_state) {
+  const PartitionId p = checkpoint.partition;
+  auto partition = MakePartition(p, /*load=*/false);
+  for (const auto& [key, value] : checkpoint.rows) partition->store->Load(key, value);
+  std::string error;
+  if (!partition->scheduler->RestoreLtxLaneState(lane_state ? *lane_state : checkpoint.lane_state,
+                                                 &error)) {
+    return error;
+  }
+  if (replay_through > 0) partition->scheduler->SetLtxReplayThrough(replay_through);
+  partitions_[p]->scheduler->Stop();
+  stopped_.push_back(std::move(partitions_[p]));
+  partitions_[p] = std::move(partition);
+  // The scheduler goes on after the checkpoint epoch: empty epochs up to it
+  // bring its merger, publish epoch and RO snapshot where the old one was
+  // (the recovery code restores those from the checkpoint directly).
+  Scheduler& scheduler = *partitions_[p]->scheduler;
+  for (Epoch epoch = 1; epoch <= checkpoint.epoch; ++epoch) {
+    auto batch = std::make_unique<Batch>();
+    batch->set_epoch(epoch);
+    batch->set_sequencer(0);
+    batch->set_partition(p);
+    batch->set_has_rw(epoch == checkpoint.read_only_snapshot);
+    scheduler.DeliverBatch(std::move(batch));
+  }
+  scheduler.Step();
+  return "";
+}
+
+void LtxBench::Redeliver(PartitionId p, Epoch from, Epoch to) {
+  for (auto it = sequenced_[p].lower_bound(from); it != sequenced_[p].end() && it->first <= to;
+       ++it) {
+    partitions_[p]->scheduler->DeliverBatch(std::make_unique<Batch>(it->second));
+  }
+}
+
+void LtxBench::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
+  RemoteReads copy = reads;
+  partitions_[to]->scheduler->DeliverRemoteReads(std::move(copy));
+}
+
+void LtxBench::SendLtxReadRequest(PartitionId to, const LtxReadRequest& request) {
+  LtxReadRequest copy = request;
+  partitions_[to]->scheduler->DeliverLtxReadRequest(std::move(copy));
+}
+
+void LtxBench::SendLtxReadReply(PartitionId to, const LtxReadReply& reply) {
+  LtxReadReply copy = reply;
+  partitions_[to]->scheduler->DeliverLtxReadReply(std::move(copy));
+}
 
 Txn LtxBench::Rmw(std::vector<Key> keys, std::vector<Key> reads) {
   Txn txn;
@@ -148,7 +238,8 @@ std::vector<TxnId> LtxBench::Sequence(Epoch epoch, std::vector<Txn> txns, Partit
   }
   for (PartitionId p = 0; p < partitions; ++p) {
     out[p]->set_has_rw(has_rw);
-    engine_->scheduler(p).DeliverBatch(std::move(out[p]));
+    sequenced_[p][epoch] = *out[p];
+    scheduler(p).DeliverBatch(std::move(out[p]));
   }
   return ids;
 }
@@ -158,7 +249,7 @@ void LtxBench::Drain(bool ltx_threads) {
   // partitions land in inboxes that the next pass reads.
   for (int pass = 0; pass < 50; ++pass) {
     for (PartitionId p = 0; p < options_.partitions; ++p) {
-      Scheduler& scheduler = engine_->scheduler(p);
+      Scheduler& scheduler = *partitions_[p]->scheduler;
       scheduler.Step();
       scheduler.RunQueuedWork();
       if (ltx_threads) scheduler.RunQueuedLtxWork();
@@ -176,14 +267,16 @@ std::vector<Txn> LtxBench::TakeRecords() {
 
 uint64_t LtxBench::Digest(Epoch epoch) {
   uint64_t digest = 0;
-  for (PartitionId p = 0; p < options_.partitions; ++p) digest += engine_->Digest(p, epoch);
+  for (PartitionId p = 0; p < options_.partitions; ++p) {
+    digest += partitions_[p]->store->Digest(partitions_[p]->owner_slot, epoch);
+  }
   return digest;
 }
 
 Epoch LtxBench::Published() const {
   Epoch published = UINT64_MAX;
   for (PartitionId p = 0; p < options_.partitions; ++p) {
-    published = std::min(published, engine_->scheduler(p).Status().published_epoch);
+    published = std::min(published, partitions_[p]->scheduler->Status().published_epoch);
   }
   return published;
 }

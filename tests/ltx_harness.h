@@ -2,8 +2,12 @@
 // partitions in this process, never started. The test is the sequencer: it
 // builds each epoch's txns, hands the LTX lane's records back into the
 // epochs it chooses, and runs every thread's work itself (Drain), so each
-// interleaving is chosen, not hoped for.
+// interleaving is chosen, not hoped for. A partition can be restarted from
+// a checkpoint taken at an epoch boundary (Checkpoint, Restart): a fresh
+// store holding the old one's state at that epoch, a fresh scheduler, and
+// the LTX lane's saved state.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,7 +15,7 @@
 #include "applications/application.h"
 #include "backend/store.h"
 #include "base/params.h"
-#include "partition/local_partitions.h"
+#include "common/stats.h"
 #include "scheduler/scheduler.h"
 #include "tests/result_log.h"
 
@@ -27,7 +31,18 @@ struct LtxBenchOptions {
   GcPolicy gc = GcPolicy::kEpo;
 };
 
-class LtxBench : public RecordSubmitter {
+// What a checkpoint of one partition holds (what the node's checkpointer
+// writes, in memory).
+struct LtxCheckpoint {
+  PartitionId partition = 0;
+  Epoch epoch = 0;
+  Epoch read_only_snapshot = 0;  // the newest read-write epoch up to `epoch`
+  std::vector<std::pair<Key, std::string>> rows;  // the store at `epoch`
+  std::string lane_state;                         // Scheduler::SaveLtxLaneState
+  bool lane_state_ready = false;                  // Scheduler::LtxLaneStateReady
+};
+
+class LtxBench : public RecordSubmitter, public PeerSender {
  public:
   explicit LtxBench(const LtxBenchOptions& options);
   ~LtxBench() override;
@@ -54,8 +69,22 @@ class LtxBench : public RecordSubmitter {
   // The records the LTX lanes submitted since the last call.
   std::vector<Txn> TakeRecords();
 
-  Scheduler& scheduler(PartitionId p) { return engine_->scheduler(p); }
-  Store& store(PartitionId p) { return engine_->store(p); }
+  // Checkpoint of partition `p` at the epoch admitted last (every txn of
+  // it and before finished: Drain first).
+  LtxCheckpoint Checkpoint(PartitionId p);
+  // Replaces partition `checkpoint.partition` by a fresh one restored from
+  // `checkpoint`, its LTX lane replaying epochs up to `replay_through` (0:
+  // none): what a restarted node does before it takes new epochs. The
+  // epochs after the checkpoint are the test's to deliver again
+  // (Redeliver). Empty, or why the lane refused the state.
+  std::string Restart(const LtxCheckpoint& checkpoint, Epoch replay_through = 0,
+                      const std::string* lane_state = nullptr);
+  // Delivers to partition `p` the batches sequenced for it in epochs
+  // [from, to] again (a restarted partition catching up from the log).
+  void Redeliver(PartitionId p, Epoch from, Epoch to);
+
+  Scheduler& scheduler(PartitionId p) { return *partitions_[p]->scheduler; }
+  Store& store(PartitionId p) { return *partitions_[p]->store; }
   const ResultLog& results() const { return results_; }
   bool Result(TxnId id, ResultLog::Result* out) const { return results_.Find(id, out); }
   // Digest of the whole database as of `epoch` (published on every partition).
@@ -67,13 +96,30 @@ class LtxBench : public RecordSubmitter {
 
   // RecordSubmitter: every partition's LTX lane hands its records here.
   void SubmitRecord(Txn record) override;
+  // PeerSender: messages go straight to the other partition's scheduler
+  // (the one running now, after a restart).
+  void SendRemoteReads(PartitionId to, const RemoteReads& reads) override;
+  void SendLtxReadRequest(PartitionId to, const LtxReadRequest& request) override;
+  void SendLtxReadReply(PartitionId to, const LtxReadReply& reply) override;
 
  private:
+  struct Partition {
+    std::unique_ptr<Store> store;
+    size_t owner_slot = 0;
+    std::unique_ptr<NodeStats> stats;
+    std::unique_ptr<Scheduler> scheduler;
+  };
+  std::unique_ptr<Partition> MakePartition(PartitionId p, bool load);
+
   LtxBenchOptions options_;
   WorkloadParams workload_;
   std::unique_ptr<Application> app_;
   ResultLog results_;
-  std::unique_ptr<LocalPartitions> engine_;  // never started: the test drives it
+  NodeParams params_;
+  std::vector<std::unique_ptr<Partition>> partitions_;  // never started: the test drives them
+  std::vector<std::unique_ptr<Partition>> stopped_;     // replaced by a restart
+  // Every batch sequenced, by partition and epoch (a restart delivers them again).
+  std::vector<std::map<Epoch, Batch>> sequenced_;
   std::mutex records_mu_;
   std::vector<Txn> records_;
 };

@@ -14,6 +14,7 @@ namespace {
 
 using testing::LtxBench;
 using testing::LtxBenchOptions;
+using testing::LtxCheckpoint;
 using Result = testing::ResultLog::Result;
 
 SerialPosition At(uint64_t epoch, uint64_t anchor, uint64_t chain, uint64_t txn) {
@@ -454,6 +455,372 @@ TEST(LtxLaneTest, CalvinModeRunsAnLtxAsOneLockedTxnAtItsBeginPosition) {
   EXPECT_TRUE(result.outcome.aborted);
   EXPECT_NE(result.outcome.abort_reason.find("outside the areas it declared"), std::string::npos);
   EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+// ------------------------------------------------------------ restarts
+//
+// A partition restarts from a checkpoint taken at an epoch boundary: a
+// fresh store with the old one's state at that epoch, a fresh scheduler,
+// and the LTX lane's saved state. The same log is fed to a bench that never
+// stopped; where no abort was needed the two end at the same digest.
+
+std::vector<Txn> RecordsOfKind(const std::vector<Txn>& records, LtxRecordKind kind) {
+  std::vector<Txn> out;
+  for (const Txn& record : records) {
+    if (record.ltx().kind() == kind) out.push_back(record);
+  }
+  return out;
+}
+
+// Two partitions (even keys on 0, odd on 1). LTX `ltx` (origin 1) writes
+// 4 and 5; at the checkpoint (epoch 3) it has run but its commit record is
+// not sequenced; a short txn on key 5 is deferred; an RO of keys 4 and 9
+// (origin 0) is parked at snapshot 2, and key 9 was written again in epoch
+// 3, after that snapshot.
+struct ActiveLtxScenario {
+  TxnId ltx = 0, deferred = 0, read_only = 0;
+  Txn commit;
+  explicit ActiveLtxScenario(LtxBench* bench) {
+    ltx = bench->Sequence(1, {LtxBench::Long({1}, {4, 5})}, /*origin=*/1)[0];
+    bench->Drain();
+    deferred = bench->Sequence(2, {LtxBench::Rmw({5}), LtxBench::Rmw({9})}, /*origin=*/0)[0];
+    bench->Drain();
+    read_only = bench->Sequence(3, {LtxBench::Read({4, 9}), LtxBench::Rmw({9})}, /*origin=*/0)[0];
+    bench->Drain();
+    commit = OnlyRecord(bench, LTX_COMMIT);
+  }
+};
+
+LtxBenchOptions TwoPartitions() {
+  LtxBenchOptions options;
+  options.partitions = 2;
+  return options;
+}
+
+TEST(LtxRestartTest, AnActiveLtxsCommitInTheLogIsReplayedAndEndsAsIfNeverStopped) {
+  LtxBench live(TwoPartitions());
+  ActiveLtxScenario scenario(&live);
+  Result parked;
+  EXPECT_FALSE(live.Result(scenario.read_only, &parked)) << "the RO did not wait for the LTX";
+  EXPECT_EQ(live.scheduler(1).Status().deferred, 1u);
+  EXPECT_EQ(live.scheduler(1).Status().parked, 1u);
+  live.Sequence(4, {scenario.commit});
+  live.Drain();
+  live.Sequence(5, {LtxBench::Rmw({4, 5})}, 0);
+  live.Drain();
+  ASSERT_EQ(live.CheckSerialOrder(), "");
+  Result live_ro;
+  ASSERT_TRUE(live.Result(scenario.read_only, &live_ro));
+
+  LtxBench restarted(TwoPartitions());
+  ActiveLtxScenario again(&restarted);
+  const LtxCheckpoint checkpoint = restarted.Checkpoint(1);
+  EXPECT_EQ(checkpoint.epoch, 3u);
+  EXPECT_TRUE(checkpoint.lane_state_ready);
+  // The commit record was sequenced (epoch 4) before partition 1 stopped:
+  // it replays epoch 4 from its log.
+  ASSERT_EQ(restarted.Restart(checkpoint, /*replay_through=*/4), "");
+  restarted.Sequence(4, {again.commit});
+  restarted.Drain();
+  EXPECT_EQ(restarted.TakeRecords().size(), 0u) << "a replayed epoch sequenced a record";
+  restarted.Sequence(5, {LtxBench::Rmw({4, 5})}, 0);
+  restarted.Drain();
+  EXPECT_EQ(restarted.TakeRecords().size(), 0u) << "a resolved LTX was aborted after the replay";
+  EXPECT_EQ(restarted.Digest(5), live.Digest(5));
+  Result result;
+  ASSERT_TRUE(restarted.Result(again.read_only, &result));
+  EXPECT_EQ(result.outcome.checksum, live_ro.outcome.checksum)
+      << "the parked RO read other values than in the run that never stopped";
+  ASSERT_TRUE(restarted.Result(again.deferred, &result));
+  EXPECT_EQ(ResultsOf(restarted, again.deferred), 1u);
+  EXPECT_EQ(result.outcome.deferrals, 1u);
+  EXPECT_FALSE(restarted.Result(again.ltx, &result)) << "a replayed install reported a result";
+  EXPECT_EQ(restarted.scheduler(1).Status().deferred, 0u);
+  EXPECT_EQ(restarted.scheduler(1).Status().parked, 0u);
+}
+
+TEST(LtxRestartTest, AnActiveLtxWithoutACommitRecordIsAbortedByItsRestartedOrigin) {
+  LtxBench bench(TwoPartitions());
+  ActiveLtxScenario scenario(&bench);
+  const LtxCheckpoint checkpoint = bench.Checkpoint(1);
+  // Partition 1 stops with the commit record not sequenced: it is lost.
+  ASSERT_EQ(bench.Restart(checkpoint), "");
+  bench.Sequence(4, {});
+  bench.Drain();
+  const std::vector<Txn> records = bench.TakeRecords();
+  ASSERT_EQ(records.size(), 1u);
+  const Txn abort = records[0];
+  EXPECT_EQ(abort.ltx().kind(), LTX_ABORT);
+  EXPECT_EQ(abort.ltx().ltx_id(), scenario.ltx);
+  EXPECT_EQ(abort.ltx().reason().rfind("restart: ", 0), 0u) << abort.ltx().reason();
+  Result result;
+  EXPECT_FALSE(bench.Result(scenario.deferred, &result)) << "released before the abort";
+  bench.Sequence(5, {abort});
+  bench.Drain();
+  ASSERT_TRUE(bench.Result(scenario.ltx, &result));
+  EXPECT_TRUE(result.outcome.aborted);
+  EXPECT_TRUE(result.outcome.retryable);
+  EXPECT_NE(result.outcome.abort_reason.find("restarted"), std::string::npos)
+      << result.outcome.abort_reason;
+  ASSERT_TRUE(bench.Result(scenario.deferred, &result)) << "the abort did not release it";
+  EXPECT_EQ(ResultsOf(bench, scenario.deferred), 1u);
+  EXPECT_EQ(result.outcome.deferrals, 1u);
+  ASSERT_TRUE(bench.Result(scenario.read_only, &result)) << "the RO's origin never got its reads";
+  // The RO read key 9 at its snapshot (2), not the checkpoint's value: the
+  // oracle replays it at its position and compares.
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+  EXPECT_EQ(bench.scheduler(1).Status().deferred, 0u);
+  EXPECT_EQ(bench.scheduler(1).Status().parked, 0u);
+}
+
+TEST(LtxRestartTest, ACommitSequencedBeforeTheRestartAbortWinsAndALaterAbortIsIgnored) {
+  LtxBench live(TwoPartitions());
+  ActiveLtxScenario scenario(&live);
+  live.Sequence(4, {scenario.commit});
+  live.Drain();
+  live.Sequence(5, {LtxBench::Rmw({4, 5})}, 0);
+  live.Drain();
+
+  LtxBench bench(TwoPartitions());
+  ActiveLtxScenario again(&bench);
+  const LtxCheckpoint checkpoint = bench.Checkpoint(1);
+  ASSERT_EQ(bench.Restart(checkpoint), "");
+  // The old process's commit record comes in the first epoch after the
+  // restart; the restarted origin's abort comes after it.
+  bench.Sequence(4, {again.commit});
+  bench.Drain();
+  const std::vector<Txn> aborts = RecordsOfKind(bench.TakeRecords(), LTX_ABORT);
+  ASSERT_EQ(aborts.size(), 1u);
+  // (The short txn first: it writes values made from its id.)
+  bench.Sequence(5, {LtxBench::Rmw({4, 5}), aborts[0]}, 0);
+  bench.Drain();
+  Result result;
+  ASSERT_TRUE(bench.Result(again.ltx, &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_EQ(ResultsOf(bench, again.ltx), 1u);
+  EXPECT_EQ(bench.Digest(5), live.Digest(5));
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+// LTX 2's commit is sequenced first and held behind LTX 1 (overlapping
+// areas); the checkpoint comes between.
+TEST(LtxRestartTest, AHeldInstallSurvivesTheRestartAndIsFreedByTheAbortOfTheEarlierLtx) {
+  auto scenario = [](LtxBench* bench, std::vector<TxnId>* ids) {
+    *ids = bench->Sequence(1, {LtxBench::LongKv({}, {{5, "a"}}, {{5, 6}}),
+                               LtxBench::LongKv({}, {{6, "b"}}, {{5, 6}})});
+    bench->Drain();
+    std::vector<Txn> commits = bench->TakeRecords();
+    EXPECT_EQ(commits.size(), 2u);
+    if (commits.size() != 2) return Txn();
+    if (commits[0].ltx().ltx_id() != (*ids)[0]) std::swap(commits[0], commits[1]);
+    bench->Sequence(2, {commits[1]});
+    bench->Drain();
+    Result result;
+    EXPECT_FALSE(bench->Result((*ids)[1], &result)) << "installed ahead of the earlier LTX";
+    return commits[0];
+  };
+  LtxBench live(LtxBenchOptions{});
+  std::vector<TxnId> ids;
+  const Txn first = scenario(&live, &ids);
+  live.Sequence(3, {first});
+  live.Drain();
+
+  // Its first commit record survives (in the log, epoch 3): same end.
+  LtxBench replayed(LtxBenchOptions{});
+  const Txn first_again = scenario(&replayed, &ids);
+  ASSERT_EQ(replayed.Restart(replayed.Checkpoint(0), /*replay_through=*/3), "");
+  replayed.Sequence(3, {first_again});
+  replayed.Drain();
+  replayed.Sequence(4, {});
+  replayed.Drain();
+  EXPECT_EQ(replayed.TakeRecords().size(), 0u);
+  EXPECT_EQ(replayed.Digest(4), live.Digest(3));
+
+  // It is lost: the restarted origin aborts LTX 1 (not LTX 2, which has
+  // its commit record) and LTX 2 installs right after.
+  LtxBench bench(LtxBenchOptions{});
+  scenario(&bench, &ids);
+  ASSERT_EQ(bench.Restart(bench.Checkpoint(0)), "");
+  bench.Sequence(3, {});
+  bench.Drain();
+  const std::vector<Txn> records = bench.TakeRecords();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].ltx().kind(), LTX_ABORT);
+  EXPECT_EQ(records[0].ltx().ltx_id(), ids[0]);
+  const TxnId abort = bench.Sequence(4, records)[0];
+  bench.Drain();
+  Result result;
+  ASSERT_TRUE(bench.Result(ids[0], &result));
+  EXPECT_TRUE(result.outcome.aborted);
+  EXPECT_TRUE(result.outcome.retryable);
+  ASSERT_TRUE(bench.Result(ids[1], &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_EQ(bench.store(0).Metrics().live_versions > 0, true);
+  (void)abort;
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+// The guard scenario: a txn deferred twice has a guard in force at the
+// checkpoint; after the restart the guard still turns new LTXs on its keys
+// away, and ends as it would have.
+TEST(LtxRestartTest, AGuardInForceAtTheCheckpointStillHoldsAfterTheRestart) {
+  LtxBenchOptions options;
+  options.ltx_max_deferrals = 2;
+  struct Run {
+    TxnId starving = 0, second_ltx = 0;
+    Txn second;
+  };
+  auto scenario = [](LtxBench* bench) {
+    Run run;
+    bench->Sequence(1, {LtxBench::LongKv({}, {{5, "a"}}, {{5, 5}})});
+    const auto ids = bench->Sequence(2, {LtxBench::Rmw({5}),
+                                         LtxBench::LongKv({}, {{5, "b"}}, {{5, 5}})});
+    run.starving = ids[0];
+    run.second_ltx = ids[1];
+    bench->Drain();
+    std::vector<Txn> commits = bench->TakeRecords();
+    EXPECT_EQ(commits.size(), 2u);
+    if (commits.size() != 2) return run;
+    if (commits[0].ltx().ltx_id() != ids[1]) std::swap(commits[0], commits[1]);
+    run.second = commits[0];
+    bench->Sequence(3, {commits[1]});  // the first LTX: the txn is deferred again
+    bench->Drain();
+    bench->Sequence(4, {OnlyRecord(bench, LTX_GUARD)});
+    bench->Drain();
+    return run;
+  };
+  auto after = [](LtxBench* bench, const Run& run, std::vector<Txn> extra) {
+    // A new LTX on the guarded key is busy.
+    const TxnId busy = bench->Sequence(5, {LtxBench::LongKv({}, {{5, "c"}}, {{5, 5}})})[0];
+    bench->Drain();
+    Result result;
+    EXPECT_TRUE(bench->Result(busy, &result) && result.outcome.aborted &&
+                result.outcome.abort_reason.rfind("busy", 0) == 0)
+        << "the guard did not hold";
+    bench->Sequence(6, {run.second});
+    bench->Drain();
+    EXPECT_TRUE(bench->Result(run.starving, &result));
+    EXPECT_EQ(result.outcome.deferrals, 2u);
+    EXPECT_EQ(ResultsOf(*bench, run.starving), 1u);
+    extra.push_back(LtxBench::LongKv({}, {{5, "d"}}, {{5, 5}}));
+    const TxnId later = bench->Sequence(7, extra).back();
+    bench->Drain();
+    bench->Sequence(8, bench->TakeRecords());
+    bench->Drain();
+    EXPECT_TRUE(bench->Result(later, &result) && !result.outcome.aborted)
+        << "the guard outlived the LTXs begun before it";
+  };
+  LtxBench live(options);
+  after(&live, scenario(&live), {});
+
+  LtxBench bench(options);
+  const Run run = scenario(&bench);
+  ASSERT_EQ(bench.Restart(bench.Checkpoint(0)), "");
+  // The second LTX's commit record (submitted before the restart) comes
+  // before the abort the restarted origin submits, in epoch 6; the abort
+  // comes in epoch 7 and is ignored. No guard is sequenced again: the
+  // checkpoint knew it was in the log.
+  bench.Sequence(5, {LtxBench::LongKv({}, {{5, "c"}}, {{5, 5}})});
+  bench.Drain();
+  std::vector<Txn> records = bench.TakeRecords();
+  EXPECT_EQ(RecordsOfKind(records, LTX_GUARD).size(), 0u);
+  const std::vector<Txn> aborts = RecordsOfKind(records, LTX_ABORT);
+  ASSERT_EQ(aborts.size(), 1u);
+  EXPECT_EQ(aborts[0].ltx().ltx_id(), run.second_ltx);
+  // Epoch 5 ran: go on from 6 as the live bench did, with the late abort.
+  Result result;
+  bench.Sequence(6, {run.second});
+  bench.Drain();
+  ASSERT_TRUE(bench.Result(run.starving, &result));
+  EXPECT_EQ(result.outcome.deferrals, 2u);
+  EXPECT_EQ(ResultsOf(bench, run.starving), 1u);
+  const TxnId later =
+      bench.Sequence(7, {aborts[0], LtxBench::LongKv({}, {{5, "d"}}, {{5, 5}})}).back();
+  bench.Drain();
+  bench.Sequence(8, bench.TakeRecords());
+  bench.Drain();
+  ASSERT_TRUE(bench.Result(later, &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_EQ(bench.Digest(8), live.Digest(8));
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+// Three partitions: LTX 2 (origin 0) reads key 4, which LTX 1's area
+// covers, so partition 1 parks that read. Partition 1 restarts: the read it
+// owed is answered with a retryable error, and LTX 2 aborts at its origin
+// with a reason naming the restart.
+TEST(LtxRestartTest, ReadsAParticipantOwedAreAnsweredWithARetryableErrorAfterItRestarts) {
+  LtxBenchOptions options;
+  options.partitions = 3;
+  auto scenario = [](LtxBench* bench) {
+    const auto ids = bench->Sequence(1, {LtxBench::Long({}, {4}), LtxBench::Long({4}, {5})},
+                                     /*origin=*/0);
+    bench->Drain();
+    EXPECT_EQ(bench->scheduler(1).Status().parked, 1u) << "partition 1 did not park the read";
+    return ids;
+  };
+  LtxBench live(options);
+  const auto live_ids = scenario(&live);
+  live.Sequence(2, {OnlyRecord(&live, LTX_COMMIT)});
+  live.Drain();
+  live.Sequence(3, {OnlyRecord(&live, LTX_COMMIT)});
+  live.Drain();
+  Result result;
+  ASSERT_TRUE(live.Result(live_ids[1], &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+
+  LtxBench bench(options);
+  const auto ids = scenario(&bench);
+  const Txn first_commit = OnlyRecord(&bench, LTX_COMMIT);
+  ASSERT_EQ(bench.Restart(bench.Checkpoint(1)), "");
+  bench.Drain();
+  // The origin (partition 0, alive) got the error and aborts LTX 2.
+  const std::vector<Txn> records = bench.TakeRecords();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].ltx().kind(), LTX_ABORT);
+  EXPECT_EQ(records[0].ltx().ltx_id(), ids[1]);
+  bench.Sequence(2, {first_commit, records[0]});
+  bench.Drain();
+  ASSERT_TRUE(bench.Result(ids[1], &result));
+  EXPECT_TRUE(result.outcome.aborted);
+  EXPECT_TRUE(result.outcome.retryable);
+  EXPECT_EQ(result.outcome.abort_reason.rfind("restart: partition 1: it restarted", 0), 0u)
+      << result.outcome.abort_reason;
+  ASSERT_TRUE(bench.Result(ids[0], &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_EQ(bench.TakeRecords().size(), 0u);
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+TEST(LtxRestartTest, AGarbledOrForeignStateIsRefusedWithAClearError) {
+  LtxBench bench(TwoPartitions());
+  ActiveLtxScenario scenario(&bench);
+  const LtxCheckpoint checkpoint = bench.Checkpoint(1);
+  ASSERT_FALSE(checkpoint.lane_state.empty());
+  auto refused = [&](const std::string& state, const std::string& why) {
+    LtxBench fresh(TwoPartitions());
+    LtxCheckpoint copy = checkpoint;
+    const std::string error = fresh.Restart(copy, 0, &state);
+    EXPECT_NE(error.find("refused"), std::string::npos) << "accepted: " << why;
+    EXPECT_NE(error.find("partition 1"), std::string::npos) << error;
+    return error;
+  };
+  refused(checkpoint.lane_state.substr(0, checkpoint.lane_state.size() / 2), "truncated");
+  refused(checkpoint.lane_state.substr(0, checkpoint.lane_state.size() - 1), "one byte short");
+  std::string flipped = checkpoint.lane_state;
+  flipped[flipped.size() / 2] ^= 0x5a;
+  refused(flipped, "a flipped byte");
+  refused("not a state at all", "garbage");
+  refused(std::string(), "empty");
+  // Another partition's state.
+  LtxBench fresh(TwoPartitions());
+  LtxCheckpoint other = checkpoint;
+  other.partition = 0;
+  const std::string error = fresh.Restart(other);
+  EXPECT_NE(error.find("saved by partition 1 of 2"), std::string::npos) << error;
+  // And the real one is taken.
+  LtxBench good(TwoPartitions());
+  EXPECT_EQ(good.Restart(checkpoint), "");
 }
 
 class LtxGcTest : public ::testing::TestWithParam<GcPolicy> {};

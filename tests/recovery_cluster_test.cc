@@ -226,6 +226,28 @@ TEST(RecoveryClusterTest, KillEachNodeInTurnThenRestart) {
   }
 }
 
+// Bank with long transfers (the LTX lane) over checkpoints: a node killed
+// while LTXs are active and short transfers deferred restarts from its
+// checkpoint (the lane's state in it), the LTXs it began and had not
+// committed are aborted through the log, and the state stays a replay of
+// the logs with every audit right.
+TEST(RecoveryClusterTest, LongTransfersSurviveAKillAndRestart) {
+  TestCluster cluster("ltx", 3, 1,
+                      {"--workload=bank-ltx", "--ltx_fraction=0.01", "--checkpoint_every=0.2"});
+  cluster.Start();
+  for (int dead : {0, 2}) {
+    cluster.ExpectProgress({0, 1, 2}, 60);
+    cluster.Kill(dead);
+    cluster.Restart(dead);
+    cluster.ExpectProgress({0, 1, 2}, 60);
+  }
+  const RunSummary summary = cluster.Stop();
+  EXPECT_EQ(summary.invariant_failures, 0u);
+  EXPECT_GT(summary.kinds[kKindLong].committed, 0u) << "no long transfer committed";
+  std::string replay;
+  EXPECT_EQ(ReplayDigest(cluster.input(), 0, &replay), DigestHex(summary.digest)) << replay;
+}
+
 // Clients that transfer money and audit it, one per node, while each node
 // is killed and restarted in turn (calvin mode): no audit sees a wrong
 // total, and every transfer a client saw succeed is in the final state.

@@ -276,6 +276,7 @@ TEST_P(RestoreTest, CheckpointMidRunEqualsSerialStateAndReplayFromItAgrees) {
           header.set_partition(p);
           header.set_partitions(c.partitions);
           header.set_last_rw_epoch(info.last_rw_epoch);
+          header.set_lane_state(info.lane_state);
           Store& store = engine.store(p);
           CheckpointStats stats;
           error = WriteCheckpoint(logs.path(), header, &store, store.RegisterThread(), &stats);

@@ -88,7 +88,11 @@ void CatchUpServer::ServeBatches(NodeId to, const BatchRequest& request) {
       payload.swap(cursor.pending);
       cursor.pending.clear();
     } else if (!cursor.reader.Next(&payload)) {
-      break;  // the end for now; the reader goes on from here next time
+      // The end for now. The next request opens the log again: a reader at
+      // the end of the segment being written does not see what is appended
+      // to it later, nor a torn tail written meanwhile.
+      cursor = Cursor();
+      break;
     }
     if (!record.ParseFromString(payload)) continue;
     if (record.epoch() > request.to_epoch()) {
@@ -133,7 +137,7 @@ void CatchUpServer::ServeReads(NodeId to, const ReadsRequest& request) {
   uint64_t sent = 0;
   while (reader.Next(&payload)) {
     if (!record.ParseFromString(payload) || record.to_partition() != request.partition() ||
-        TxnEpoch(record.reads().txn_id()) <= request.after_epoch()) {
+        RunEpochOf(record.reads()) <= request.after_epoch()) {
       continue;
     }
     record.mutable_reads()->set_resent(true);

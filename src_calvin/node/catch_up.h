@@ -53,7 +53,7 @@ class CatchUpServer {
 
  private:
   struct Cursor {
-    SegmentedLogReader reader;  // reads on as the log grows
+    SegmentedLogReader reader;  // reads on from one request to the next, until the end
     Epoch last_epoch = 0;  // of the last record read
     std::string pending;   // read past the last request's range: the next one's
     bool open = false;

@@ -450,10 +450,10 @@ void Node::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
     record.set_to_partition(to);
     *record.mutable_reads() = reads;
     const std::string error =
-        reads_log_->Append(TxnEpoch(reads.txn_id()), record.SerializeAsString());
+        reads_log_->Append(RunEpochOf(reads), record.SerializeAsString());
     if (!error.empty()) LogFailed(error);
   }
-  if (TxnEpoch(reads.txn_id()) <= logged_through_) {
+  if (RunEpochOf(reads) <= logged_through_) {
     // Run again after a restart: the peer may have them.
     RemoteReads again = reads;
     again.set_resent(true);

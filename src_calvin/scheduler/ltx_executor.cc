@@ -435,16 +435,20 @@ void LtxExecutor::SubmitAbort(const Run& run, int reason, const std::string& tex
     auto it = runs_.find(run.txn->id());
     if (it != runs_.end()) it->second->finished = true;
   }
+  if (records_) records_->SubmitRecord(LtxAbortRecord(*run.txn, reason, text));
+}
+
+Txn LtxAbortRecord(const Txn& begin, int reason, const std::string& text) {
   Txn record;
   record.set_txn_class(LTX);
-  record.set_origin_partition(run.txn->origin_partition());
-  record.set_origin_node(run.txn->origin_node());
+  record.set_origin_partition(begin.origin_partition());
+  record.set_origin_node(begin.origin_node());
   LtxRecord* ltx = record.mutable_ltx();
   ltx->set_kind(LTX_ABORT);
-  ltx->set_ltx_id(run.txn->id());
+  ltx->set_ltx_id(begin.id());
   ltx->set_reason(std::string(LtxAbortReasonName(reason)) + ": " + text);
-  ltx->set_origin_node(run.txn->origin_node());
-  if (records_) records_->SubmitRecord(std::move(record));
+  ltx->set_origin_node(begin.origin_node());
+  return record;
 }
 
 void LtxExecutor::ReportScan(Run* run, const TxnOutcome& outcome, size_t index) {
@@ -471,6 +475,24 @@ void LtxExecutor::Serve(LtxReadTask task) {
   queued->ltx = task.ltx;
   queued->serve = std::make_unique<LtxReadTask>(std::move(task));
   Push(std::move(queued));
+}
+
+std::vector<LtxReadTask> LtxExecutor::QueuedServes() const {
+  std::vector<LtxReadTask> owed;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto queue = queue_;  // a copy of the pointers; the tasks stay queued
+  for (; !queue.empty(); queue.pop()) {
+    const Task* task = queue.top();
+    if (task->kind != Task::kServe || !task->serve) continue;
+    LtxReadTask copy;
+    copy.ltx = task->serve->ltx;
+    copy.round = task->serve->round;
+    copy.reply_to = task->serve->reply_to;
+    copy.snapshot = task->serve->snapshot;
+    copy.long_scan = task->serve->long_scan;
+    owed.push_back(std::move(copy));
+  }
+  return owed;
 }
 
 void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {

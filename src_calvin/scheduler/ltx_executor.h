@@ -72,6 +72,10 @@ struct LtxExecutorOptions {
   size_t first_stats_slot = 0;  // NodeStats slots first_stats_slot.. (one per thread)
 };
 
+// The abort record of LTX `begin`, its reason `reason` (LtxAbortReason)
+// with `text`.
+Txn LtxAbortRecord(const Txn& begin, int reason, const std::string& text);
+
 class LtxExecutor {
  public:
   struct Callbacks {
@@ -110,6 +114,9 @@ class LtxExecutor {
   void OnReply(LtxReadReply&& reply);
 
   size_t running() const;
+  // Read tasks handed to Serve and not run yet (a checkpoint lists them as
+  // reads this partition owes).
+  std::vector<LtxReadTask> QueuedServes() const;
 
  private:
   struct Run;

@@ -35,7 +35,9 @@ LtxLane::LtxLane(const LtxLaneOptions& options, Store* store, const Application*
       executor_(LtxExecutorOptions{options.partition, options.partitions, options.ltx_workers,
                                    stats_slot + 1},
                 store, app, peers, records, stats, results, std::move(executor_callbacks)),
-      planner_(options.partition, options.partitions) {}
+      planner_(options.partition, options.partitions),
+      store_(store),
+      store_slot_(store->RegisterThread()) {}
 
 LtxLane::Entry* LtxLane::Find(TxnId id) {
   auto it = ltxs_.find(id);
@@ -60,6 +62,7 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
   current_epoch_ = epoch;
   resolved_this_epoch_ = false;
   begun_this_epoch_.clear();
+  if (!owed_.empty()) AnswerOwedReads();
   // Timeouts first, in LTX order. A held install counts as committed.
   uint64_t chain = 0;
   std::vector<TxnId> expired;
@@ -78,11 +81,14 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
                                " epochs of its begin (epoch " +
                                std::to_string(entry->begin_epoch) + "), aborted at epoch " +
                                std::to_string(epoch);
-    if (entry->origin_here && options_.runs_procedures) {
+    if (entry->origin_here && Acts(epoch)) {
       ReportAbort(*entry->begin, reason, entry->begin_epoch);
     }
     Resolve(entry, /*install=*/false, epoch, 0, &chain, actions);
   }
+  // The timeouts of the first epoch after a restart's replay come first:
+  // an LTX they abort needs no abort record.
+  if (restart_pending_ && epoch > replay_through_) AfterRestart(epoch);
   // Long scans that started here and ran out of time fail, retryably.
   for (auto it = scans_here_.begin(); it != scans_here_.end();) {
     if (it->second + options_.ltx_timeout <= epoch) {
@@ -109,7 +115,7 @@ void LtxLane::EndEpoch(Epoch epoch) {
       if (other < id) entry->pending.push_back(other);
     }
     entry->pending_known = true;
-    if (entry->origin_here && options_.runs_procedures) {
+    if (entry->origin_here && Acts(epoch)) {
       executor_.StartLtx(entry->begin, entry->begin_epoch);
     }
   }
@@ -176,7 +182,7 @@ void LtxLane::Begin(const Txn& txn, Epoch epoch) {
     }
   }
   if (!busy.empty()) {
-    if (origin_here && options_.runs_procedures) {
+    if (origin_here && Acts(epoch)) {
       ReportAbort(txn, std::string(LtxAbortReasonName(kAbortBusy)) + ": " + busy, epoch);
     }
     return;
@@ -220,7 +226,7 @@ void LtxLane::Commit(const Txn& record, Epoch epoch, std::vector<Action>* action
 void LtxLane::Abort(TxnId id, const std::string& reason, Epoch epoch, uint64_t anchor,
                     std::vector<Action>* actions) {
   Entry* entry = Find(id);
-  if (entry->origin_here && options_.runs_procedures) {
+  if (entry->origin_here && Acts(epoch)) {
     ReportAbort(*entry->begin, reason, entry->begin_epoch);
   }
   uint64_t chain = 0;
@@ -236,6 +242,9 @@ void LtxLane::ApplyGuard(const Txn& record) {
     if (id < record.id()) guard.waiting_on.insert(id);
   }
   if (options_.partition == 0) LtxCounters::Add(stats_->ltx().guards);
+  for (auto& [waiter, deferred] : deferred_) {
+    if (deferred.work->txn->id() == record.ltx().guarded_txn()) deferred.guarded = true;
+  }
   if (!guard.waiting_on.empty()) guards_.push_back(std::move(guard));
 }
 
@@ -307,7 +316,7 @@ void LtxLane::Resolve(Entry* entry, bool install, Epoch epoch, uint64_t anchor, 
     ParkedRead read = std::move(parked->second);
     parked_.erase(parked);
     if (read.work) {
-      FillOverrides(read.work.get());
+      FillOverrides(read.work.get(), &read.snapshot_reads);
       actions->push_back(Action{std::move(read.work)});
     } else {
       ReadPlan plan;
@@ -335,7 +344,7 @@ void LtxLane::Resolve(Entry* entry, bool install, Epoch epoch, uint64_t anchor, 
 void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
   entry->state = State::kInstalled;
   for (const auto& [key, write] : entry->local_writes) written_[key].push_back(entry->id);
-  const bool report = entry->origin_here && options_.runs_procedures;
+  const bool report = entry->origin_here && Acts(epoch);
   TxnOutcome outcome;
   outcome.checksum = entry->commit->ltx().checksum();
   outcome.position = SerialPosition{entry->begin_epoch + 1, 0, 0, entry->id};
@@ -424,22 +433,27 @@ void LtxLane::Defer(std::unique_ptr<TxnWork> work) {
     }
   }
   Deferred& deferred = deferred_[waiter];
-  if (work->deferrals >= options_.ltx_max_deferrals && options_.runs_procedures && records_ &&
+  if (work->deferrals >= options_.ltx_max_deferrals && Acts(current_epoch_) &&
       planner_.LowestParticipant(*work->txn) == options_.partition) {
-    // Against starvation: new LTXs on its keys abort (busy) until every LTX
-    // begun before the guard is resolved; by then this txn has run.
-    Txn guard;
-    guard.set_txn_class(LTX);
-    guard.set_origin_partition(options_.partition);
-    LtxRecord* ltx = guard.mutable_ltx();
-    ltx->set_kind(LTX_GUARD);
-    ltx->set_guarded_txn(work->txn->id());
-    for (Key key : KeysOf(*work->txn)) ltx->add_guard_keys(key);
-    records_->SubmitRecord(std::move(guard));
+    SubmitGuard(*work->txn);
   }
   deferred.waiting = static_cast<uint32_t>(scratch_covering_.size());
   deferred.work = std::move(work);
   ParkOn(scratch_covering_, waiter);
+}
+
+void LtxLane::SubmitGuard(const Txn& txn) {
+  if (!records_) return;
+  // Against starvation: new LTXs on its keys abort (busy) until every LTX
+  // begun before the guard is resolved; by then this txn has run.
+  Txn guard;
+  guard.set_txn_class(LTX);
+  guard.set_origin_partition(options_.partition);
+  LtxRecord* ltx = guard.mutable_ltx();
+  ltx->set_kind(LTX_GUARD);
+  ltx->set_guarded_txn(txn.id());
+  for (Key key : KeysOf(txn)) ltx->add_guard_keys(key);
+  records_->SubmitRecord(std::move(guard));
 }
 
 void LtxLane::ParkOn(const std::vector<TxnId>& ltxs, uint64_t waiter) {
@@ -500,11 +514,13 @@ bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::strin
   return false;
 }
 
-void LtxLane::FillOverrides(TxnWork* work) const {
+void LtxLane::FillOverrides(TxnWork* work,
+                            const std::vector<ReadOverride>* snapshot_reads) const {
   work->overrides.clear();
   ReadPlan plan;
   plan.snapshot = work->read_version;
-  bool any_pending = false;
+  const bool saved = snapshot_reads && !snapshot_reads->empty();
+  bool any_pending = saved;
   for (const auto& [id, entry] : ltxs_) {
     if (entry.state == State::kInstalled && IsPendingFor(entry, plan) &&
         !entry.local_writes.empty()) {
@@ -515,11 +531,21 @@ void LtxLane::FillOverrides(TxnWork* work) const {
   if (!any_pending) return;
   const Txn& txn = *work->txn;
   uint32_t position = 0;
+  size_t next_saved = 0;
   auto check = [&](Key key) {
     if (PartitionOf(key, options_.partitions) == options_.partition) {
       ReadOverride value;
       value.position = position;
-      if (ChosenValue(key, plan, &value.found, &value.value)) work->overrides.push_back(value);
+      while (saved && next_saved < snapshot_reads->size() &&
+             (*snapshot_reads)[next_saved].position < position) {
+        ++next_saved;
+      }
+      if (ChosenValue(key, plan, &value.found, &value.value)) {
+        work->overrides.push_back(value);
+      } else if (saved && next_saved < snapshot_reads->size() &&
+                 (*snapshot_reads)[next_saved].position == position) {
+        work->overrides.push_back((*snapshot_reads)[next_saved]);
+      }
     }
     ++position;
   };
@@ -594,16 +620,21 @@ void LtxLane::OnPublish(Epoch published) {
 }
 
 void LtxLane::ReplyError(const LtxReadRequest& request, const std::string& error) {
+  ReplyError(request.ltx_id(), request.round(), request.from_partition(), error);
+}
+
+void LtxLane::ReplyError(TxnId ltx, uint32_t round, PartitionId reply_to,
+                         const std::string& error) {
   if (!options_.runs_procedures) return;
   LtxReadReply reply;
-  reply.set_ltx_id(request.ltx_id());
-  reply.set_round(request.round());
+  reply.set_ltx_id(ltx);
+  reply.set_round(round);
   reply.set_from_partition(options_.partition);
   reply.set_error(error);
-  if (request.from_partition() == options_.partition) {
+  if (reply_to == options_.partition) {
     executor_.OnReply(std::move(reply));
-  } else if (request.from_partition() < options_.partitions) {
-    peers_->SendLtxReadReply(request.from_partition(), reply);
+  } else if (reply_to < options_.partitions && peers_) {
+    peers_->SendLtxReadReply(reply_to, reply);
   }
 }
 
@@ -627,6 +658,13 @@ void LtxLane::OnReadRequest(LtxReadRequest&& request) {
     return;
   }
   if (entry->state != State::kActive && entry->state != State::kHeld) return;  // resolved
+  if (restored_ && entry->begin_epoch < restored_at_) {
+    // Its snapshot predates the checkpoint this partition restarted from.
+    ReplyError(request, "it restarted from a checkpoint at epoch " +
+                            std::to_string(restored_at_) + " and no longer holds snapshot " +
+                            std::to_string(entry->begin_epoch) + "; try again");
+    return;
+  }
   ServeRequest(std::move(request));
 }
 
@@ -673,7 +711,7 @@ void LtxLane::StartScanShare(const TxnWork& work) {
   const Txn& txn = *work.txn;
   const Epoch snapshot = work.read_version;
   if (!options_.runs_procedures) return;  // only replica 0 answers clients
-  if (txn.origin_partition() == options_.partition) {
+  if (txn.origin_partition() == options_.partition && Acts(work.epoch->epoch)) {
     executor_.StartScan(std::make_shared<const Txn>(txn), snapshot);
     scans_here_[txn.id()] = snapshot;
   }

@@ -23,9 +23,24 @@
 //   threads (LtxExecutor) and reports results that the scheduler thread
 //   knows (aborts, installs with nothing local).
 //
+// - checkpoints and restarts: SaveState writes everything above that the
+//   log alone cannot rebuild (ltx_state.proto) at a checkpoint epoch;
+//   RestoreState brings it back into a fresh lane. The reads the lane owed
+//   at the checkpoint are not served again: their origins get a retryable
+//   error (so do later requests of an LTX whose snapshot predates the
+//   checkpoint: the restored store has no older versions; requests for LTXs
+//   begun after it are kept and served). A parked RO is kept (it may owe
+//   its reads to a live partition) with its reads of this partition at its
+//   snapshot, read when the state is saved; it reports no result here. Epochs up to
+//   SetReplayThrough's bound are replayed: every decision as live, but no
+//   procedure, record or result. At the first epoch after that bound, a
+//   replica-0 lane aborts, through its sequencer, every LTX begun here that
+//   has no commit record (its procedure's state is gone), and sequences
+//   again the guards the log may owe.
+//
 // Owns: every known LTX (records, areas, state, commit values kept for
 // readers), deferred short txns, parked readers, guards, read requests not
-// yet servable, and the LtxExecutor.
+// yet servable, reads owed from before a restart, and the LtxExecutor.
 // In: the records and txns of each epoch in processing order, from the
 // scheduler (Begin/EndEpoch, OnRecord, Defer, CheckReader), read requests.
 // Out: Actions (installs and released txns, in order) for the scheduler to
@@ -45,6 +60,7 @@
 #include "backend/store.h"
 #include "common/key_area.h"
 #include "common/stats.h"
+#include "ltx_state.pb.h"
 #include "scheduler/area_index.h"
 #include "scheduler/ltx_executor.h"
 #include "scheduler/participants.h"
@@ -118,16 +134,28 @@ class LtxLane {
   // A reply from a participant, for an LTX or scan that started here.
   void OnReadReply(LtxReadReply&& reply) { executor_.OnReply(std::move(reply)); }
 
+  // Checkpoints (scheduler thread). SaveState: right after EndEpoch of the
+  // checkpoint epoch, before the next BeginEpoch; the bytes are an
+  // LtxLaneState. RestoreState: on a fresh lane, before Start and before
+  // any epoch; false (with `error` saying why, and the lane left fresh) for
+  // bytes that are not a state this lane can take.
+  // A parked RO's reads of this partition at its snapshot go into the
+  // state: call SaveState once SaveStateReady() (every parked RO's
+  // snapshot is published here; true once the checkpoint epoch itself is
+  // published). Before that, those ROs are saved without their reads and
+  // would read the checkpoint's state after a restart (logged as an error).
+  bool SaveStateReady() const;
+  std::string SaveState() const;
+  bool RestoreState(const std::string& bytes, std::string* error);
+  // After RestoreState: epochs <= `epoch` are replayed (they were sequenced
+  // before the restart). Without it, no epoch is replayed.
+  void SetReplayThrough(Epoch epoch) { replay_through_ = epoch; }
+
   size_t active() const { return unresolved_.size(); }
   // LTXs and long scans begun at this partition, not resolved yet.
   size_t unresolved_here() const;
   size_t deferred() const { return deferred_.size(); }
   size_t parked() const { return parked_.size(); }
-
-  // Checkpoints and restarts (stubs until the lane's state is saved).
-  std::string SaveState() const { return ""; }
-  bool RestoreState(const std::string&, std::string*) { return true; }
-  void SetReplayThrough(Epoch) {}
 
  private:
   enum class State { kActive, kHeld, kInstalled, kAborted };
@@ -163,6 +191,9 @@ class LtxLane {
   };
   struct ParkedRead {
     std::unique_ptr<TxnWork> work;          // a parked RO, or
+    // A parked RO restored from a checkpoint: its reads of this partition's
+    // keys at its snapshot, saved then (ascending positions).
+    std::vector<ReadOverride> snapshot_reads;
     std::unique_ptr<LtxReadTask> task;      // a parked read task
     std::vector<TxnId> ltx_pending;         // the LTX reader's pending list
     uint32_t waiting = 0;
@@ -198,13 +229,27 @@ class LtxLane {
   // if none of them wrote it (read the snapshot).
   bool ChosenValue(Key key, const ReadPlan& plan, bool* found, std::string* value) const;
   bool IsPendingFor(const Entry& entry, const ReadPlan& plan) const;
-  void FillOverrides(TxnWork* work) const;
+  // `snapshot_reads`: a restored RO's saved reads, for keys no LTX chose.
+  void FillOverrides(TxnWork* work,
+                     const std::vector<ReadOverride>* snapshot_reads = nullptr) const;
   void PrepareTask(LtxReadTask* task, const ReadPlan& plan) const;
   void ServeWhenPublished(std::unique_ptr<LtxReadTask> task);
   void ParkOn(const std::vector<TxnId>& ltxs, uint64_t waiter);
   void ServeRequest(LtxReadRequest&& request);
   void ReplyError(const LtxReadRequest& request, const std::string& error);
+  void ReplyError(TxnId ltx, uint32_t round, PartitionId reply_to, const std::string& error);
 
+  // Restarts. Whether `epoch` is replayed (no procedures, records, results).
+  bool Replaying(Epoch epoch) const { return restored_ && epoch <= replay_through_; }
+  // Whether this lane sequences records and reports results at `epoch`.
+  bool Acts(Epoch epoch) const { return options_.runs_procedures && !Replaying(epoch); }
+  // The first epoch after the replay: abort what lost its procedure, guard
+  // again, answer the reads owed from before the restart.
+  void AfterRestart(Epoch epoch);
+  void SubmitGuard(const Txn& txn);
+  void AnswerOwedReads();
+  // The snapshot reads a parked RO owes, read now (SaveState).
+  void SaveSnapshotReads(const TxnWork& work, LtxStateParkedRead* out) const;
   Entry* Find(TxnId id);
   const Entry* Find(TxnId id) const;
   std::vector<Key> KeysOf(const Txn& txn) const;
@@ -240,6 +285,20 @@ class LtxLane {
   bool resolved_this_epoch_ = false;
   std::vector<TxnId> begun_this_epoch_;
   mutable std::vector<TxnId> scratch_covering_;
+
+  // Restarts.
+  Store* const store_;
+  const size_t store_slot_;       // SaveState's snapshot reads
+  bool restored_ = false;         // RestoreState ran
+  Epoch restored_at_ = 0;         // the checkpoint epoch: older snapshots are gone
+  Epoch replay_through_ = 0;
+  bool restart_pending_ = false;  // AfterRestart has not run yet
+  struct OwedRead {
+    TxnId ltx = 0;
+    uint32_t round = 0;
+    PartitionId reply_to = 0;
+  };
+  std::vector<OwedRead> owed_;    // from before the restart, not answered yet
 };
 
 }  // namespace paxflow

@@ -6,7 +6,11 @@ namespace paxflow {
 
 void ParticipantPlanner::Plan(TxnWork* work) {
   PlanParticipants(work);
-  if (work->epoch->epoch > recovered_through_ || !work->origin || work->writes_here) return;
+  // (A txn planned outside an epoch, restored from a checkpoint, is not skipped.)
+  if (!work->epoch || work->epoch->epoch > recovered_through_ || !work->origin ||
+      work->writes_here) {
+    return;
+  }
   // Sequenced before a restart: the client waiting for this result is gone.
   // A read-only txn has nothing else to do here; another still owes its
   // reads to the partitions that write.

@@ -209,6 +209,7 @@ SchedulerStatus Scheduler::Status() const {
   status.deferred = deferred_.load(std::memory_order_relaxed);
   status.parked = parked_.load(std::memory_order_relaxed);
   status.repeated_messages = repeated_messages();
+  status.read_only_snapshot = ro_snapshot_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(status_mu_);
   status.waiting_for = waiting_for_;
   status.next_epoch = next_epoch_;
@@ -324,14 +325,17 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
     }
   }
   UpdatePins();
+  TakeLaneStates();
   while (!AdmissionBlocked(merger_.next_epoch())) {
     std::unique_ptr<MergedEpoch> merged = merger_.TakeReady();
     if (!merged) break;
     Admit(std::move(merged));
+    TakeLaneStates();
   }
   for (LtxReadRequest& request : ltx_requests_) ltx_lane_.OnReadRequest(std::move(request));
   ltx_requests_.clear();
   AdvancePublish();
+  TakeLaneStates();
   ltx_lane_.Forget(ro_lane_.snapshot());
   UpdatePins();
   FlushReady();
@@ -347,6 +351,7 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   active_ltx_.store(ltx_lane_.active(), std::memory_order_relaxed);
   deferred_.store(ltx_lane_.deferred(), std::memory_order_relaxed);
   parked_.store(ltx_lane_.parked(), std::memory_order_relaxed);
+  ro_snapshot_.store(ro_lane_.snapshot(), std::memory_order_relaxed);
   origin_ltx_.store(ltx_lane_.unresolved_here(), std::memory_order_release);
   {
     std::string waiting;
@@ -374,6 +379,11 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
 
 bool Scheduler::AdmissionBlocked(Epoch epoch) const {
   if (input_failed_) return true;
+  // A checkpoint waits for the LTX lane's state at its epoch (a parked
+  // reader's snapshot to be published: a few epochs at most).
+  for (const auto& request : snapshots_) {
+    if (request.admitted && !request.lane_taken) return true;
+  }
   if (options_.max_unpublished_epochs > 0 &&
       epoch > published_.load(std::memory_order_relaxed) + options_.max_unpublished_epochs) {
     return true;
@@ -387,6 +397,16 @@ bool Scheduler::AdmissionBlocked(Epoch epoch) const {
     if (request.epoch < epoch) return true;
   }
   return false;
+}
+
+void Scheduler::TakeLaneStates() {
+  for (SnapshotRequest& request : snapshots_) {
+    if (!request.admitted || request.lane_taken || !ltx_lane_.SaveStateReady()) continue;
+    // The lane's state right after the checkpoint epoch's records (nothing
+    // later was admitted): what the store's snapshot at that epoch goes with.
+    request.info.lane_state = ltx_lane_.SaveState();
+    request.lane_taken = true;
+  }
 }
 
 void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
@@ -438,10 +458,9 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
   previous_close_time_us_ = epoch->close_time_us;
   for (SnapshotRequest& request : snapshots_) {
     if (request.epoch != epoch->epoch) continue;
-    // The lane's state right after this epoch's records: what the store's
-    // snapshot at this epoch goes with.
+    request.admitted = true;
     request.info.last_rw_epoch = ro_lane_.snapshot();
-    if (paxflow) request.info.lane_state = ltx_lane_.SaveState();
+    request.lane_taken = !paxflow;
   }
   admitted_.store(epoch->epoch, std::memory_order_relaxed);
   epochs_.push_back(std::move(epoch));
@@ -700,7 +719,7 @@ void Scheduler::FreeFinishedEpochs() {
 void Scheduler::ServeSnapshots() {
   const Epoch freed = freed_through_.load(std::memory_order_relaxed);
   for (SnapshotRequest& request : snapshots_) {
-    if (request.served || request.epoch > freed) continue;
+    if (request.served || !request.lane_taken || request.epoch > freed) continue;
     // Every txn of epochs <= request.epoch has finished here: its writes are
     // in, and the reads it owed other partitions are sent. (Txns the LTX
     // lane set aside are in its state, taken at admission.)

@@ -84,6 +84,7 @@ struct SchedulerStatus {
   uint64_t active_ltx = 0;    // LTXs begun and not resolved
   uint64_t deferred = 0;      // short txns set aside by an LTX's write area
   uint64_t parked = 0;        // readers waiting for an LTX to resolve
+  Epoch read_only_snapshot = 0;  // the snapshot of ROs admitted from now on
   Epoch next_epoch = 0;       // the epoch it waits to admit
   std::vector<uint32_t> missing_sequencers;  // whose batch of next_epoch has not come
   uint64_t repeated_messages = 0;  // batches and reads sent again (recovery), dropped as such
@@ -163,6 +164,18 @@ class Scheduler {
   uint64_t repeated_messages() const {
     return repeated_messages_.load(std::memory_order_relaxed) + workers_.repeated_messages();
   }
+
+  // The LTX lane across a checkpoint (paxflow mode; LtxLane::SaveState and
+  // co.): its state once the checkpoint epoch is admitted and
+  // LtxLaneStateReady (scheduler thread), and back into a fresh scheduler
+  // before Start; epochs up to SetLtxReplayThrough's are replayed (no LTX
+  // procedure, record or result).
+  bool LtxLaneStateReady() const { return ltx_lane_.SaveStateReady(); }
+  std::string SaveLtxLaneState() const { return ltx_lane_.SaveState(); }
+  bool RestoreLtxLaneState(const std::string& state, std::string* error) {
+    return ltx_lane_.RestoreState(state, error);
+  }
+  void SetLtxReplayThrough(Epoch epoch) { ltx_lane_.SetReplayThrough(epoch); }
   // Work of the LTX lane that this node's sequencer owes the log: an LTX or
   // long scan begun here is unresolved, or an epoch up to `sequenced` is
   // not admitted yet (it may begin one). Any thread.
@@ -194,6 +207,10 @@ class Scheduler {
     Epoch epoch;
     std::function<void(const SnapshotInfo&)> ready;
     SnapshotInfo info;    // filled at admission of `epoch`
+    bool admitted = false;  // `epoch` is admitted
+    // The LTX lane's state at `epoch` is in `info` (paxflow mode; until
+    // then nothing later is admitted, so the lane stays as it was there).
+    bool lane_taken = false;
     bool served = false;  // `ready` ran; pinned until released
   };
 
@@ -219,6 +236,9 @@ class Scheduler {
   void ServeDigests();
   void FreeFinishedEpochs();
   void ServeSnapshots();
+  // The LTX lane's state for the snapshot of the newest admitted epoch, once
+  // the lane can give it (its parked readers' snapshots are published).
+  void TakeLaneStates();
   void TakeSnapshotRequests();
   void OfferBatch(std::unique_ptr<Batch> batch);
   bool AdmissionBlocked(Epoch epoch) const;
@@ -283,6 +303,7 @@ class Scheduler {
   std::atomic<uint64_t> dropped_messages_{0};
   std::atomic<uint64_t> repeated_messages_{0};
   std::atomic<uint64_t> active_ltx_{0}, deferred_{0}, parked_{0}, origin_ltx_{0};
+  std::atomic<Epoch> ro_snapshot_{0};
   // Every epoch up to here is done and freed (later ones may be freed too).
   std::atomic<Epoch> freed_through_{0};
   mutable std::mutex status_mu_;

@@ -64,7 +64,7 @@ Epoch EpochOfSequencerRecord(const std::string& payload) {
 
 Epoch EpochOfReadsRecord(const std::string& payload) {
   SentReads record;
-  return record.ParseFromString(payload) ? TxnEpoch(record.reads().txn_id()) : 0;
+  return record.ParseFromString(payload) ? RunEpochOf(record.reads()) : 0;
 }
 
 std::string InputLogWriter::Open(const std::string& path, const LogHeader& header,

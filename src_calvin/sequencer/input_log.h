@@ -86,5 +86,10 @@ std::vector<std::string> ListInputLogs(const std::string& dir);
 Epoch EpochOfInputRecord(const std::string& payload);
 Epoch EpochOfSequencerRecord(const std::string& payload);
 Epoch EpochOfReadsRecord(const std::string& payload);
+// The epoch a txn's reads were used in: where it ran, which is later than
+// its id's epoch for a txn the LTX lane deferred.
+inline Epoch RunEpochOf(const RemoteReads& reads) {
+  return reads.run_epoch() ? reads.run_epoch() : TxnEpoch(reads.txn_id());
+}
 
 }  // namespace paxflow
