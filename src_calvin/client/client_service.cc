@@ -497,7 +497,7 @@ ReplyStatus ClientService::AdmitTxn(Connection* connection, uint64_t id, bool ba
     unavailable_text_ = unavailable_();
     unavailable_asked_ = true;
   }
-  if (!unavailable_text_.empty() && unavailable_asked_) {
+  if (!unavailable_text_.empty()) {
     *error = "node " + std::to_string(options_.node) + " cannot run txns now: " + unavailable_text_;
     return UNAVAILABLE;
   }

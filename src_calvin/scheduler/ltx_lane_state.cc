@@ -327,12 +327,12 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
     // Its client went with the old process: it still reads for the other
     // participants, but reports no result here, nor waits for their reads
     // (nobody sends a read-only txn's reads again).
-    work->origin = false;
-    if (saved.txn().origin_partition() == options_.partition) {
+    if (work->origin) {
       work->executor = false;
       work->remote_reads_expected = 0;
       work->expected_readers.clear();
     }
+    work->origin = false;
     work->position = PositionOf(saved.position());
     work->set_aside_us = saved.set_aside_us();
     ParkedRead& read = parked_[saved.waiter()];

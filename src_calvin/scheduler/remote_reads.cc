@@ -54,7 +54,7 @@ TxnWork* RemoteReadTable::AddRemote(RemoteReads&& reads, std::string* error) {
   }
   if (!entry.work) {
     // Checked against the txn once its local part arrives (AddLocal).
-    entry.run_epoch = reads.run_epoch() ? reads.run_epoch() : TxnEpoch(reads.txn_id());
+    entry.run_epoch = RunEpochOf(reads);
     entry.early.push_back(std::move(reads));
     return nullptr;
   }
@@ -103,12 +103,14 @@ std::unique_ptr<ReadValues> RemoteReadTable::Take(TxnId id) {
   return values;
 }
 
-size_t RemoteReadTable::DropThrough(Epoch epoch, size_t* resent) {
+size_t RemoteReadTable::DropThrough(Epoch epoch, Epoch expected_through, size_t* expected) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t dropped = 0;
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (it->second.run_epoch <= epoch && !it->second.work) {
-      if (resent && it->second.resent_only) ++*resent;
+      if (expected && (it->second.run_epoch <= expected_through || it->second.resent_only)) {
+        ++*expected;
+      }
       it = entries_.erase(it);
       ++dropped;
     } else {

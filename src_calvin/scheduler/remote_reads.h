@@ -21,6 +21,12 @@
 
 namespace paxflow {
 
+// The epoch a txn's reads are used in: where it runs, which is later than
+// its id's epoch for a txn the LTX lane deferred.
+inline Epoch RunEpochOf(const RemoteReads& reads) {
+  return reads.run_epoch() ? reads.run_epoch() : TxnEpoch(reads.txn_id());
+}
+
 class RemoteReadTable {
  public:
   // Records another partition's reads. Returns the txn when this completed a
@@ -35,9 +41,9 @@ class RemoteReadTable {
   std::unique_ptr<ReadValues> Take(TxnId id);
   // Forgets what arrived for txns of epochs <= `epoch` that never ran here
   // (garbage, or duplicates after the txn ran); returns how many, of which
-  // `resent` only came in messages marked as sent again (a restarted
-  // participant: expected).
-  size_t DropThrough(Epoch epoch, size_t* resent = nullptr);
+  // `expected` (if given) were repeats after a restart: for txns of epochs
+  // <= `expected_through`, or only in messages marked as sent again.
+  size_t DropThrough(Epoch epoch, Epoch expected_through = 0, size_t* expected = nullptr);
 
   size_t size() const {
     std::lock_guard<std::mutex> lock(mu_);

@@ -82,12 +82,7 @@ void Scheduler::Stop() {
 // ---------------------------------------------------------------- inputs
 
 void Scheduler::DeliverBatch(std::unique_ptr<Batch> batch) {
-  {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    inbox_batches_.push_back(std::move(batch));
-    wake_ = true;
-  }
-  inbox_cv_.notify_one();
+  PostToInbox([&] { inbox_batches_.push_back(std::move(batch)); });
 }
 
 void Scheduler::DeliverRemoteReads(RemoteReads&& reads) {
@@ -95,12 +90,7 @@ void Scheduler::DeliverRemoteReads(RemoteReads&& reads) {
 }
 
 void Scheduler::DeliverLtxReadRequest(LtxReadRequest&& request) {
-  {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    inbox_ltx_requests_.push_back(std::move(request));
-    wake_ = true;
-  }
-  inbox_cv_.notify_one();
+  PostToInbox([&] { inbox_ltx_requests_.push_back(std::move(request)); });
 }
 
 void Scheduler::DeliverLtxReadReply(LtxReadReply&& reply) {
@@ -108,30 +98,15 @@ void Scheduler::DeliverLtxReadReply(LtxReadReply&& reply) {
 }
 
 void Scheduler::RequestDigest(Epoch epoch, std::function<void(Epoch, uint64_t)> done) {
-  {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    inbox_digests_.push_back(DigestRequest{epoch, std::move(done)});
-    wake_ = true;
-  }
-  inbox_cv_.notify_one();
+  PostToInbox([&] { inbox_digests_.push_back(DigestRequest{epoch, std::move(done)}); });
 }
 
 void Scheduler::RequestSnapshot(Epoch epoch, std::function<void(const SnapshotInfo&)> ready) {
-  {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    inbox_snapshots_.push_back(SnapshotRequest{epoch, std::move(ready), {}, false});
-    wake_ = true;
-  }
-  inbox_cv_.notify_one();
+  PostToInbox([&] { inbox_snapshots_.push_back(SnapshotRequest{epoch, std::move(ready)}); });
 }
 
 void Scheduler::ReleaseSnapshot(Epoch epoch) {
-  {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    inbox_releases_.push_back(epoch);
-    wake_ = true;
-  }
-  inbox_cv_.notify_one();
+  PostToInbox([&] { inbox_releases_.push_back(epoch); });
 }
 
 bool Scheduler::RestoreAt(const SnapshotInfo& snapshot, std::string* error) {
@@ -153,36 +128,21 @@ bool Scheduler::RestoreAt(const SnapshotInfo& snapshot, std::string* error) {
 }
 
 void Scheduler::SetRecoveredThrough(Epoch epoch) {
-  recovered_through_ = epoch;
   participants_.SetRecoveredThrough(epoch);
   workers_.SetRecoveredThrough(epoch);
   ltx_lane_.SetReplayThrough(epoch);
 }
 
 void Scheduler::PostDone(TxnWork* work, bool finished) {
-  {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    inbox_done_.push_back(DoneMessage{work, finished});
-    wake_ = true;
-  }
-  inbox_cv_.notify_one();
+  PostToInbox([&] { inbox_done_.push_back(DoneMessage{work, finished}); });
 }
 
 void Scheduler::PostScanEvent(std::vector<TxnId>* events, TxnId id) {
-  {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    events->push_back(id);
-    wake_ = true;
-  }
-  inbox_cv_.notify_one();
+  PostToInbox([&] { events->push_back(id); });
 }
 
 void Scheduler::Wake() {
-  {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    wake_ = true;
-  }
-  inbox_cv_.notify_one();
+  PostToInbox([] {});  // nothing to file: a look at what changed
 }
 
 bool Scheduler::WaitFinished(int64_t timeout_ms) {
@@ -275,6 +235,7 @@ void Scheduler::TakeSnapshotRequests() {
       request.ready(request.info);
       continue;
     }
+    request.lane_taken = options_.mode != Mode::kPaxflow;
     auto at = std::find_if(snapshots_.begin(), snapshots_.end(),
                            [&](const SnapshotRequest& r) { return r.epoch >= request.epoch; });
     snapshots_.insert(at, std::move(request));
@@ -381,8 +342,9 @@ bool Scheduler::AdmissionBlocked(Epoch epoch) const {
   if (input_failed_) return true;
   // A checkpoint waits for the LTX lane's state at its epoch (a parked
   // reader's snapshot to be published: a few epochs at most).
+  const Epoch admitted = admitted_.load(std::memory_order_relaxed);
   for (const auto& request : snapshots_) {
-    if (request.admitted && !request.lane_taken) return true;
+    if (request.epoch <= admitted && !request.lane_taken) return true;
   }
   if (options_.max_unpublished_epochs > 0 &&
       epoch > published_.load(std::memory_order_relaxed) + options_.max_unpublished_epochs) {
@@ -400,8 +362,9 @@ bool Scheduler::AdmissionBlocked(Epoch epoch) const {
 }
 
 void Scheduler::TakeLaneStates() {
+  const Epoch admitted = admitted_.load(std::memory_order_relaxed);
   for (SnapshotRequest& request : snapshots_) {
-    if (!request.admitted || request.lane_taken || !ltx_lane_.SaveStateReady()) continue;
+    if (request.epoch > admitted || request.lane_taken || !ltx_lane_.SaveStateReady()) continue;
     // The lane's state right after the checkpoint epoch's records (nothing
     // later was admitted): what the store's snapshot at that epoch goes with.
     request.info.lane_state = ltx_lane_.SaveState();
@@ -457,10 +420,7 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
   ro_lane_.EndEpoch(epoch->epoch, epoch->has_rw);
   previous_close_time_us_ = epoch->close_time_us;
   for (SnapshotRequest& request : snapshots_) {
-    if (request.epoch != epoch->epoch) continue;
-    request.admitted = true;
-    request.info.last_rw_epoch = ro_lane_.snapshot();
-    request.lane_taken = !paxflow;
+    if (request.epoch == epoch->epoch) request.info.last_rw_epoch = ro_lane_.snapshot();
   }
   admitted_.store(epoch->epoch, std::memory_order_relaxed);
   epochs_.push_back(std::move(epoch));

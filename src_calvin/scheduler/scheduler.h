@@ -207,9 +207,9 @@ class Scheduler {
     Epoch epoch;
     std::function<void(const SnapshotInfo&)> ready;
     SnapshotInfo info;    // filled at admission of `epoch`
-    bool admitted = false;  // `epoch` is admitted
-    // The LTX lane's state at `epoch` is in `info` (paxflow mode; until
-    // then nothing later is admitted, so the lane stays as it was there).
+    // The LTX lane's state at `epoch` is in `info` (paxflow mode; once
+    // `epoch` is admitted nothing later is, until then, so the lane stays as
+    // it was there). Calvin mode has no lane: taken from the start.
     bool lane_taken = false;
     bool served = false;  // `ready` ran; pinned until released
   };
@@ -247,6 +247,17 @@ class Scheduler {
   void PostDone(TxnWork* work, bool finished);
   void PostScanEvent(std::vector<TxnId>* events, TxnId id);
   void Wake();
+  // Any thread: `add` runs under the inbox lock (it files something for the
+  // scheduler thread), then that thread wakes.
+  template <typename Add>
+  void PostToInbox(Add&& add) {
+    {
+      std::lock_guard<std::mutex> lock(inbox_mu_);
+      add();
+      wake_ = true;
+    }
+    inbox_cv_.notify_one();
+  }
 
   const SchedulerOptions options_;
   Store* const store_;
@@ -281,8 +292,6 @@ class Scheduler {
   std::vector<SnapshotRequest> snapshots_;        // ascending epochs
   std::vector<SnapshotRequest> taken_snapshots_;  // from the inbox, not yet placed
   std::vector<Epoch> taken_releases_;
-  Epoch recovered_through_ = 0;  // set before Start
-  bool recovery_aborts_sent_ = false;  // the LTXs begun here before a restart
   bool input_failed_ = false;    // an epoch could not be logged: admit nothing more
   size_t store_slot_ = 0;            // the scheduler thread's
   std::vector<Epoch> pins_;          // last pins given to the store

@@ -65,7 +65,7 @@ void WorkerPool::CountDropped(const std::string& what, bool expected) {
 }
 
 void WorkerPool::DeliverRemoteReads(RemoteReads&& reads, Epoch freed_through) {
-  const Epoch runs_in = reads.run_epoch() ? reads.run_epoch() : TxnEpoch(reads.txn_id());
+  const Epoch runs_in = RunEpochOf(reads);
   // Sent again by a recovering partition, or queued for this one while it
   // was down: a repeat is expected.
   const bool expected = reads.resent() || runs_in <= recovered_through_;
@@ -83,10 +83,9 @@ void WorkerPool::DeliverRemoteReads(RemoteReads&& reads, Epoch freed_through) {
 
 void WorkerPool::DropRemoteReadsThrough(Epoch epoch) {
   // Reads for txns skipped after a restart, or sent again, are expected.
-  const size_t expected = remote_reads_.DropThrough(std::min(epoch, recovered_through_));
-  size_t resent = 0;
-  const size_t stale = remote_reads_.DropThrough(epoch, &resent) - resent;
-  repeated_.fetch_add(expected + resent, std::memory_order_relaxed);
+  size_t expected = 0;
+  const size_t stale = remote_reads_.DropThrough(epoch, recovered_through_, &expected) - expected;
+  repeated_.fetch_add(expected, std::memory_order_relaxed);
   if (stale > 0) {
     dropped_.fetch_add(stale, std::memory_order_relaxed);
     LOG_EVERY_N(WARNING, 100) << "partition " << options_.partition << " dropped " << stale

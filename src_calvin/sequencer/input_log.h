@@ -26,6 +26,7 @@
 #include "config.pb.h"
 #include "recovery.pb.h"
 #include "scheduler/epoch_merger.h"
+#include "scheduler/remote_reads.h"
 #include "txn.pb.h"
 
 namespace paxflow {
@@ -86,10 +87,5 @@ std::vector<std::string> ListInputLogs(const std::string& dir);
 Epoch EpochOfInputRecord(const std::string& payload);
 Epoch EpochOfSequencerRecord(const std::string& payload);
 Epoch EpochOfReadsRecord(const std::string& payload);
-// The epoch a txn's reads were used in: where it ran, which is later than
-// its id's epoch for a txn the LTX lane deferred.
-inline Epoch RunEpochOf(const RemoteReads& reads) {
-  return reads.run_epoch() ? reads.run_epoch() : TxnEpoch(reads.txn_id());
-}
 
 }  // namespace paxflow
