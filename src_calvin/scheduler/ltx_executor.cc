@@ -113,6 +113,10 @@ size_t LtxExecutor::running() const {
 void LtxExecutor::Execute(Task* task, size_t index) {
   if (task->kind == Task::kServe) {
     ServeReads(*task->serve, store_slots_[index]);
+    std::lock_guard<std::mutex> lock(mu_);
+    serving_.erase(serving_.find(task->serve->snapshot));
+  } else if (task->kind == Task::kReport) {
+    ReportScan(task->run.get(), task->outcome, index);
   } else {
     RunRound(task->run, index);
   }
@@ -168,12 +172,19 @@ void LtxExecutor::FailScan(TxnId id, const std::string& reason) {
     run->finished = true;
     runs_.erase(it);
   }
-  TxnOutcome outcome;
-  outcome.committed = false;
-  outcome.aborted = true;
-  outcome.abort_reason = reason;
-  outcome.retryable = true;
-  ReportScan(run.get(), outcome, options_.threads);
+  QueueScanFailure(std::move(run), reason);
+}
+
+void LtxExecutor::QueueScanFailure(std::shared_ptr<Run> run, const std::string& reason) {
+  auto task = std::make_unique<Task>();
+  task->kind = Task::kReport;
+  task->ltx = run->txn->id();
+  task->outcome.committed = false;
+  task->outcome.aborted = true;
+  task->outcome.retryable = true;
+  task->outcome.abort_reason = reason;
+  task->run = std::move(run);
+  Push(std::move(task));
 }
 
 void LtxExecutor::RunRound(const std::shared_ptr<Run>& run, size_t index) {
@@ -356,12 +367,8 @@ void LtxExecutor::Absorb(LtxReadResult&& result) {
         std::lock_guard<std::mutex> lock(mu_);
         runs_.erase(run->txn->id());
       }
-      TxnOutcome outcome;
-      outcome.committed = false;
-      outcome.aborted = true;
-      outcome.retryable = true;
-      outcome.abort_reason = std::string(LtxAbortReasonName(kAbortRestart)) + ": " + failure;
-      ReportScan(run.get(), outcome, options_.threads);
+      QueueScanFailure(std::move(run),
+                       std::string(LtxAbortReasonName(kAbortRestart)) + ": " + failure);
     } else {
       SubmitAbort(*run, kAbortRestart, failure);
     }
@@ -474,7 +481,18 @@ void LtxExecutor::Serve(LtxReadTask task) {
   queued->kind = Task::kServe;
   queued->ltx = task.ltx;
   queued->serve = std::make_unique<LtxReadTask>(std::move(task));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    serving_.insert(queued->serve->snapshot);
+  }
   Push(std::move(queued));
+}
+
+void LtxExecutor::ServingSnapshots(std::vector<Epoch>* pins) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = serving_.begin(); it != serving_.end(); it = serving_.upper_bound(*it)) {
+    pins->push_back(*it);
+  }
 }
 
 std::vector<LtxReadTask> LtxExecutor::QueuedServes() const {

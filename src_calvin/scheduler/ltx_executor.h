@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <queue>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -110,6 +111,9 @@ class LtxExecutor {
   void FailScan(TxnId id, const std::string& reason);
   // Participant: read and reply.
   void Serve(LtxReadTask task);
+  // The snapshots serve tasks still read (queued or running), for the
+  // store's pins. Any thread.
+  void ServingSnapshots(std::vector<Epoch>* pins) const;
   // Origin: a participant's reads arrived.
   void OnReply(LtxReadReply&& reply);
 
@@ -121,10 +125,14 @@ class LtxExecutor {
  private:
   struct Run;
   struct Task {
-    enum Kind { kRound, kServe } kind;
+    // kReport: a scan's failure, found on another thread (a timeout on the
+    // scheduler thread, a participant's error on the transport thread),
+    // reported from an LTX thread, whose statistics slot it may write.
+    enum Kind { kRound, kServe, kReport } kind;
     TxnId ltx;
     std::shared_ptr<Run> run;
     std::unique_ptr<LtxReadTask> serve;
+    TxnOutcome outcome;  // kReport
     uint64_t sequence;  // FIFO among equals
   };
   struct Older {
@@ -144,6 +152,8 @@ class LtxExecutor {
   // Takes a participant's answer into the LTX (or scan) it is for.
   void Absorb(LtxReadResult&& result);
   void ReportScan(Run* run, const TxnOutcome& outcome, size_t index);
+  // Any thread: a failed scan's retryable error, reported by an LTX thread.
+  void QueueScanFailure(std::shared_ptr<Run> run, const std::string& reason);
 
   const LtxExecutorOptions options_;
   Store* const store_;
@@ -158,6 +168,10 @@ class LtxExecutor {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::priority_queue<Task*, std::vector<Task*>, Older> queue_;  // owned
+  // Snapshots of the serve tasks queued or running: they read the store
+  // there, so those snapshots stay pinned until they are done, whatever
+  // became of the LTX meanwhile (ServingSnapshots).
+  std::multiset<Epoch> serving_;
   std::map<TxnId, std::shared_ptr<Run>> runs_;
   uint64_t next_sequence_ = 0;
   bool stop_ = false;

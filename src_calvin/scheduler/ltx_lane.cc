@@ -762,6 +762,8 @@ void LtxLane::CollectPins(std::vector<Epoch>* pins) const {
   }
   for (const auto& [snapshot, task] : unpublished_) pins->push_back(snapshot);
   for (const auto& [id, snapshot] : scan_share_of_) pins->push_back(snapshot);
+  // Reads handed to the LTX threads, whose LTX may have resolved since.
+  executor_.ServingSnapshots(pins);
 }
 
 void LtxLane::Forget(Epoch read_only_snapshot) {
