@@ -412,7 +412,12 @@ TEST(RecoveryClusterTest, CrashLoopOverCheckpoints) {
     InputLogReader reader;
     ASSERT_EQ(reader.Open(path), "");
     LogEpoch first;
-    ASSERT_TRUE(reader.Next(&first));
+    // Empty: everything it held is in a checkpoint every node holds (one
+    // fell on the run's last epoch), so it was trimmed whole.
+    if (!reader.Next(&first)) {
+      EXPECT_FALSE(reader.truncated()) << path << " is damaged";
+      continue;
+    }
     EXPECT_GT(first.epoch(), 1u) << path << " was never trimmed";
   }
 }
