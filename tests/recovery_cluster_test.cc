@@ -28,137 +28,22 @@
 #include "common/clock.h"
 #include "sequencer/input_log.h"
 #include "tests/serial_reference.h"
+#include "tests/test_cluster.h"
 #include "tests/test_util.h"
 
 namespace paxflow {
 namespace {
 
 using testing::AskStatus;
+using testing::BankClients;
+using testing::CheckLogsWhole;
+using testing::ReplayDigest;
+using testing::TestCluster;
 using testing::BinaryDir;
 using testing::ReadFile;
 using testing::RunProcess;
 using testing::TempDir;
 using testing::WaitUntil;
-
-// One detached cluster of the test, with its logs and input logs under a
-// temporary directory.
-class TestCluster {
- public:
-  TestCluster(const std::string& name, uint32_t partitions, uint32_t replicas,
-              std::vector<std::string> flags)
-      : config_(testing::MakeConfig(name, partitions, replicas, "tcp")),
-        flags_(std::move(flags)) {
-    config_path_ = dir_.path() + "/cluster.conf";
-    std::ofstream(config_path_) << testing::ToText(config_);
-    verbs_ = std::make_unique<testing::ClusterVerbs>(config_path_, logs());
-  }
-  std::string logs() const { return dir_.path() + "/logs"; }
-  std::string input() const { return dir_.path() + "/input"; }
-  const ClusterConfig& config() const { return config_; }
-  const NodeConfig& node(int i) const { return config_.node(i); }
-  std::string NodeLog(int i) const { return ReadFile(logs() + "/node-" + std::to_string(i) + ".out"); }
-
-  void Start() {
-    // Small and light: few records, short epochs, a bounded load.
-    std::vector<std::string> flags = {"--log_dir=" + input(), "--epoch_ms=5", "--progress_ms=100",
-                                      "--records=3000", "--value_size=24", "--max_inflight=400",
-                                      "--ops_per_ro_txn=20"};
-    flags.insert(flags.end(), flags_.begin(), flags_.end());
-    std::string output;
-    ASSERT_EQ(verbs_->Run("start", flags, &output), 0) << output;
-  }
-  void Kill(int i) {
-    const std::vector<pid_t> pids = verbs_->Pids();
-    ASSERT_LT(static_cast<size_t>(i), pids.size());
-    ASSERT_EQ(kill(pids[i], SIGKILL), 0);
-  }
-  // Restarts node `i` (-1: every node, together).
-  void Restart(int i, std::vector<std::string> flags = {}) {
-    flags.insert(flags.begin(), "--node=" + (i < 0 ? std::string("all") : std::to_string(i)));
-    std::string output;
-    ASSERT_EQ(verbs_->Run("restart", flags, &output), 0) << output << Tail(i < 0 ? 0 : i);
-    EXPECT_NE(output.find("rejoined"), std::string::npos) << output;
-  }
-  // Every node in `nodes` admits `epochs` more epochs (within 20 s).
-  void ExpectProgress(const std::vector<int>& nodes, Epoch epochs) {
-    std::vector<Epoch> from;
-    for (int i : nodes) {
-      StatusReply status;
-      ASSERT_TRUE(AskStatus(node(i), &status)) << "node " << i << " does not answer";
-      from.push_back(status.admitted_epoch());
-    }
-    for (size_t n = 0; n < nodes.size(); ++n) {
-      EXPECT_TRUE(WaitUntil(
-          [&] {
-            StatusReply status;
-            return AskStatus(node(nodes[n]), &status) &&
-                   status.admitted_epoch() >= from[n] + epochs;
-          },
-          20000))
-          << "node " << nodes[n] << " does not go on: " << Tail(nodes[n]);
-    }
-  }
-  // Stops the cluster; its summary.
-  RunSummary Stop() {
-    std::string output;
-    EXPECT_EQ(verbs_->Run("stop", {"--stop_timeout=30"}, &output), 0) << output;
-    RunSummary summary;
-    EXPECT_EQ(RunSummary::FromJson(ReadFile(logs() + "/cluster.json"), &summary), "") << output;
-    return summary;
-  }
-  std::string Tail(int i) const {
-    const std::string log = NodeLog(i);
-    return log.size() > 3000 ? log.substr(log.size() - 3000) : log;
-  }
-  int Verb(const std::string& verb, std::string* output) const { return verbs_->Run(verb, {}, output); }
-
- private:
-  TempDir dir_;
-  ClusterConfig config_;
-  std::vector<std::string> flags_;
-  std::string config_path_;
-  std::unique_ptr<testing::ClusterVerbs> verbs_;
-};
-
-// The digest an offline replay of `dir` prints (replica `replica`).
-std::string ReplayDigest(const std::string& dir, uint32_t replica = 0,
-                         std::string* output = nullptr) {
-  std::string text;
-  const int rc = RunProcess({BinaryDir() + "/paxflow-node", "--replay=" + dir,
-                             "--replay_replica=" + std::to_string(replica)},
-                            &text);
-  if (output) *output = text;
-  std::smatch match;
-  static const std::regex kDigest("state digest at epoch \\d+: (0x[0-9a-f]+)");
-  if (rc != 0 || !std::regex_search(text, match, kDigest)) return "replay failed: " + text;
-  return match[1];
-}
-
-// Nothing was logged twice, nothing skipped: every input log of replica 0
-// holds each epoch once, in order, and each txn once. Returns the txn ids.
-std::set<TxnId> CheckLogsWhole(const std::string& dir) {
-  std::set<TxnId> ids;
-  for (const std::string& path : ListInputLogs(dir)) {
-    InputLogReader reader;
-    EXPECT_EQ(reader.Open(path), "");
-    if (reader.header().replica() != 0) continue;
-    Epoch expected = 1;
-    std::set<TxnId> mine;
-    LogEpoch epoch;
-    while (reader.Next(&epoch)) {
-      EXPECT_EQ(epoch.epoch(), expected) << path << ": an epoch logged twice or missing";
-      expected = epoch.epoch() + 1;
-      for (const Batch& batch : epoch.batch()) {
-        for (const Txn& txn : batch.txns()) {
-          EXPECT_TRUE(mine.insert(txn.id()).second) << path << ": txn logged twice";
-          ids.insert(txn.id());
-        }
-      }
-    }
-    EXPECT_FALSE(reader.truncated()) << path;
-  }
-  return ids;
-}
 
 // While node `dead` is down, node `alive` says so within 2 s: in status
 // (its client port, paxflow-cluster status, paxflow-cli status), and a
@@ -251,75 +136,6 @@ TEST(RecoveryClusterTest, LongTransfersSurviveAKillAndRestart) {
 // Clients that transfer money and audit it, one per node, while each node
 // is killed and restarted in turn (calvin mode): no audit sees a wrong
 // total, and every transfer a client saw succeed is in the final state.
-class BankClients {
- public:
-  BankClients(const ClusterConfig& config, uint64_t accounts, int64_t total)
-      : accounts_(accounts), total_(total) {
-    for (const NodeConfig& node : config.node()) {
-      threads_.emplace_back([this, node, seed = node.id()] { Loop(node, seed); });
-    }
-  }
-  ~BankClients() { Stop(); }
-  void Stop() {
-    stop_ = true;
-    for (auto& thread : threads_) {
-      if (thread.joinable()) thread.join();
-    }
-  }
-  std::set<TxnId> acked() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return acked_;
-  }
-  int audits() const { return audits_.load(); }
-  int wrong_audits() const { return wrong_.load(); }
-  int unavailable() const { return unavailable_.load(); }
-
- private:
-  void Loop(const NodeConfig& node, uint64_t seed) {
-    std::mt19937_64 random(seed);
-    Client client;
-    client.Connect(ClientEndpoint(node));
-    while (!stop_) {
-      ClientRequest request;
-      TxnRequest* txn = request.mutable_txn();
-      const bool audit = random() % 10 == 0;
-      if (audit) {
-        txn->set_procedure("bank-audit");
-        for (uint64_t a = 0; a < accounts_; ++a) txn->add_read_set(a);
-      } else {
-        const uint64_t from = random() % accounts_, to = (from + 1 + random() % (accounts_ - 1)) % accounts_;
-        txn->set_procedure("bank-transfer");
-        txn->add_read_write_set(from);
-        txn->add_read_write_set(to);
-        txn->set_args(BankApplication::EncodeBalance(1 + static_cast<int64_t>(random() % 20)));
-      }
-      ClientReply reply;
-      if (!client.Call(request, &reply, 1000).empty()) continue;  // a dead node: no answer
-      if (reply.status() == UNAVAILABLE) ++unavailable_;
-      if (reply.status() != OK) continue;
-      if (audit) {
-        int64_t sum = 0;
-        for (const KeyValue& read : reply.txn().reads()) {
-          sum += BankApplication::DecodeBalance(read.value());
-        }
-        ++audits_;
-        if (sum != total_ || !reply.txn().invariant_ok()) ++wrong_;
-      } else if (reply.txn().committed()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        acked_.insert(reply.txn().txn_id());
-      }
-    }
-  }
-
-  const uint64_t accounts_;
-  const int64_t total_;
-  std::atomic<bool> stop_{false};
-  std::vector<std::thread> threads_;
-  mutable std::mutex mu_;
-  std::set<TxnId> acked_;
-  std::atomic<int> audits_{0}, wrong_{0}, unavailable_{0};
-};
-
 TEST(RecoveryClusterTest, BankThroughClientsLosesNoAcknowledgedTransfer) {
   constexpr uint64_t kAccounts = 30;
   TestCluster cluster("bank", 3, 1,

@@ -1,0 +1,49 @@
+// The oracles of tests/test_cluster.h.
+#include "tests/test_cluster.h"
+
+#include <regex>
+
+#include "sequencer/input_log.h"
+
+namespace paxflow::testing {
+
+// The digest an offline replay of `dir` prints (replica `replica`).
+std::string ReplayDigest(const std::string& dir, uint32_t replica, std::string* output) {
+  std::string text;
+  const int rc = RunProcess({BinaryDir() + "/paxflow-node", "--replay=" + dir,
+                             "--replay_replica=" + std::to_string(replica)},
+                            &text);
+  if (output) *output = text;
+  std::smatch match;
+  static const std::regex kDigest("state digest at epoch \\d+: (0x[0-9a-f]+)");
+  if (rc != 0 || !std::regex_search(text, match, kDigest)) return "replay failed: " + text;
+  return match[1];
+}
+
+// Nothing was logged twice, nothing skipped: every input log of replica 0
+// holds each epoch once, in order, and each txn once. Returns the txn ids.
+std::set<TxnId> CheckLogsWhole(const std::string& dir) {
+  std::set<TxnId> ids;
+  for (const std::string& path : ListInputLogs(dir)) {
+    InputLogReader reader;
+    EXPECT_EQ(reader.Open(path), "");
+    if (reader.header().replica() != 0) continue;
+    Epoch expected = 1;
+    std::set<TxnId> mine;
+    LogEpoch epoch;
+    while (reader.Next(&epoch)) {
+      EXPECT_EQ(epoch.epoch(), expected) << path << ": an epoch logged twice or missing";
+      expected = epoch.epoch() + 1;
+      for (const Batch& batch : epoch.batch()) {
+        for (const Txn& txn : batch.txns()) {
+          EXPECT_TRUE(mine.insert(txn.id()).second) << path << ": txn logged twice";
+          ids.insert(txn.id());
+        }
+      }
+    }
+    EXPECT_FALSE(reader.truncated()) << path;
+  }
+  return ids;
+}
+
+}  // namespace paxflow::testing
