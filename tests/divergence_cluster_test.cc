@@ -79,12 +79,16 @@ TEST(DivergenceClusterTest, ReplicaThatNeverCrashedIsTheTwinOfOneThatCrashedOfte
   cluster.ExpectProgress({0, 1, 2, 3}, 60);
   cluster.Kill(0);
   cluster.Kill(1);
-  cluster.Restart(0);
-  cluster.Restart(1);
+  // Together: each waits for the other (reads) before it runs.
+  std::string output;
+  ASSERT_EQ(cluster.Verb("restart", {"--node=0,1"}, &output), 0) << output;
   cluster.ExpectProgress({0, 1, 2, 3}, 60);
   const RunSummary summary = cluster.Stop();
   EXPECT_EQ(summary.invariant_failures, 0u);
   const std::vector<RunSummary> nodes = NodeSummaries(cluster);
+  if (::testing::Test::HasFailure()) {
+    for (int i = 0; i < 4; ++i) ADD_FAILURE() << "node " << i << ": " << cluster.Tail(i);
+  }
   ASSERT_EQ(nodes.size(), 4u);
   for (int partition = 0; partition < 2; ++partition) {
     const RunSummary& crashed = nodes[partition];
@@ -246,6 +250,16 @@ TEST(DivergenceClusterTest, SecondCrashWhileAnotherNodeCatchesUp) {
   EXPECT_EQ(ReplayDigest(cluster.input()), DigestHex(summary.digest));
 }
 
+// The path of a system tool (mkfs.ext4, losetup, ... live in sbin, which a
+// test's PATH may lack).
+std::string Tool(const std::string& name) {
+  for (const char* dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
+    const std::string path = dir + name;
+    if (access(path.c_str(), X_OK) == 0) return path;
+  }
+  return name;
+}
+
 // A small filesystem for a node's log, made to fail on purpose (root only).
 class FailingDisk {
  public:
@@ -292,17 +306,17 @@ class FailingExt4 : public FailingDisk {
     }
     backing_mounted_ = true;
     std::string output;
-    if (RunProcess({"truncate", "-s", "32M", image()}, &output) != 0 ||
-        RunProcess({"mkfs.ext4", "-q", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1",
+    if (RunProcess({Tool("truncate"), "-s", "32M", image()}, &output) != 0 ||
+        RunProcess({Tool("mkfs.ext4"), "-q", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1",
                     image()},
                    &output) != 0) {
       return "cannot make an ext4 image: " + output;
     }
-    if (RunProcess({"losetup", "-f", "--show", image()}, &output) != 0) {
+    if (RunProcess({Tool("losetup"), "-f", "--show", image()}, &output) != 0) {
       return "no loop device: " + output;
     }
     device_ = output.substr(0, output.find('\n'));
-    RunProcess({"blockdev", "--setrw", device_}, &output);
+    RunProcess({Tool("blockdev"), "--setrw", device_}, &output);
     if (mount(device_.c_str(), path().c_str(), "ext4", 0, "errors=continue") != 0) {
       return std::string("cannot mount the ext4 image: ") + std::strerror(errno);
     }
@@ -317,7 +331,7 @@ class FailingExt4 : public FailingDisk {
     }
     std::string output;
     // 0: clean, 1: errors corrected.
-    const int rc = RunProcess({"e2fsck", "-fy", device_}, &output);
+    const int rc = RunProcess({Tool("e2fsck"), "-fy", device_}, &output);
     if (rc != 0 && rc != 1) return "e2fsck failed: " + output;
     if (mount(device_.c_str(), path().c_str(), "ext4", 0, "errors=continue") != 0) {
       return std::string("cannot mount the repaired image: ") + std::strerror(errno);
@@ -328,7 +342,7 @@ class FailingExt4 : public FailingDisk {
   ~FailingExt4() override {
     if (mounted_) umount2(path().c_str(), MNT_DETACH);
     std::string output;
-    if (!device_.empty()) RunProcess({"losetup", "-d", device_}, &output);
+    if (!device_.empty()) RunProcess({Tool("losetup"), "-d", device_}, &output);
     if (backing_mounted_) umount2(backing_.path().c_str(), MNT_DETACH);
   }
 
