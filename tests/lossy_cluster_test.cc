@@ -132,15 +132,14 @@ INSTANTIATE_TEST_SUITE_P(Modes, LossyClusterTest,
 
 // The same faults without asking for reads again (--reads_retry_ms=-1, as
 // the code did before): a partition waits for a lost read with every batch
-// present, the cluster never finishes (a healthy run takes seconds), and
-// interrupted, its nodes give up draining. What the test above guards
-// against: it fails the same way without the re-requests.
+// present, and the run never drains: its nodes give up draining once their
+// load is over (or, still sequencing, once interrupted). What the test
+// above guards against: it fails the same way without the re-requests.
 TEST(LossyClusterStallTest, WithoutAskingAgainALostReadStallsTheRun) {
   TempDir dir;
   const LossyRun run = RunLossyCluster(dir, Mode::kPaxflow, 0.05,
                                        {"--drain_timeout_s=3", "--reads_retry_ms=-1"}, 40000);
-  EXPECT_FALSE(run.finished) << Tail(run.output);
-  EXPECT_NE(run.rc, 0) << Tail(run.output);
+  EXPECT_NE(run.rc, 0) << "the run drained: " << Tail(run.output);
   const std::string all = run.logs[0] + run.logs[1] + run.logs[2];
   EXPECT_NE(all.find("gave up draining"), std::string::npos) << Tail(run.output);
   EXPECT_EQ(all.find("asked peers again"), std::string::npos);
