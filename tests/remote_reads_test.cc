@@ -7,6 +7,7 @@
 
 #include "applications/ycsb.h"
 #include "backend/single_version_store.h"
+#include "common/clock.h"
 #include "partition/partition_setup.h"
 #include "scheduler/scheduler.h"
 #include "tests/result_log.h"
@@ -139,6 +140,45 @@ TEST_F(RemoteReadsTest, WellFormedReadsRunTheTxnOnce) {
   EXPECT_EQ(schedulers_[0]->dropped_messages(), 0u);
   EXPECT_TRUE(schedulers_[0]->finished());
   EXPECT_TRUE(schedulers_[1]->finished());
+}
+
+// A txn parked for a partition's reads is reported overdue once it has
+// waited the given time, then again only after as long again; reads sent
+// again (a lost message asked for twice) and the original are harmless
+// together: the txn runs once and nothing counts as a bad message.
+TEST_F(RemoteReadsTest, OverdueReadsAreReportedAndRepeatsAreHarmless) {
+  const RemoteReads good = ReadsFromPartition1();
+  const int64_t parked = NowMicros();
+  Drain(0);  // parks, waiting for partition 1
+  const int64_t wait = 1000000;
+  EXPECT_TRUE(schedulers_[0]->OverdueRemoteReads(parked, wait, 10).empty()) << "too early";
+  EXPECT_TRUE(schedulers_[1]->OverdueRemoteReads(NowMicros() + 2 * wait, wait, 10).empty())
+      << "partition 1 waits for nothing";
+  const int64_t later = NowMicros() + wait;
+  std::vector<OverdueReads> overdue = schedulers_[0]->OverdueRemoteReads(later, wait, 10);
+  ASSERT_EQ(overdue.size(), 1u);
+  EXPECT_EQ(overdue[0].from, 1u);
+  EXPECT_EQ(overdue[0].first_epoch, 1u);
+  EXPECT_EQ(overdue[0].last_epoch, 1u);
+  ASSERT_EQ(overdue[0].txns.size(), 1u);
+  EXPECT_EQ(overdue[0].txns[0], good.txn_id());
+  EXPECT_TRUE(schedulers_[0]->OverdueRemoteReads(later + wait / 2, wait, 10).empty())
+      << "asked again before the retry time";
+  EXPECT_EQ(schedulers_[0]->OverdueRemoteReads(later + wait, wait, 10).size(), 1u);
+
+  RemoteReads again = good;
+  again.set_resent(true);
+  schedulers_[0]->DeliverRemoteReads(RemoteReads(again));  // the answer to the request
+  schedulers_[0]->DeliverRemoteReads(RemoteReads(again));  // ... to the next one
+  Drain(0);
+  ASSERT_TRUE(Ran());
+  EXPECT_TRUE(schedulers_[0]->OverdueRemoteReads(later + 10 * wait, wait, 10).empty());
+  schedulers_[0]->DeliverRemoteReads(RemoteReads(again));  // a third, after the txn ran
+  Drain(0);
+  EXPECT_EQ(results_.order().size(), 1u);
+  EXPECT_EQ(schedulers_[0]->dropped_messages(), 0u) << "a repeat counted as a bad message";
+  EXPECT_EQ(schedulers_[0]->repeated_messages(), 2u);
+  EXPECT_TRUE(schedulers_[0]->finished());
 }
 
 }  // namespace

@@ -68,6 +68,19 @@ DEFINE_uint32(max_epochs_ahead, 200,
 DEFINE_uint32(fault_stall_checkpoint, 0,
               "Testing: the n-th checkpoint this process writes stops half written, as if the "
               "node crashed meanwhile (0: never)");
+DEFINE_int32(reads_retry_ms, 0,
+             "A txn that has waited this long (ms) for another partition's reads, with every "
+             "batch of its epoch here, asks that partition to send them again (a message may "
+             "be lost on a full queue or a broken connection); 0: the longer of 2 x "
+             "heartbeat_ms and 20 x epoch_ms; -1: never");
+DEFINE_double(fault_drop_peer_messages, 0,
+              "Testing only (fault injection): drop this fraction (0..1) of the messages sent "
+              "to peers on --fault_drop_channels, silently, as a broken connection would; "
+              "which ones follows a generator seeded with --seed and the node id");
+DEFINE_string(fault_drop_channels, "BATCH,REMOTE_READS",
+              "Testing only: the channels --fault_drop_peer_messages drops from, "
+              "comma-separated (BATCH, REMOTE_READS, READS_REQUEST, BATCH_REQUEST, HEARTBEAT, "
+              "...)");
 DEFINE_string(gc, "epo",
               "Version garbage collection in paxflow mode: background (sweeps below the oldest "
               "snapshot), epo (prunes between snapshots on writes), epo-r (on reads)");
@@ -156,7 +169,8 @@ const std::vector<std::string>& NodeFlagNames() {
       "generate", "duration", "run_epochs", "log_fsync", "progress_ms", "digest_epochs",
       "peer_wait_s", "drain_timeout_s", "client_admit_limit", "client_buffer_mb", "gc",
       "checkpoint_every", "heartbeat_ms", "peer_timeout_ms", "peer_queue_mb", "max_epochs_ahead",
-      "fault_stall_checkpoint", "ltx_workers", "ltx_timeout", "max_active_ltx",
+      "fault_stall_checkpoint", "reads_retry_ms", "fault_drop_peer_messages",
+      "fault_drop_channels", "ltx_workers", "ltx_timeout", "max_active_ltx",
       "ltx_max_deferrals", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
@@ -228,6 +242,9 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.peer_queue_mb = FLAGS_peer_queue_mb;
   e.max_epochs_ahead = FLAGS_max_epochs_ahead;
   e.fault_stall_checkpoint = FLAGS_fault_stall_checkpoint;
+  e.reads_retry_ms = FLAGS_reads_retry_ms;
+  e.fault_drop_peer_messages = FLAGS_fault_drop_peer_messages;
+  e.fault_drop_channels = FLAGS_fault_drop_channels;
   if (!ParseGcPolicy(FLAGS_gc, &e.gc)) {
     return "gc '" + FLAGS_gc + "' is not one of background, epo, epo-r";
   }

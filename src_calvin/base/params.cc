@@ -57,6 +57,26 @@ uint64_t EngineParams::CheckpointEpochs() const {
   return epochs < 1 ? 1 : static_cast<uint64_t>(epochs + 0.5);
 }
 
+int64_t EngineParams::ReadsRetryMs() const {
+  if (reads_retry_ms != 0) return reads_retry_ms;
+  return std::max<int64_t>(2 * int64_t{heartbeat_ms}, 20 * int64_t{epoch_ms});
+}
+
+std::string ParseChannelList(const std::string& text, std::vector<Channel>* channels) {
+  std::stringstream in(text);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    if (name.empty()) continue;
+    Channel channel;
+    if (!Channel_Parse(name, &channel) || channel == CHANNEL_UNSPECIFIED) {
+      return "fault_drop_channels: '" + name + "' is not a channel (e.g. BATCH, REMOTE_READS, " +
+             "READS_REQUEST, BATCH_REQUEST, HEARTBEAT)";
+    }
+    channels->push_back(channel);
+  }
+  return "";
+}
+
 std::string NodeParams::ClusterParamsText() const {
   std::string text;
   for (const auto& [name, value] : ClusterParams()) text += name + "=" + value + "\n";
@@ -127,7 +147,25 @@ std::string NodeParams::Validate(uint32_t partitions) const {
     return "max_epochs_ahead=" + std::to_string(e.max_epochs_ahead) +
            " is out of range (4..1000000)";
   }
-  if (e.recover && e.log_dir.empty()) {
+  if (e.reads_retry_ms < -1 || e.reads_retry_ms > 3600000) {
+    return "reads_retry_ms=" + std::to_string(e.reads_retry_ms) +
+           " is out of range (-1 = never, 0 = automatic, else ms up to an hour)";
+  }
+  if (!(e.fault_drop_peer_messages >= 0) || e.fault_drop_peer_messages >= 1) {
+    return "fault_drop_peer_messages=" + Number(e.fault_drop_peer_messages) +
+           " is out of range (a fraction, at least 0 and below 1)";
+  }
+  std::vector<Channel> channels;
+  const std::string channel_error = ParseChannelList(e.fault_drop_channels, &channels);
+  if (!channel_error.empty()) return channel_error;
+  if (e.fault_drop_peer_messages > 0 &&
+      std::find(channels.begin(), channels.end(), BATCH) != channels.end() &&
+      (e.log_dir.empty() || e.sequencers_per_node > 1)) {
+    return "fault_drop_peer_messages with BATCH among fault_drop_channels: a lost batch is "
+           "fetched again from its sequencer's log, which needs --log_dir and "
+           "sequencers_per_node=1 (or leave BATCH out of --fault_drop_channels)";
+  }
+    if (e.recover && e.log_dir.empty()) {
     return "--recover rebuilds the node from its log directory: give --log_dir too";
   }
   if (e.recover && e.sequencers_per_node > 1) {

@@ -9,6 +9,7 @@
 #include "applications/workload.h"
 #include "backend/multi_version_store.h"
 #include "common/types.h"
+#include "message.pb.h"
 
 namespace paxflow {
 
@@ -50,11 +51,25 @@ struct EngineParams {
   uint32_t peer_queue_mb = 64;     // per peer: bytes held for one that does not take them
   uint32_t max_epochs_ahead = 200; // a sequencer waits this far ahead of its partition
   uint32_t fault_stall_checkpoint = 0;  // testing: the n-th checkpoint stalls half written
+  // A txn that waited this long (ms) for another partition's reads asks it
+  // again (a message may be lost); 0: automatic (ReadsRetryMs), -1: never.
+  int32_t reads_retry_ms = 0;
+  // Testing: this fraction of the messages to peers on these channels
+  // (comma-separated names of message.proto's Channel) is lost on purpose.
+  double fault_drop_peer_messages = 0;
+  std::string fault_drop_channels = "BATCH,REMOTE_READS";
 
   // Epochs between checkpoints (0: none): every node checkpoints at the
   // same epochs, multiples of this.
   uint64_t CheckpointEpochs() const;
+  // reads_retry_ms resolved: with 0, twice the heartbeat period or 20
+  // epochs, whichever is longer (a partition a few epochs behind is not
+  // asked for what it has not run yet; one heartbeat tick checks). -1: never.
+  int64_t ReadsRetryMs() const;
 };
+
+// "BATCH,REMOTE_READS" into channels; empty on success, else the problem.
+std::string ParseChannelList(const std::string& text, std::vector<Channel>* channels);
 
 struct NodeParams {
   EngineParams engine;

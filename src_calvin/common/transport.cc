@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+
 #include "common/clock.h"
 
 namespace paxflow {
@@ -16,6 +18,29 @@ Transport::Transport(TransportOptions options) : options_(std::move(options)) {
   for (const PeerEndpoint& peer : options_.peers) {
     if (peer.id != options_.self) peers_[peer.id] = std::make_unique<Peer>();
   }
+  const double fraction = std::min(std::max(options_.fault_drop_fraction, 0.0), 1.0);
+  if (fraction > 0 && !options_.fault_drop_channels.empty()) {
+    drop_threshold_ = fraction >= 1 ? UINT64_MAX
+                                    : static_cast<uint64_t>(fraction * 18446744073709551616.0);
+  }
+}
+
+bool Transport::InjectDrop(Channel channel) {
+  if (drop_threshold_ == 0 ||
+      std::find(options_.fault_drop_channels.begin(), options_.fault_drop_channels.end(),
+                channel) == options_.fault_drop_channels.end()) {
+    return false;
+  }
+  // splitmix64 of the draw's number: the same sequence of decisions in
+  // every run with the same seed.
+  uint64_t z = options_.fault_seed + (fault_draws_.fetch_add(1, std::memory_order_relaxed) + 1) *
+                                         0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  if (z >= drop_threshold_) return false;
+  injected_drops_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 Transport::~Transport() { Stop(false); }
@@ -116,6 +141,8 @@ bool Transport::Send(NodeId to, Channel channel, const std::string& payload) {
     return false;
   }
   Peer& peer = *it->second;
+  // Lost on the way, as far as the sender can tell: it went.
+  if (InjectDrop(channel)) return true;
   const std::string header = HeaderFor(channel);
   std::lock_guard<std::mutex> lock(peer.mu);
   if (!peer.socket) return false;

@@ -9,11 +9,16 @@
 // queue and return).
 // Sends never block: a dead or slow peer costs at most zmq's queue
 // (`zmq_queue` messages) plus `max_queued_bytes` here; beyond that its
-// messages are dropped and counted (what they carried is in the sender's
-// logs: the peer asks for it again). When a message last came from each
+// messages are dropped and counted (the peer asks for what they carried
+// again: batches from the sender's logs, remote reads from what the sender
+// keeps, node/read_exchange.h). When a message last came from each
 // peer is kept, for failure detection.
 // Garbled messages (bad header, unknown channel) are counted, logged and
 // dropped; the node carries on.
+// Testing only (fault injection): a fraction of the messages to peers on
+// chosen channels can be dropped on purpose, silently, as a broken
+// connection loses what it held: Send says they went. Which ones is decided
+// by a generator seeded from the options, message by message.
 #pragma once
 #include <atomic>
 #include <deque>
@@ -50,6 +55,12 @@ struct TransportOptions {
   int zmq_queue = 256;
   uint64_t max_queued_bytes = 64ull << 20;
   int receive_queue = 10000;
+  // Testing only: drop this fraction (0..1) of the messages sent to peers
+  // on these channels; the n-th such message is dropped or not as the
+  // n-th draw of a generator seeded with `fault_seed` says.
+  double fault_drop_fraction = 0;
+  std::vector<Channel> fault_drop_channels;
+  uint64_t fault_seed = 0;
 };
 
 class Transport {
@@ -84,6 +95,8 @@ class Transport {
   PeerQueue Queue(NodeId peer) const;
 
   uint64_t garbled() const { return garbled_.load(std::memory_order_relaxed); }
+  // Messages dropped on purpose (fault injection) since start.
+  uint64_t injected_drops() const { return injected_drops_.load(std::memory_order_relaxed); }
 
  private:
   struct Peer {
@@ -101,6 +114,8 @@ class Transport {
   // One message to zmq without blocking; false if zmq's queue is full. mu held.
   bool TrySend(Peer* peer, const std::string& header, const std::string& payload);
   std::string HeaderFor(Channel channel) const;
+  // Fault injection: whether this message to a peer is to be lost.
+  bool InjectDrop(Channel channel);
 
   TransportOptions options_;
   std::unique_ptr<zmq::context_t> own_context_;
@@ -112,6 +127,8 @@ class Transport {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> garbled_{0};
   std::atomic<int> peers_waiting_{0};  // peers with messages held here
+  uint64_t drop_threshold_ = 0;  // fault injection: a draw below it drops (0: never)
+  std::atomic<uint64_t> fault_draws_{0}, injected_drops_{0};
 };
 
 }  // namespace paxflow

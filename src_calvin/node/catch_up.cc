@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <set>
 
 #include "sequencer/input_log.h"
 
@@ -132,12 +133,16 @@ void CatchUpServer::ServeReads(NodeId to, const ReadsRequest& request) {
   std::string error = reader.Open(options_.log_dir, options_.log_name, kReadsLogFormat,
                                   request.after_epoch() + 1);
   if (!error.empty()) return;  // nothing sent yet: no reads log
+  // A live request names the txns it waits for (ReadExchange): only those.
+  const std::set<TxnId> only(request.txns().begin(), request.txns().end());
   SentReads record;
   std::string payload;
   uint64_t sent = 0;
   while (reader.Next(&payload)) {
     if (!record.ParseFromString(payload) || record.to_partition() != request.partition() ||
-        RunEpochOf(record.reads()) <= request.after_epoch()) {
+        RunEpochOf(record.reads()) <= request.after_epoch() ||
+        (request.to_epoch() > 0 && RunEpochOf(record.reads()) > request.to_epoch()) ||
+        (!only.empty() && !only.count(record.reads().txn_id()))) {
       continue;
     }
     record.mutable_reads()->set_resent(true);

@@ -121,6 +121,7 @@ std::string Node::Start() {
   }
   error = StartTransport();
   if (!error.empty()) return error;
+  read_exchange_->SetSentBefore(restored_at);
   error = StartClients();
   if (!error.empty()) return error;
   if (recover) state_ = State::kRecovering;
@@ -191,10 +192,28 @@ std::string Node::StartTransport() {
   transport_options.bind_endpoint = NodeEndpoint(options_.config, *self_);
   transport_options.context = context_;
   transport_options.max_queued_bytes = uint64_t{options_.params.engine.peer_queue_mb} << 20;
+  transport_options.fault_drop_fraction = options_.params.engine.fault_drop_peer_messages;
+  ParseChannelList(options_.params.engine.fault_drop_channels,
+                   &transport_options.fault_drop_channels);  // validated with the params
+  transport_options.fault_seed = options_.params.engine.seed * 1000003 + options_.id;
   for (const NodeConfig& node : options_.config.node()) {
     transport_options.peers.push_back({node.id(), NodeEndpoint(options_.config, node)});
   }
   transport_ = std::make_unique<Transport>(transport_options);
+  ReadExchangeOptions exchange;
+  exchange.self = options_.id;
+  exchange.partition = partition;
+  exchange.replica = self_->replica();
+  exchange.layout = &layout_;
+  exchange.transport = transport_.get();
+  exchange.scheduler = scheduler_.get();
+  const int64_t retry_ms = options_.params.engine.ReadsRetryMs();
+  exchange.retry_us = retry_ms < 0 ? -1 : retry_ms * 1000;
+  exchange.max_kept_bytes = transport_options.max_queued_bytes;
+  exchange.serve_from_log = [this](NodeId from, const ReadsRequest& request) {
+    if (catch_up_) catch_up_->RequestReads(from, request);
+  };
+  read_exchange_ = std::make_unique<ReadExchange>(exchange);
   monitor_ = std::make_unique<PeerMonitor>(
       options_.config, options_.id, transport_.get(),
       int64_t{options_.params.engine.peer_timeout_ms} * 1000);
@@ -236,8 +255,13 @@ std::string Node::StartTransport() {
     if (!heartbeat.ParseFromString(payload) || heartbeat.node_id() != from) {
       return garbled(from, "heartbeat");
     }
-    if (monitor_->OnHeartbeat(heartbeat) && started_ &&
-        layout_.Node(from) && layout_.Node(from)->replica() == self_->replica()) {
+    const NodeConfig* peer = layout_.Node(from);
+    const bool restarted = monitor_->OnHeartbeat(heartbeat);
+    // Its partition needs no more reads for the epochs it freed.
+    if (peer && peer->replica() == self_->replica()) {
+      read_exchange_->Forget(peer->partition(), heartbeat.freed_epoch());
+    }
+    if (restarted && started_ && peer && peer->replica() == self_->replica()) {
       // It restarted: reads it sent us before, for txns we have not run
       // yet, may be lost with it, and it may not run those txns again.
       ReadsRequest request;
@@ -254,6 +278,7 @@ std::string Node::StartTransport() {
   transport_->Subscribe(READS_REQUEST, [this, garbled](NodeId from, std::string&& payload) {
     ReadsRequest request;
     if (!request.ParseFromString(payload)) return garbled(from, "reads request");
+    if (read_exchange_->Serve(from, request)) return;  // a live one: from memory
     if (catch_up_) catch_up_->RequestReads(from, request);
   });
   if (log_) {
@@ -428,7 +453,7 @@ void Node::DeliverFromSequencer(size_t runner, PartitionId partition,
       continue;
     }
     // A full queue drops it: the peer asks for it again from our log.
-    transport_->Send(node, BATCH, bytes);
+    if (!transport_->Send(node, BATCH, bytes)) read_exchange_->NoteUnsent(BATCH, node);
   }
   if (to_self) DeliverBatch(std::move(batch));
 }
@@ -443,7 +468,6 @@ void Node::DeliverBatch(std::unique_ptr<Batch> batch) {
 }
 
 void Node::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
-  const NodeId peer = layout_.NodeOf(self_->replica(), to);
   if (reads.writes() && reads_log_) {
     // Kept for the peer, should it restart and run the txn again.
     SentReads record;
@@ -457,10 +481,11 @@ void Node::SendRemoteReads(PartitionId to, const RemoteReads& reads) {
     // Run again after a restart: the peer may have them.
     RemoteReads again = reads;
     again.set_resent(true);
-    transport_->Send(peer, REMOTE_READS, again.SerializeAsString());
+    read_exchange_->Send(to, again);
     return;
   }
-  transport_->Send(peer, REMOTE_READS, reads.SerializeAsString());
+  // Kept too, should the peer ask for them again (a lost message).
+  read_exchange_->Send(to, reads);
 }
 
 void Node::SendLtxReadRequest(PartitionId to, const LtxReadRequest& request) {
@@ -735,6 +760,14 @@ void Node::Shutdown() {
   // Flush what a finished run still has queued for its peers (remote reads
   // they wait for); after a failed start there is nothing worth waiting for.
   if (transport_) transport_->Stop(/*flush=*/started_ && !drain_failed_);
+  if (read_exchange_) {
+    std::string lost = read_exchange_->Summary();
+    if (transport_ && transport_->injected_drops() > 0) {
+      lost += (lost.empty() ? "" : "; ") + std::to_string(transport_->injected_drops()) +
+              " peer message(s) dropped on purpose (--fault_drop_peer_messages)";
+    }
+    if (!lost.empty()) Print("[node " + std::to_string(options_.id) + "] lost messages: " + lost);
+  }
   for (SegmentedLogWriter* log :
        {log_ ? &log_->log() : nullptr, sequencer_log_.get(), reads_log_.get()}) {
     if (log) log->Close(options_.params.engine.log_fsync);

@@ -43,6 +43,7 @@
 #include "node/catch_up.h"
 #include "node/checkpointer.h"
 #include "node/peer_monitor.h"
+#include "node/read_exchange.h"
 #include "partition/partition_setup.h"
 #include "scheduler/scheduler.h"
 #include "sequencer/generator_source.h"
@@ -164,6 +165,9 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<PeerMonitor> monitor_;
   std::unique_ptr<CatchUpServer> catch_up_;
+  // Remote reads sent (kept until the receiver frees their epoch), asked
+  // for again when they do not come, and failed sends counted.
+  std::unique_ptr<ReadExchange> read_exchange_;
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<InflightWindow> generated_window_;  // shared by the generators
   std::vector<std::unique_ptr<GeneratorSource>> generators_;

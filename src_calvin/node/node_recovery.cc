@@ -239,6 +239,7 @@ void Node::HeartbeatLoop() {
     UpdateProblems();
     KeepSequencerInStep();
     AskForMissedBatches();
+    read_exchange_->AskAgain();  // reads lost on the way
     if (checkpointer_) {
       checkpointer_->Retain(monitor_->StableCheckpoint(checkpointer_->Held()));
     }
@@ -260,6 +261,7 @@ void Node::SendHeartbeats() {
   heartbeat.set_incarnation(incarnation_);
   heartbeat.set_admitted_epoch(status.admitted_epoch);
   heartbeat.set_published_epoch(status.published_epoch);
+  heartbeat.set_freed_epoch(status.freed_epoch);
   if (!runners_.empty()) {
     heartbeat.set_sequenced_epoch(LastSequencedEpoch());
     const uint32_t per_node = options_.params.engine.sequencers_per_node;
@@ -381,7 +383,8 @@ void Node::AskForMissedBatches() {
 void Node::WaitForStragglers() {
   // A peer still catching up (a replica that was down) needs this node's
   // logs and sequencer to the end: stay until every live peer has admitted
-  // the run's last epoch, or nothing moves for the drain timeout.
+  // the run's last epoch (and those of this replica have run it), or
+  // nothing moves for the drain timeout.
   const Epoch last = final_epoch_;
   const int64_t patience = static_cast<int64_t>(options_.params.engine.drain_timeout_s * 1e6);
   int64_t last_progress = NowMicros();
@@ -392,9 +395,12 @@ void Node::WaitForStragglers() {
     for (const NodeConfig& node : options_.config.node()) {
       if (node.id() == options_.id || monitor_->Silent(node.id(), now)) continue;
       Heartbeat heartbeat;
-      const Epoch admitted =
-          monitor_->Latest(node.id(), &heartbeat) ? heartbeat.admitted_epoch() : 0;
-      slowest = std::min(slowest, admitted);
+      // A partition of this replica may still wait for reads from here (a
+      // lost one is asked for again): stay until it has run everything.
+      const Epoch done = !monitor_->Latest(node.id(), &heartbeat) ? 0
+                         : node.replica() == self_->replica() ? heartbeat.freed_epoch()
+                                                               : heartbeat.admitted_epoch();
+      slowest = std::min(slowest, done);
     }
     if (slowest >= last) return;
     if (slowest != slowest_seen) {

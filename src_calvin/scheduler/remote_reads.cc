@@ -1,6 +1,8 @@
 #include "scheduler/remote_reads.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace paxflow {
 
@@ -65,7 +67,8 @@ TxnWork* RemoteReadTable::AddRemote(RemoteReads&& reads, std::string* error) {
   return entry.work;
 }
 
-bool RemoteReadTable::AddLocal(TxnWork* work, ReadValues* reads, std::string* error) {
+bool RemoteReadTable::AddLocal(TxnWork* work, ReadValues* reads, std::string* error,
+                               int64_t now_us) {
   std::lock_guard<std::mutex> lock(mu_);
   const TxnId id = work->txn->id();
   Entry& entry = entries_[id];
@@ -91,6 +94,8 @@ bool RemoteReadTable::AddLocal(TxnWork* work, ReadValues* reads, std::string* er
     return true;
   }
   entry.work = work;
+  entry.run_epoch = work->epoch ? work->epoch->epoch : TxnEpoch(id);
+  entry.parked_us = now_us;
   return false;
 }
 
@@ -118,6 +123,45 @@ size_t RemoteReadTable::DropThrough(Epoch epoch, Epoch expected_through, size_t*
     }
   }
   return dropped;
+}
+
+}  // namespace paxflow
+
+namespace paxflow {
+
+std::vector<OverdueReads> RemoteReadTable::Overdue(int64_t now_us, int64_t wait_us,
+                                                   size_t max_txns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // (run epoch, txn, entry) of every overdue txn, for each partition it misses.
+  std::map<PartitionId, std::vector<std::tuple<Epoch, TxnId, Entry*>>> missing;
+  for (auto& [id, entry] : entries_) {
+    if (!entry.work || entry.complete) continue;  // not parked, or about to run
+    if (now_us - std::max(entry.parked_us, entry.asked_us) < wait_us) continue;
+    for (PartitionId from : entry.work->expected_readers) {
+      if (std::find(entry.senders.begin(), entry.senders.end(), from) != entry.senders.end()) {
+        continue;
+      }
+      missing[from].emplace_back(entry.run_epoch, id, &entry);
+    }
+  }
+  std::vector<OverdueReads> overdue;
+  for (auto& [from, txns] : missing) {
+    std::sort(txns.begin(), txns.end(), [](const auto& a, const auto& b) {
+      return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b)
+                                              : std::get<1>(a) < std::get<1>(b);
+    });
+    if (txns.size() > max_txns) txns.resize(max_txns);
+    OverdueReads reads;
+    reads.from = from;
+    reads.first_epoch = std::get<0>(txns.front());
+    reads.last_epoch = std::get<0>(txns.back());
+    for (const auto& [epoch, id, entry] : txns) {
+      reads.txns.push_back(id);
+      entry->asked_us = now_us;
+    }
+    overdue.push_back(std::move(reads));
+  }
+  return overdue;
 }
 
 }  // namespace paxflow

@@ -170,6 +170,7 @@ SchedulerStatus Scheduler::Status() const {
   status.parked = parked_.load(std::memory_order_relaxed);
   status.repeated_messages = repeated_messages();
   status.read_only_snapshot = ro_snapshot_.load(std::memory_order_relaxed);
+  status.freed_epoch = freed_through_.load(std::memory_order_acquire);
   std::lock_guard<std::mutex> lock(status_mu_);
   status.waiting_for = waiting_for_;
   status.next_epoch = next_epoch_;

@@ -88,6 +88,9 @@ struct SchedulerStatus {
   Epoch next_epoch = 0;       // the epoch it waits to admit
   std::vector<uint32_t> missing_sequencers;  // whose batch of next_epoch has not come
   uint64_t repeated_messages = 0;  // batches and reads sent again (recovery), dropped as such
+  // Every epoch up to here is done and freed: reads for its txns are no
+  // longer needed here (peers forget what they sent for them).
+  Epoch freed_epoch = 0;
 };
 
 // A partition's state at a checkpoint epoch, besides its store.
@@ -161,6 +164,13 @@ class Scheduler {
   Epoch last_epoch() const { return published_.load(std::memory_order_acquire); }
 
   SchedulerStatus Status() const;
+  // Reads from other partitions that txns of admitted epochs have waited
+  // for longer than `wait_us`, by partition (any thread): the node asks
+  // those partitions to send them again. See RemoteReadTable::Overdue.
+  std::vector<OverdueReads> OverdueRemoteReads(int64_t now_us, int64_t wait_us,
+                                               size_t max_txns) {
+    return workers_.OverdueRemoteReads(now_us, wait_us, max_txns);
+  }
   uint64_t repeated_messages() const {
     return repeated_messages_.load(std::memory_order_relaxed) + workers_.repeated_messages();
   }

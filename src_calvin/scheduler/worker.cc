@@ -130,7 +130,7 @@ void WorkerPool::Execute(const WorkItem& item, Context* context) {
   // longer needs its locks.
   if (!work->writes_here && !work->snapshot_read) callbacks_.done(work, false);
   std::string dropped;
-  const bool complete = remote_reads_.AddLocal(work, &reads, &dropped);
+  const bool complete = remote_reads_.AddLocal(work, &reads, &dropped, NowMicros());
   if (!dropped.empty()) {
     CountDropped("dropped " + dropped, work->epoch->epoch <= recovered_through_);
   }

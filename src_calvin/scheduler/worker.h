@@ -67,6 +67,11 @@ class WorkerPool {
   void DeliverRemoteReads(RemoteReads&& reads, Epoch freed_through);
   // Forgets reads that arrived for txns of epochs <= `epoch` that never ran.
   void DropRemoteReadsThrough(Epoch epoch);
+  // Reads parked txns have waited for longer than `wait_us` (any thread;
+  // RemoteReadTable::Overdue).
+  std::vector<OverdueReads> OverdueRemoteReads(int64_t now_us, int64_t wait_us, size_t max_txns) {
+    return remote_reads_.Overdue(now_us, wait_us, max_txns);
+  }
   // Epochs up to `epoch` were sequenced before a restart (before Start):
   // reads for their txns may come twice, and their results go to no one.
   void SetRecoveredThrough(Epoch epoch) { recovered_through_ = epoch; }
