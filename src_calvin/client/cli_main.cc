@@ -4,6 +4,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -44,7 +45,10 @@ constexpr char kUsage[] =
     "                               txns admitted and unanswered, BUSY replies, CPU seconds, RSS,\n"
     "                               and who it waits for if it cannot go on (exit 1 then)\n"
     "  checkpoint                   a checkpoint of every node at one epoch (nodes run with\n"
-    "                               --log_dir); waits for the asked node's own\n"
+    "                               --log_dir), asked of --node (replica 0); then prints one\n"
+    "                               line per node of --config with what it answered (its\n"
+    "                               checkpoint, an error, or none within --timeout_ms); exit 1\n"
+    "                               unless every node answered\n"
     "  digest                       each node's state digest at one common epoch, and the\n"
     "                               whole database's";
 
@@ -294,24 +298,93 @@ int Status(const std::vector<Target>& targets) {
   return failures ? 1 : 0;
 }
 
-// Asks a node of replica 0 for a checkpoint of the whole cluster and waits
-// for that node's own to be written.
-int Checkpoint(const Target& target) {
+// Asks a node of replica 0 (`asked`) for a checkpoint of the whole
+// cluster, then every other node of `targets` for its own at that epoch:
+// one line per node saying what it answered (or that it did not, within
+// --timeout_ms in all). Exit 1 unless every node asked answered.
+int Checkpoint(const Target& asked, const std::vector<Target>& targets) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(FLAGS_timeout_ms);
+  auto left_ms = [&] {
+    return std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now())
+                                    .count());
+  };
+  auto show = [](const Target& target, const std::string& error, const ClientReply& reply) {
+    std::string who = "node " + std::to_string(target.id);
+    if (!target.endpoint.empty() && target.id == 0 && FLAGS_config.empty()) who = target.endpoint;
+    if (!FLAGS_config.empty()) {
+      who += " (partition " + std::to_string(target.partition) + ", replica " +
+             std::to_string(target.replica) + ")";
+    }
+    if (!error.empty()) {
+      std::printf("%s: no answer: %s\n", who.c_str(), error.c_str());
+      return false;
+    }
+    if (reply.status() != OK) {
+      std::printf("%s: error %s: %s\n", who.c_str(), ReplyStatusName(reply.status()),
+                  reply.error().c_str());
+      return false;
+    }
+    const CheckpointReply& done = reply.checkpoint();
+    std::printf("%s: checkpoint at epoch %llu: %s", who.c_str(),
+                static_cast<unsigned long long>(done.epoch()), done.path().c_str());
+    if (done.keys() > 0 || done.seconds() > 0) {
+      std::printf(" (%llu keys, %.1f MiB, %.2f s)", static_cast<unsigned long long>(done.keys()),
+                  done.bytes() / 1048576.0, done.seconds());
+    }
+    std::printf("\n");
+    return true;
+  };
   Client client;
   ClientReply reply;
-  std::string error = client.Connect(target.endpoint);
-  if (error.empty()) error = client.Call(Client::Checkpoint(), &reply, FLAGS_timeout_ms);
-  if (!error.empty()) return Fail(error, 1);
-  if (reply.status() != OK) {
-    std::printf("error %s: %s\n", ReplyStatusName(reply.status()), reply.error().c_str());
-    return 1;
+  std::string error = client.Connect(asked.endpoint);
+  if (error.empty()) {
+    error = client.Call(Client::Checkpoint(), &reply, static_cast<int>(left_ms()));
   }
-  const CheckpointReply& done = reply.checkpoint();
-  std::printf("checkpoint at epoch %llu on every node; node %u's: %s (%llu keys, %.1f MiB, %.2f s)\n",
-              static_cast<unsigned long long>(done.epoch()), target.id, done.path().c_str(),
-              static_cast<unsigned long long>(done.keys()), done.bytes() / 1048576.0,
-              done.seconds());
-  return 0;
+  const bool ok = show(asked, error, reply);
+  if (!ok) return 1;
+  const uint64_t epoch = reply.checkpoint().epoch();
+  size_t answered = 1;
+  std::vector<std::pair<const Target*, std::unique_ptr<Client>>> others;
+  for (const Target& target : targets) {
+    if (target.id == asked.id && target.endpoint == asked.endpoint) continue;
+    others.emplace_back(&target, std::make_unique<Client>());
+  }
+  if (others.empty()) {
+    std::printf("checkpoint at epoch %llu: only the node asked answered%s\n",
+                static_cast<unsigned long long>(epoch),
+                FLAGS_config.empty() ? " (give --config to hear every node's answer)" : "");
+    return 0;
+  }
+  // Every node is asked at once, so that one that does not answer costs
+  // the others nothing.
+  std::vector<std::string> errors(others.size());
+  for (size_t i = 0; i < others.size(); ++i) {
+    errors[i] = others[i].second->Connect(others[i].first->endpoint);
+    if (errors[i].empty()) others[i].second->Send(Client::WaitCheckpoint(epoch));
+  }
+  for (size_t i = 0; i < others.size(); ++i) {
+    ClientReply answer;
+    if (errors[i].empty() && !others[i].second->Receive(&answer, static_cast<int>(left_ms()))) {
+      errors[i] = "none within " + std::to_string(FLAGS_timeout_ms) +
+                  " ms (--timeout_ms): its checkpoint at epoch " + std::to_string(epoch) +
+                  " is not written";
+    }
+    if (errors[i].empty() && answer.status() == OK && answer.checkpoint().epoch() < epoch) {
+      errors[i] = "answered for epoch " + std::to_string(answer.checkpoint().epoch());
+    }
+    if (show(*others[i].first, errors[i], answer)) ++answered;
+  }
+  const size_t asked_count = others.size() + 1;
+  if (answered == asked_count) {
+    std::printf("checkpoint at epoch %llu on every node (%zu of %zu answered)\n",
+                static_cast<unsigned long long>(epoch), answered, asked_count);
+    return 0;
+  }
+  std::printf("checkpoint at epoch %llu on %zu of %zu node(s); see above for the others\n",
+              static_cast<unsigned long long>(epoch), answered, asked_count);
+  return 1;
 }
 
 int Digest(const std::vector<Target>& targets) {
@@ -389,7 +462,7 @@ int Main(int argc, char** argv) {
   }
   if (command == "status") return Status(targets);
   if (command == "digest") return Digest(targets);
-  if (command == "checkpoint") return Checkpoint(txn_target);
+  if (command == "checkpoint") return Checkpoint(txn_target, targets);
 
   ClientRequest request;
   if (command == "get" || command == "ro") {

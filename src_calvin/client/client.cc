@@ -117,6 +117,19 @@ ClientRequest Client::Checkpoint() {
   return request;
 }
 
+ClientRequest Client::WaitCheckpoint(uint64_t epoch) {
+  ClientRequest request;
+  request.mutable_checkpoint()->set_wait_epoch(epoch);
+  return request;
+}
+
+ClientRequest Client::RemoveNode(uint32_t node, bool force) {
+  ClientRequest request;
+  request.mutable_remove_node()->set_node(node);
+  request.mutable_remove_node()->set_force(force);
+  return request;
+}
+
 ClientRequest Client::Ltx(LtxRequest ltx) {
   ClientRequest request;
   request.mutable_ltx()->Swap(&ltx);

@@ -54,6 +54,10 @@ class Client {
   static ClientRequest Digest(uint64_t epoch);
   static ClientRequest Ltx(LtxRequest ltx);
   static ClientRequest Checkpoint();
+  // Asks for nothing new: the reply comes once the node holds a checkpoint
+  // at `epoch` or later.
+  static ClientRequest WaitCheckpoint(uint64_t epoch);
+  static ClientRequest RemoveNode(uint32_t node, bool force);
 
  private:
   std::unique_ptr<zmq::context_t> own_context_;

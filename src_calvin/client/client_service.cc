@@ -179,7 +179,25 @@ void ClientService::FailWaiting(const std::string& why) {
   if (wake) WakeServiceThread();
 }
 
-void ClientService::HandleCheckpoint(Connection* connection, uint64_t request_id) {
+void ClientService::HandleRemoveNode(Connection* connection, uint64_t request_id,
+                                     const RemoveNodeRequest& request) {
+  ClientReply reply;
+  reply.set_request_id(request_id);
+  std::string detail;
+  const std::string error =
+      remove_ ? remove_(request, &detail)
+              : "node " + std::to_string(options_.node) + " cannot remove nodes";
+  if (error.empty()) {
+    reply.mutable_removed()->set_detail(detail);
+  } else {
+    reply.set_status(BAD_REQUEST);
+    reply.set_error(error);
+  }
+  QueueReply(connection, reply);
+}
+
+void ClientService::HandleCheckpoint(Connection* connection, uint64_t request_id,
+                                     Epoch wait_epoch) {
   if (!checkpoint_) {
     ClientReply reply;
     reply.set_request_id(request_id);
@@ -192,7 +210,7 @@ void ClientService::HandleCheckpoint(Connection* connection, uint64_t request_id
   // Pending, it counts as an unanswered request of this connection, which
   // keeps the connection alive until the reply is sent.
   ++connection->admitted;
-  checkpoint_([this, connection, request_id](const CheckpointReply& done,
+  checkpoint_(wait_epoch, [this, connection, request_id](const CheckpointReply& done,
                                              const std::string& problem) {
     ClientReply answer;
     answer.set_request_id(request_id);
@@ -395,7 +413,10 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
       return 1;
     }
     case ClientRequest::kCheckpoint:
-      HandleCheckpoint(connection, request_.request_id());
+      HandleCheckpoint(connection, request_.request_id(), request_.checkpoint().wait_epoch());
+      return 1;
+    case ClientRequest::kRemoveNode:
+      HandleRemoveNode(connection, request_.request_id(), request_.remove_node());
       return 1;
     case ClientRequest::kBatch:
       HandleBatch(connection, request_.mutable_batch());

@@ -70,9 +70,14 @@ class ClientService : public TxnSource, public ResultSink {
   using StatusProvider = std::function<StatusReply()>;
   // Asks for the digest at an epoch (0: a few epochs ahead); calls back once.
   using DigestProvider = std::function<void(Epoch, std::function<void(DigestReply)>)>;
-  // Asks for a checkpoint; calls back once (an empty error: done).
+  // Asks for a checkpoint (wait_epoch 0), or waits for one at wait_epoch
+  // or later; calls back once (an empty error: done).
   using CheckpointDone = std::function<void(const CheckpointReply&, const std::string& error)>;
-  using CheckpointProvider = std::function<void(CheckpointDone)>;
+  using CheckpointProvider = std::function<void(Epoch wait_epoch, CheckpointDone)>;
+  // An operator removes a node from the cluster: empty error on success,
+  // and what was done in `detail`.
+  using RemoveProvider =
+      std::function<std::string(const RemoveNodeRequest& request, std::string* detail)>;
   // Why the node cannot run txns now (a silent peer it waits for, a failed
   // log); empty when it can. Asked once per request message that holds txns.
   using Unavailable = std::function<std::string()>;
@@ -83,9 +88,11 @@ class ClientService : public TxnSource, public ResultSink {
 
   // Before Start. Without them checkpoint requests are refused and txns
   // are always taken.
-  void SetRecoveryHooks(Unavailable unavailable, CheckpointProvider checkpoint) {
+  void SetRecoveryHooks(Unavailable unavailable, CheckpointProvider checkpoint,
+                        RemoveProvider remove = nullptr) {
     unavailable_ = std::move(unavailable);
     checkpoint_ = std::move(checkpoint);
+    remove_ = std::move(remove);
   }
 
   std::string Start();  // binds; empty on success
@@ -182,7 +189,9 @@ class ClientService : public TxnSource, public ResultSink {
   // `prefix` + whether it was sequenced (outcome unknown) or not (never ran).
   void AnswerWaitingLocked(ReplyStatus status, const std::string& prefix);
   // The checkpoint request of one message.
-  void HandleCheckpoint(Connection* connection, uint64_t request_id);
+  void HandleCheckpoint(Connection* connection, uint64_t request_id, Epoch wait_epoch);
+  void HandleRemoveNode(Connection* connection, uint64_t request_id,
+                        const RemoveNodeRequest& request);
   // A reply that comes later, on another thread (a digest, a checkpoint):
   // queued for its connection (dropped once the service stopped) and the
   // service thread woken to send it.
@@ -195,6 +204,7 @@ class ClientService : public TxnSource, public ResultSink {
   DigestProvider digest_;
   Unavailable unavailable_;
   CheckpointProvider checkpoint_;
+  RemoveProvider remove_;
   zmq::context_t* const context_;
   std::unique_ptr<zmq::socket_t> socket_;
   int wake_fd_ = -1;

@@ -34,7 +34,10 @@ DEFINE_double(stop_timeout, 40,
               "stop: seconds the nodes get to drain and exit after SIGTERM before SIGKILL");
 DEFINE_int32(status_timeout_ms, 2000, "status: how long each node's client port may take");
 DEFINE_int32(lines, 20, "logs: how many of the last lines of each node's log to print");
-DEFINE_string(node, "", "restart: the node(s) to restart: an id, ids separated by commas, or all");
+DEFINE_string(node, "",
+              "restart: the node(s) to restart: an id, ids separated by commas, or all; "
+              "remove: the node to remove");
+DEFINE_bool(force, false, "remove: remove the node even though it still runs");
 
 namespace paxflow {
 namespace {
@@ -61,6 +64,15 @@ constexpr char kUsage[] =
     "          its newest checkpoint, replays its input log, fetches from its peers what it\n"
     "          missed and rejoins; the other nodes waited for it. Returns once all have\n"
     "          rejoined. Needs --log_dir at start.\n"
+    "  remove  --node=ID [--force]\n"
+    "          take a node that will not return (a dead replica) out of the cluster for good:\n"
+    "          every other node stops waiting for it and stops keeping logs for it (until\n"
+    "          then the oldest checkpoint every node holds cannot advance, and logs grow;\n"
+    "          progress lines say \"keeping logs from epoch E for node ID, silent for T s\"\n"
+    "          once it has been silent for --peer_timeout_ms x 10). The nodes remember it\n"
+    "          in their log directories, and restart leaves it out. Refused for a node\n"
+    "          that runs (unless --force), for a node of replica 0 (its sequencer orders\n"
+    "          its partition; no other node takes over) and for a partition's last node.\n"
     "  status  for each node: is its process alive, and what its client port reports\n"
     "          (epochs, and who it waits for if it cannot go on). Exits 1 if any node is\n"
     "          down or cannot go on.\n"
@@ -117,17 +129,21 @@ int Main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   const std::string verb = argc > 1 ? argv[1] : "run";
   if (verb != "run" && verb != "start" && verb != "stop" && verb != "status" && verb != "logs" &&
-      verb != "restart") {
-    return Fail("unknown verb '" + verb + "' (expected run, start, stop, restart, status or "
-                "logs; see --help)");
+      verb != "restart" && verb != "remove") {
+    return Fail("unknown verb '" + verb + "' (expected run, start, stop, restart, remove, "
+                "status or logs; see --help)");
   }
   if (argc > 2) return Fail(std::string("unexpected argument '") + argv[2] + "'");
   if (FLAGS_config.empty()) return Fail("--config is required; see --help");
   const bool launches = verb == "run" || verb == "start";
   std::set<std::string> explicit_flags = ExplicitFlags();
   if (verb == "restart" && FLAGS_node.empty()) return Fail("restart needs --node=ID (or all)");
-  if (verb != "restart" && explicit_flags.count("node")) {
-    return Fail("--node is for restart, not " + verb);
+  if (verb == "remove" && FLAGS_node.empty()) return Fail("remove needs --node=ID");
+  if (verb != "restart" && verb != "remove" && explicit_flags.count("node")) {
+    return Fail("--node is for restart and remove, not " + verb);
+  }
+  if (verb != "remove" && explicit_flags.count("force")) {
+    return Fail("--force is for remove, not " + verb);
   }
   if (!launches && verb != "restart") {
     // Node flags only mean something to nodes being started.
@@ -203,6 +219,12 @@ int Main(int argc, char** argv) {
       SignalWatcher signals;
       code = RestartDetached(config, options, ids, [&] { return signals.interrupted() ? 1 : 0; },
                              &error);
+    } else if (verb == "remove") {
+      std::vector<NodeId> ids;
+      error = ParseNodeList(FLAGS_node, config, &ids);
+      if (!error.empty()) return Fail(error);
+      if (ids.size() != 1 || FLAGS_node == "all") return Fail("remove takes one node: --node=ID");
+      code = RemoveDetached(config, options, ids[0], FLAGS_force, &error);
     } else if (verb == "status") {
       code = ShowStatus(config, options, &error);
     } else {

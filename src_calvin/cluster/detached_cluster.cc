@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +22,7 @@
 #include "client/request.h"
 #include "common/proto_json.h"
 #include "cluster/launch_helpers.h"
+#include "node/membership.h"
 
 namespace paxflow {
 namespace {
@@ -490,6 +492,7 @@ std::string WriteClusterState(const std::string& path, const ClusterState& state
   file.set_node_binary(state.node_binary);
   file.set_started_unix(state.started_unix);
   for (const std::string& flag : state.node_flags) file.add_node_flags(flag);
+  for (NodeId id : state.removed) file.add_removed(id);
   for (const NodeRecord& node : state.nodes) {
     NodeRecordFile* record = file.add_nodes();
     record->set_id(node.id);
@@ -517,6 +520,7 @@ std::string ReadClusterState(const std::string& path, ClusterState* state) {
   result.node_binary = file.node_binary();
   result.started_unix = file.started_unix();
   result.node_flags.assign(file.node_flags().begin(), file.node_flags().end());
+  result.removed.assign(file.removed().begin(), file.removed().end());
   if (result.config_path.empty()) return bad + "no \"config\")";
   for (const NodeRecordFile& node : file.nodes()) {
     NodeRecord record;
@@ -640,6 +644,15 @@ int RestartDetached(const ClusterConfig& config, const LaunchOptions& options,
   if (!error->empty()) return 2;
   std::vector<NodeRecord*> records;
   for (NodeId id : ids) {
+    if (std::count(state.removed.begin(), state.removed.end(), id)) {
+      if (ids.size() < static_cast<size_t>(config.node_size())) {
+        *error = "node " + std::to_string(id) + " was removed from the cluster (paxflow-cluster "
+                 "remove): the others no longer keep the logs it would need to catch up";
+        return 2;
+      }
+      printf("[cluster] node %u was removed from the cluster; not restarted\n", id);
+      continue;
+    }
     auto recorded = std::find_if(state.nodes.begin(), state.nodes.end(),
                                  [&](const NodeRecord& record) { return record.id == id; });
     const NodeConfig* node = FindNode(config, id);
@@ -719,6 +732,98 @@ int RestartDetached(const ClusterConfig& config, const LaunchOptions& options,
   return 0;
 }
 
+int RemoveDetached(const ClusterConfig& config, const LaunchOptions& options, NodeId id,
+                   bool force, std::string* error) {
+  ClusterState state;
+  *error = LoadState(options, &state);
+  if (!error->empty()) return 2;
+  const NodeConfig* removed_node = FindNode(config, id);
+  if (!removed_node) {
+    *error = "node " + std::to_string(id) + " is not in " + options.config_path;
+    return 2;
+  }
+  const std::set<NodeId> removed(state.removed.begin(), state.removed.end());
+  const std::string why = Membership::CheckRemovable(config, id, removed);
+  if (!why.empty()) {
+    *error = "cannot remove node " + std::to_string(id) + ": " + why;
+    return 2;
+  }
+  for (const NodeRecord& record : state.nodes) {
+    if (record.id != id) continue;
+    const Probe probe = ProbeNode(state, record);
+    if (probe.liveness == Liveness::kGone || probe.liveness == Liveness::kOther) continue;
+    if (!force) {
+      *error = "node " + std::to_string(id) + " is alive (" + probe.detail +
+               "): remove is for a node that will not return; stop it first, or give --force "
+               "(it then falls behind what the others keep and cannot catch up)";
+      return 1;
+    }
+    printf("[cluster] node %u still runs (%s); removed anyway (--force)\n", id,
+           probe.detail.c_str());
+  }
+  zmq::context_t context(1);
+  std::vector<NodeId> told, refused;
+  for (const NodeConfig& node : config.node()) {
+    if (node.id() == id || removed.count(node.id())) continue;
+    std::string line;
+    if (node.client_port() == 0) {
+      line = "no client port; it learns of the removal from its peers";
+    } else {
+      Client client(&context);
+      ClientReply reply;
+      std::string problem = client.Connect(ClientEndpoint(node));
+      if (problem.empty()) {
+        problem = client.Call(Client::RemoveNode(id, force), &reply, options.status_timeout_ms);
+      }
+      if (!problem.empty()) {
+        line = "no answer (" + problem + "); it learns of the removal from its peers";
+      } else if (reply.status() != OK) {
+        line = "refused: " + reply.error();
+        refused.push_back(node.id());
+      } else {
+        line = reply.removed().detail();
+        told.push_back(node.id());
+      }
+    }
+    printf("[cluster] node %u: %s\n", node.id(), line.c_str());
+  }
+  fflush(stdout);
+  if (told.empty()) {
+    *error = "no node took the removal of node " + std::to_string(id) +
+             (refused.empty() ? " (none answered)" : " (see above)");
+    return 1;
+  }
+  if (!removed.count(id)) state.removed.push_back(id);
+  const std::string problem = WriteClusterState(StatePath(options.log_dir), state);
+  if (!problem.empty()) {
+    *error = problem;
+    return 1;
+  }
+  // What it means for the rest of its replica.
+  std::vector<NodeId> same_replica;
+  for (const NodeConfig& node : config.node()) {
+    if (node.replica() == removed_node->replica() && node.id() != id &&
+        !removed.count(node.id())) {
+      same_replica.push_back(node.id());
+    }
+  }
+  printf("[cluster] node %u (partition %u, replica %u) removed for good: no node waits for it "
+         "or keeps logs for it any more; it cannot rejoin.\n",
+         id, removed_node->partition(), removed_node->replica());
+  if (!same_replica.empty()) {
+    printf("[cluster] replica %u has no node of partition %u now: its node(s) %s cannot run "
+           "multi-partition txns that need partition %u, and fall behind on them\n",
+           removed_node->replica(), removed_node->partition(), NodeList(same_replica).c_str(),
+           removed_node->partition());
+  }
+  fflush(stdout);
+  if (!refused.empty()) {
+    *error = "node(s) " + NodeList(refused) + " refused the removal (see above)";
+    return 1;
+  }
+  return 0;
+}
+
 int StopDetached(const ClusterConfig& config, const LaunchOptions& options,
                  RunSummary* combined, bool* have_summary, std::string* error) {
   *have_summary = false;
@@ -778,7 +883,11 @@ int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::s
     std::string line = "node " + std::to_string(record.id) + "  " + where + "  " + record.host +
                        "  pid " + std::to_string(record.pid) + ": ";
     const Probe probe = ProbeNode(state, record);
-    if (probe.liveness != Liveness::kRunning) {
+    const bool removed =
+        std::count(state.removed.begin(), state.removed.end(), record.id) > 0;
+    if (removed && probe.liveness != Liveness::kRunning) {
+      line += "REMOVED (paxflow-cluster remove; " + probe.detail + ")";
+    } else if (probe.liveness != Liveness::kRunning) {
       line += "DOWN (" + probe.detail + ")";
       down.push_back(record.id);
     } else if (!node) {

@@ -40,6 +40,7 @@ struct ClusterState {
   int64_t started_unix = 0;
   std::vector<NodeRecord> nodes;
   std::vector<std::string> node_flags;  // what start gave every node
+  std::vector<NodeId> removed;  // removed for good (remove): not restarted
 };
 
 // <log_dir>/cluster.state: written by start, read by stop and status,
@@ -85,6 +86,14 @@ int StopDetached(const ClusterConfig& config, const LaunchOptions& options,
 int RestartDetached(const ClusterConfig& config, const LaunchOptions& options,
                     const std::vector<NodeId>& ids, const std::function<int()>& interrupts,
                     std::string* error);
+// remove: takes node `id` (a dead replica) out of the cluster for good:
+// every other node is told over its client port (and those that miss it
+// learn it from their peers), stops waiting for it and keeping logs for
+// it; the state file records it so that restart leaves it out. Refused
+// for a node that runs (unless `force`), of replica 0, or the last of its
+// partition, saying why.
+int RemoveDetached(const ClusterConfig& config, const LaunchOptions& options, NodeId id,
+                   bool force, std::string* error);
 // status: each node's process and client-port status.
 int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::string* error);
 // logs: the last log_lines lines of each node's log.

@@ -1,5 +1,7 @@
 #include "node/checkpointer.h"
 
+#include <sys/stat.h>
+
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -81,8 +83,23 @@ void Checkpointer::CheckpointAt(Epoch epoch) {
 }
 
 void Checkpointer::AddWaiter(Epoch from, Waiter done) {
-  std::lock_guard<std::mutex> lock(mu_);
-  waiters_.emplace_back(from, std::move(done));
+  CheckpointReply reply;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (last_written_.epoch() >= from) {
+      reply = last_written_;
+    } else if (!held_.empty() && held_.back() >= from) {
+      // Written before this start: what the file says of itself.
+      reply.set_epoch(held_.back());
+      reply.set_path(CheckpointPath(options_.dir, options_.header.node_id(), held_.back()));
+      struct stat info {};
+      if (stat(reply.path().c_str(), &info) == 0) reply.set_bytes(info.st_size);
+    } else {
+      waiters_.emplace_back(from, std::move(done));
+      return;
+    }
+  }
+  done(reply, "");
 }
 
 std::vector<Epoch> Checkpointer::Held() const {
@@ -196,6 +213,7 @@ void Checkpointer::AnswerWaiters(Epoch epoch, const CheckpointReply& reply,
   std::vector<Waiter> due;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (error.empty()) last_written_ = reply;
     for (auto it = waiters_.begin(); it != waiters_.end();) {
       if (it->first <= epoch) {
         due.push_back(std::move(it->second));

@@ -59,7 +59,8 @@ class Checkpointer {
 
   // A batch of `epoch` asks every node for a checkpoint there.
   void CheckpointAt(Epoch epoch);
-  // A client waits for the first checkpoint at `from` or later.
+  // A client waits for the first checkpoint at `from` or later; answered
+  // at once if one is held already.
   void AddWaiter(Epoch from, Waiter done);
   // Epochs of the checkpoints on disk, ascending.
   std::vector<Epoch> Held() const;
@@ -88,6 +89,7 @@ class Checkpointer {
   std::vector<Epoch> held_;
   Epoch stable_ = 0;
   std::vector<std::pair<Epoch, Waiter>> waiters_;
+  CheckpointReply last_written_;  // the newest written since start
   uint32_t written_ = 0;
   bool stop_ = false;
   std::thread thread_;

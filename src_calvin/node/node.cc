@@ -214,9 +214,13 @@ std::string Node::StartTransport() {
     if (catch_up_) catch_up_->RequestReads(from, request);
   };
   read_exchange_ = std::make_unique<ReadExchange>(exchange);
+  membership_ = std::make_unique<Membership>(options_.config, options_.id,
+                                             options_.params.engine.log_dir);
+  const std::string removed_error = membership_->Load();
+  if (!removed_error.empty()) return removed_error;
   monitor_ = std::make_unique<PeerMonitor>(
       options_.config, options_.id, transport_.get(),
-      int64_t{options_.params.engine.peer_timeout_ms} * 1000);
+      int64_t{options_.params.engine.peer_timeout_ms} * 1000, membership_.get());
   transport_->Subscribe(HELLO, [this](NodeId from, std::string&& payload) {
     OnHello(from, std::move(payload));
   });
@@ -255,6 +259,7 @@ std::string Node::StartTransport() {
     if (!heartbeat.ParseFromString(payload) || heartbeat.node_id() != from) {
       return garbled(from, "heartbeat");
     }
+    LearnRemoved(from, heartbeat.removed());
     const NodeConfig* peer = layout_.Node(from);
     const bool restarted = monitor_->OnHeartbeat(heartbeat);
     // Its partition needs no more reads for the epochs it freed.
@@ -324,14 +329,18 @@ std::string Node::StartClients() {
       context_);
   ClientService::CheckpointProvider checkpoint;
   if (log_) {
-    checkpoint = [this](ClientService::CheckpointDone done) { ServeCheckpoint(std::move(done)); };
+    checkpoint = [this](Epoch wait_epoch, ClientService::CheckpointDone done) {
+      ServeCheckpoint(wait_epoch, std::move(done));
+    };
   }
   clients_->SetRecoveryHooks(
       [this] {
         if (state_.load() == State::kStarting) return std::string("it is starting");
         return Problem();
       },
-      std::move(checkpoint));
+      std::move(checkpoint), [this](const RemoveNodeRequest& request, std::string* detail) {
+        return ServeRemoveNode(request, detail);
+      });
   return clients_->Start();
 }
 
@@ -563,6 +572,7 @@ Hello Node::MakeHello(bool reply) const {
   hello.set_reply(reply);
   hello.set_sequenced_epoch(sequenced_epoch_.load());
   hello.set_admitted_epoch(scheduler_->Status().admitted_epoch);
+  for (NodeId node : membership_->List()) hello.add_removed(node);
   return hello;
 }
 
@@ -577,11 +587,17 @@ void Node::OnHello(NodeId from, std::string&& payload) {
     // A peer starting (or restarting) wants to know who is there.
     transport_->Send(from, HELLO, MakeHello(/*reply=*/true).SerializeAsString());
   }
+  LearnRemoved(from, hello.removed());
   std::lock_guard<std::mutex> lock(hello_mu_);
   if (hello.params_fingerprint() != options_.params.Fingerprint()) {
     hello_error_ = "node " + std::to_string(from) +
                    " runs with different cluster parameters. Ours:\n" +
                    options_.params.ClusterParamsText() + "theirs:\n" + hello.params_text();
+  }
+  if (!started_ && std::count(hello.removed().begin(), hello.removed().end(), options_.id)) {
+    hello_error_ = "node " + std::to_string(from) + " says node " + std::to_string(options_.id) +
+                   " was removed from the cluster (paxflow-cluster remove): the others no "
+                   "longer keep the logs it would need to catch up, so it cannot rejoin";
   }
   start_unix_ms_ = std::max(start_unix_ms_, hello.ready_unix_ms());
   // Its partition ran epochs: they had batches from every sequencer, ours
@@ -623,9 +639,11 @@ std::string Node::WaitForPeers() {
   for (int i = 0; i < n; ++i) {
     if (options_.config.node(i).id() == options_.id) heard_from_[i] = true;
   }
+  // A node removed from the cluster (node/membership.h) is not waited for.
+  auto removed = [&](int i) { return membership_->Removed(options_.config.node(i).id()); };
   auto all_heard = [&] {
     for (int i = 0; i < n; ++i) {
-      if (needed[i] && !heard_from_[i]) return false;
+      if (needed[i] && !heard_from_[i] && !removed(i)) return false;
     }
     return true;
   };
@@ -646,7 +664,7 @@ std::string Node::WaitForPeers() {
     }
     std::string missing;
     for (int i = 0; i < n; ++i) {
-      if (heard_from_[i] || !needed[i]) continue;
+      if (heard_from_[i] || !needed[i] || removed(i)) continue;
       const NodeConfig& node = options_.config.node(i);
       missing += (missing.empty() ? "" : ", ") + std::string("node ") + std::to_string(node.id()) +
                  " (" + NodeEndpoint(options_.config, node) + ")";

@@ -42,6 +42,7 @@
 #include "common/transport.h"
 #include "node/catch_up.h"
 #include "node/checkpointer.h"
+#include "node/membership.h"
 #include "node/peer_monitor.h"
 #include "node/read_exchange.h"
 #include "partition/partition_setup.h"
@@ -122,7 +123,18 @@ class Node : public PeerSender, public ResultSink {
   void ReplayOwnLog(Epoch from, Epoch through);
   StatusReply NodeStatus() const;
   void ServeDigest(Epoch epoch, std::function<void(DigestReply)> done);
-  void ServeCheckpoint(std::function<void(const CheckpointReply&, const std::string&)> done);
+  void ServeCheckpoint(Epoch wait_epoch,
+                       std::function<void(const CheckpointReply&, const std::string&)> done);
+  // Membership (node_membership.cc): an operator's removal, removals a
+  // peer knows of, and the warnings for peers that hold back trimming.
+  std::string ServeRemoveNode(const RemoveNodeRequest& request, std::string* detail);
+  void LearnRemoved(NodeId from, const google::protobuf::RepeatedField<uint32_t>& removed);
+  std::vector<std::string> KeptLogsWarnings(int64_t now_us) const;
+  // Why the partition waits for `peer`, which speaks: it recovers, or its
+  // epochs have not moved for long; empty if it is on its way.
+  std::string AlivePeerProblem(NodeId peer, const Heartbeat& heartbeat, int64_t now_us) const;
+  // A peer whose epochs stood still for --peer_timeout_ms x this is stuck.
+  static constexpr int kStuckFactor = 2;
   void OnHello(NodeId from, std::string&& payload);
   Hello MakeHello(bool reply) const;
   std::string WaitForPeers();
@@ -163,6 +175,7 @@ class Node : public PeerSender, public ResultSink {
   std::string log_failure_;      // the first failed write of a log: the node stopped
   std::atomic<bool> log_failed_{false};
   std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Membership> membership_;  // before monitor_, which reads it
   std::unique_ptr<PeerMonitor> monitor_;
   std::unique_ptr<CatchUpServer> catch_up_;
   // Remote reads sent (kept until the receiver frees their epoch), asked

@@ -204,7 +204,13 @@ void Node::MakeCheckpointer() {
   checkpointer_ = std::make_unique<Checkpointer>(options);
 }
 
-void Node::ServeCheckpoint(std::function<void(const CheckpointReply&, const std::string&)> done) {
+void Node::ServeCheckpoint(Epoch wait_epoch,
+                          std::function<void(const CheckpointReply&, const std::string&)> done) {
+  if (wait_epoch > 0) {
+    // Another node asked for it: this one only says when its own is written.
+    checkpointer_->AddWaiter(wait_epoch, std::move(done));
+    return;
+  }
   if (runners_.empty()) {
     done(CheckpointReply(), "node " + std::to_string(options_.id) +
                                 " does not sequence (a replica); ask a node of replica 0");
@@ -274,6 +280,8 @@ void Node::SendHeartbeats() {
     heartbeat.set_stable_checkpoint(checkpointer_->Stable());
   }
   heartbeat.set_recovering(state_.load() == State::kRecovering);
+  if (heartbeat.recovering()) heartbeat.set_rejoin_epoch(rejoin_epoch_);
+  for (NodeId node : membership_->List()) heartbeat.add_removed(node);
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
     heartbeat.set_problem(log_failure_.empty() ? "" : "its log failed: " + log_failure_);
@@ -315,15 +323,19 @@ void Node::UpdateProblems() {
         why = ", silent for " + PeerMonitor::Seconds(monitor_->SilentForUs(node, now));
       } else if (heard && !heartbeat.problem().empty()) {
         why = ", which cannot go on: " + heartbeat.problem();
+      } else if (heard) {
+        why = AlivePeerProblem(node, heartbeat, now);
+        if (why.empty()) continue;  // alive and moving: its batch is on its way
       } else {
-        continue;  // alive: its batch is on its way
+        continue;
       }
       stalls.push_back("waiting for " + monitor_->Describe(node) + why + " (epoch " +
                        std::to_string(status.next_epoch) + ")");
       waited_for.push_back(node);
     }
   }
-  const std::vector<std::string> silent = monitor_->SilentPeers(now, waited_for);
+  std::vector<std::string> silent = monitor_->SilentPeers(now, waited_for);
+  for (std::string& kept : KeptLogsWarnings(now)) silent.push_back(std::move(kept));
   std::lock_guard<std::mutex> lock(problem_mu_);
   stall_ = Join(stalls, "; ");
   warnings_ = Join(silent, "; ");

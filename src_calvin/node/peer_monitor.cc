@@ -8,17 +8,23 @@
 namespace paxflow {
 
 PeerMonitor::PeerMonitor(const ClusterConfig& config, NodeId self, const Transport* transport,
-                         int64_t silence_us)
+                         int64_t silence_us, const Membership* membership)
     : config_(config),
       self_(self),
       transport_(transport),
       silence_us_(silence_us),
-      started_us_(NowMicros()) {}
+      started_us_(NowMicros()),
+      membership_(membership) {}
 
 bool PeerMonitor::OnHeartbeat(const Heartbeat& heartbeat) {
   std::lock_guard<std::mutex> lock(mu_);
   Heartbeat& latest = latest_[heartbeat.node_id()];
   const bool restarted = latest.incarnation() != 0 && latest.incarnation() != heartbeat.incarnation();
+  if (latest.incarnation() == 0 || restarted ||
+      latest.admitted_epoch() != heartbeat.admitted_epoch() ||
+      latest.sequenced_epoch() != heartbeat.sequenced_epoch()) {
+    moved_us_[heartbeat.node_id()] = NowMicros();
+  }
   latest = heartbeat;
   return restarted;
 }
@@ -50,6 +56,7 @@ std::vector<std::string> PeerMonitor::SilentPeers(int64_t now_us,
   std::vector<std::string> silent;
   for (const NodeConfig& node : config_.node()) {
     if (node.id() == self_ || std::count(skip.begin(), skip.end(), node.id())) continue;
+    if (membership_ && membership_->Removed(node.id())) continue;
     const int64_t quiet = SilentForUs(node.id(), now_us);
     if (quiet > silence_us_) silent.push_back(Describe(node.id()) + ", silent for " + Seconds(quiet));
   }
@@ -78,7 +85,7 @@ Epoch PeerMonitor::StableCheckpoint(const std::vector<Epoch>& own) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Epoch> common = own;
   for (const NodeConfig& node : config_.node()) {
-    if (node.id() == self_) continue;
+    if (node.id() == self_ || (membership_ && membership_->Removed(node.id()))) continue;
     auto it = latest_.find(node.id());
     if (it == latest_.end()) return 0;
     const auto& theirs = it->second.checkpoints();
@@ -90,6 +97,35 @@ Epoch PeerMonitor::StableCheckpoint(const std::vector<Epoch>& own) const {
                  common.end());
   }
   return common.empty() ? 0 : *std::max_element(common.begin(), common.end());
+}
+
+int64_t PeerMonitor::StuckForUs(NodeId peer, int64_t now_us) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = moved_us_.find(peer);
+  return it == moved_us_.end() ? 0 : now_us - it->second;
+}
+
+std::vector<std::pair<NodeId, int64_t>> PeerMonitor::HoldingBack(const std::vector<Epoch>& own,
+                                                                 int64_t silent_us,
+                                                                 int64_t now_us) const {
+  std::vector<std::pair<NodeId, int64_t>> holding;
+  if (own.empty()) return holding;
+  const Epoch newest = *std::max_element(own.begin(), own.end());
+  for (const NodeConfig& node : config_.node()) {
+    if (node.id() == self_ || (membership_ && membership_->Removed(node.id()))) continue;
+    const int64_t quiet = SilentForUs(node.id(), now_us);
+    if (quiet <= silent_us) continue;
+    Epoch theirs = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = latest_.find(node.id());
+      if (it != latest_.end()) {
+        for (Epoch epoch : it->second.checkpoints()) theirs = std::max(theirs, epoch);
+      }
+    }
+    if (theirs < newest) holding.emplace_back(node.id(), quiet);
+  }
+  return holding;
 }
 
 Epoch PeerMonitor::HighestStableView() const {

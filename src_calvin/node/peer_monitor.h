@@ -1,9 +1,11 @@
 // What a node knows of its peers: when each last spoke (any message) and
 // what its last heartbeat said. Failure detection and catch-up decisions
 // read it: who is silent and for how long, which node runs a sequencer and
-// how far it has sequenced, and which checkpoint every node holds.
+// how far it has sequenced, which checkpoint every node holds, and which
+// peers are alive but make no progress. Nodes removed from the cluster
+// (node/membership.h) count neither for the stable checkpoint nor as silent.
 //
-// Owns: the latest heartbeat of each peer.
+// Owns: the latest heartbeat of each peer, and when its epochs last moved.
 // In: heartbeats (OnHeartbeat, transport thread); last-heard times (from
 // the transport). Out: answers, to any thread.
 // Threads: any; one mutex.
@@ -16,14 +18,16 @@
 
 #include "common/config.h"
 #include "common/transport.h"
+#include "node/membership.h"
 #include "recovery.pb.h"
 
 namespace paxflow {
 
 class PeerMonitor {
  public:
+  // `membership` (may be null: nobody is ever removed) outlives this.
   PeerMonitor(const ClusterConfig& config, NodeId self, const Transport* transport,
-              int64_t silence_us);
+              int64_t silence_us, const Membership* membership = nullptr);
 
   // True when the heartbeat comes from a new incarnation of a peer heard
   // before: it restarted.
@@ -41,13 +45,24 @@ class PeerMonitor {
   // for 3.2 s", except those in `skip`.
   std::vector<std::string> SilentPeers(int64_t now_us, const std::vector<NodeId>& skip) const;
 
+  // Microseconds since the epochs `peer`'s heartbeats report (admitted,
+  // sequenced) last moved: since its first heartbeat if they never did; 0
+  // if none came.
+  int64_t StuckForUs(NodeId peer, int64_t now_us) const;
+  // Peers silent for longer than `silent_us` (removed ones aside) that hold
+  // back the stable checkpoint: none of them holds a checkpoint as new as
+  // `own`'s newest. With how long each has been silent.
+  std::vector<std::pair<NodeId, int64_t>> HoldingBack(const std::vector<Epoch>& own,
+                                                      int64_t silent_us, int64_t now_us) const;
+
   // The last heartbeat of `peer`; false if none came yet.
   bool Latest(NodeId peer, Heartbeat* heartbeat) const;
   // The node that runs sequencer `sequencer`, as its heartbeats say; else
   // `fallback`.
   NodeId NodeOfSequencer(uint32_t sequencer, NodeId fallback) const;
   // The newest epoch at which every node (this one: `own` checkpoints)
-  // holds a checkpoint; 0 while some node was never heard from.
+  // holds a checkpoint; 0 while some node was never heard from. Removed
+  // nodes do not count.
   Epoch StableCheckpoint(const std::vector<Epoch>& own) const;
   // The highest stable checkpoint any peer reported.
   Epoch HighestStableView() const;
@@ -60,8 +75,10 @@ class PeerMonitor {
   const Transport* const transport_;
   const int64_t silence_us_;
   const int64_t started_us_;
+  const Membership* const membership_;
   mutable std::mutex mu_;
   std::map<NodeId, Heartbeat> latest_;
+  std::map<NodeId, int64_t> moved_us_;  // when each peer's epochs last moved
 };
 
 }  // namespace paxflow
