@@ -50,6 +50,11 @@ struct TransportOptions {
   int zmq_queue = 256;
   uint64_t max_queued_bytes = 64ull << 20;
   int receive_queue = 10000;
+  // Largest message taken (ZMQ_MAXMSGSIZE on the receiving socket; -1: no
+  // limit): a peer that sends a bigger frame is disconnected instead of the
+  // node allocating it. Sends above it are refused here (the peer would
+  // drop the connection).
+  int64_t max_message_bytes = -1;
 };
 
 class Transport {
