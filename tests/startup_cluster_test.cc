@@ -303,6 +303,7 @@ TEST(StartupClusterTest, SequencerResumesAfterItsLostLogTailWithoutCuttingAgain)
       << cluster.Tail(0);
   cluster.ExpectProgress({0, 1, 2, 3}, 60);
   const RunSummary summary = cluster.Stop();
+  if (HasFailure()) ADD_FAILURE() << "node 0: " << cluster.Tail(0);
   EXPECT_EQ(summary.invariant_failures, 0u);
   ExpectNoEpochCutTwice(cluster.input());
   CheckLogsWhole(cluster.input());
@@ -361,7 +362,7 @@ TEST(StartupClusterTest, FinishedSequencerWithItsLogTrimmedKnowsItFinished) {
   EXPECT_NE(reply.status(), OK);
   cluster.ExpectProgress({0, 1}, 60);
   const RunSummary summary = cluster.Stop();
-  CheckLogsWhole(cluster.input());
+  // (Checkpoints trimmed the logs: a replay starts from the newest common one.)
   EXPECT_EQ(ReplayDigest(cluster.input()), DigestHex(summary.digest));
 }
 

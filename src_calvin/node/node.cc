@@ -139,6 +139,15 @@ std::string Node::Start() {
   if (!error.empty()) return error;
   error = OpenLogs(&logged_through_, &sequenced_through);
   if (!error.empty()) return error;
+  Epoch finished_at = 0;
+  if (recover && self_->replica() == 0) {
+    // Where its sequencer got: never below what its logs, its checkpoint
+    // or its peers hold of it (a lost unsynced tail of the sequencer log
+    // must not make it cut those epochs again), and whether it finished.
+    sequencer_log_through_ = sequenced_through;
+    finished_at = ResumeSequencerAfter(restored_at, &sequenced_through);
+    resumed_after_ = sequenced_through;
+  }
   sequenced_epoch_.store(sequenced_through);
 
   if (recover) {
@@ -155,16 +164,6 @@ std::string Node::Start() {
                          Checkpointer::ReadStable(params.engine.log_dir, options_.id));
   }
   if (catch_up_) catch_up_->Start();
-  Epoch finished_at = 0;
-  if (recover && self_->replica() == 0) {
-    // Where its sequencer got: never below what its logs, its checkpoint
-    // or its peers hold of it (a lost unsynced tail of the sequencer log
-    // must not make it cut those epochs again), and whether it finished.
-    sequencer_log_through_ = sequenced_through;
-    finished_at = ResumeSequencerAfter(restored_at, &sequenced_through);
-    resumed_after_ = sequenced_through;
-    sequenced_epoch_.store(sequenced_through);
-  }
   // Built before the scheduler runs: a failed log stops it from any thread.
   if (self_->replica() == 0 && !sequencer_finished_) {
     StartSequencer(sequenced_through + 1, recover ? peers_sequenced_ : 0);
