@@ -46,15 +46,35 @@ class TestCluster {
   const NodeConfig& node(int i) const { return config_.node(i); }
   std::string NodeLog(int i) const { return ReadFile(logs() + "/node-" + std::to_string(i) + ".out"); }
 
-  void Start() {
-    // Small and light: few records, short epochs, a bounded load.
+  // The flags start gives every node: small and light (few records, short
+  // epochs, a bounded load), then the test's.
+  std::vector<std::string> NodeFlags() const {
     std::vector<std::string> flags = {"--log_dir=" + input(), "--epoch_ms=5", "--progress_ms=100",
                                       "--records=3000", "--value_size=24", "--max_inflight=400",
                                       "--ops_per_ro_txn=20"};
     flags.insert(flags.end(), flags_.begin(), flags_.end());
-    std::string output;
-    ASSERT_EQ(verbs_->Run("start", flags, &output), 0) << output;
+    return flags;
   }
+  void Start() {
+    std::string output;
+    ASSERT_EQ(StartVerb({}, &output), 0) << output;
+  }
+  // paxflow-cluster start with `extra` flags too; its exit status.
+  int StartVerb(const std::vector<std::string>& extra, std::string* output) {
+    std::vector<std::string> flags = NodeFlags();
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return verbs_->Run("start", flags, output);
+  }
+  // Node `i`'s own command line as start gave it, plus `extra`.
+  std::vector<std::string> NodeCommand(int i, const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> args = {BinaryDir() + "/paxflow-node", "--config=" + config_path_,
+                                     "--node_id=" + std::to_string(i), "--duration=0"};
+    const std::vector<std::string> flags = NodeFlags();
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  const testing::ClusterVerbs& verbs() const { return *verbs_; }
   void Kill(int i) {
     const std::vector<pid_t> pids = verbs_->Pids();
     ASSERT_LT(static_cast<size_t>(i), pids.size());

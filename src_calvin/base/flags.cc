@@ -51,6 +51,11 @@ DEFINE_bool(recover, false,
             "Rejoin a running cluster after a crash: load this node's newest checkpoint from "
             "--log_dir, replay its input log after it, fetch from the peers what it missed, "
             "and go on (paxflow-cluster restart adds it)");
+DEFINE_bool(wipe, false,
+            "A fresh start (no --recover) over this node's history in --log_dir: remove its "
+            "logs, checkpoints and recovery state (each file is named as it goes), once every "
+            "peer agreed that the cluster starts afresh. Without it such a start is refused "
+            "and nothing is touched (paxflow-cluster start --wipe passes it)");
 DEFINE_double(checkpoint_every, 60,
               "With --log_dir: seconds between checkpoints (a cluster parameter: every node "
               "checkpoints at the same epochs); 0: none. Logs older than the newest "
@@ -65,6 +70,11 @@ DEFINE_uint32(peer_timeout_ms, 1000,
 DEFINE_uint32(peer_queue_mb, 64,
               "Per peer, MiB of messages held for a peer that does not take them (dead or "
               "slow); beyond it they are dropped, and the peer fetches them again from the logs");
+DEFINE_uint32(peer_max_message_mb, 0,
+              "Largest message (MiB) taken on the peer port: a bigger frame closes its "
+              "connection (ZMQ_MAXMSGSIZE) instead of exhausting memory, and the node goes on. "
+              "0: 4x the largest message the parameters make (max_batch txns of the biggest "
+              "kind, a long scan's reads), within 256..1024 MiB");
 DEFINE_uint32(max_epochs_ahead, 200,
               "A sequencer waits rather than run more than this many epochs ahead of its own "
               "partition; a partition buffers at most twice this many epochs");
@@ -133,7 +143,7 @@ namespace {
 // Flags that describe one node or one invocation, never a cluster param.
 const std::set<std::string>& LocalOnlyFlags() {
   static const std::set<std::string> kFlags = {"config", "node_id", "replay", "replay_replica",
-                                               "recover"};
+                                               "recover", "wipe"};
   return kFlags;
 }
 
@@ -173,7 +183,8 @@ const std::vector<std::string>& NodeFlagNames() {
       "peer_wait_s", "drain_timeout_s", "client_admit_limit", "client_buffer_mb", "gc",
       "checkpoint_every", "heartbeat_ms", "peer_timeout_ms", "peer_queue_mb", "max_epochs_ahead",
       "fault_stall_checkpoint", "reads_retry_ms", "fault_drop_peer_messages",
-      "fault_drop_channels", "ltx_workers", "ltx_timeout", "max_active_ltx",
+      "fault_drop_channels", "peer_max_message_mb", "wipe", "ltx_workers", "ltx_timeout",
+      "max_active_ltx",
       "ltx_max_deferrals", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
@@ -239,6 +250,8 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.client_admit_limit = FLAGS_client_admit_limit;
   e.client_buffer_mb = FLAGS_client_buffer_mb;
   e.recover = FLAGS_recover;
+  e.wipe = FLAGS_wipe;
+  e.peer_max_message_mb = FLAGS_peer_max_message_mb;
   e.checkpoint_every_s = FLAGS_checkpoint_every;
   e.heartbeat_ms = FLAGS_heartbeat_ms;
   e.peer_timeout_ms = FLAGS_peer_timeout_ms;

@@ -77,6 +77,27 @@ std::string ParseChannelList(const std::string& text, std::vector<Channel>* chan
   return "";
 }
 
+uint64_t NodeParams::LargestPeerMessageBytes() const {
+  const WorkloadParams& w = workload;
+  // Per key: the key, its op and framing (~24 bytes), and a value where
+  // the message may carry one (writes, reads sent to another partition).
+  const uint64_t per_key = 24 + uint64_t{w.value_size};
+  uint64_t ops = std::max<uint64_t>({w.ops_per_ro_txn, w.ops_per_rw_txn, 1});
+  if (w.ltx_fraction > 0) ops = std::max<uint64_t>(ops, w.ltx_ops);
+  if (w.application == "bank") ops = std::max<uint64_t>(ops, w.bank_accounts);
+  const uint64_t batch = uint64_t{engine.max_batch} * (64 + ops * per_key);
+  const uint64_t scan = w.ltx_fraction > 0 ? uint64_t{w.scan_length} * per_key + 4096 : 0;
+  return std::max(batch, scan);
+}
+
+uint64_t NodeParams::PeerMaxMessageBytes() const {
+  if (engine.peer_max_message_mb > 0) return uint64_t{engine.peer_max_message_mb} << 20;
+  // No log record exceeds 1 GiB (record_file.cc), so neither does anything
+  // a peer needs from another; client txns may be larger than generated ones.
+  return std::min<uint64_t>(std::max<uint64_t>(4 * LargestPeerMessageBytes(), uint64_t{256} << 20),
+                            uint64_t{1} << 30);
+}
+
 std::string NodeParams::ClusterParamsText() const {
   std::string text;
   for (const auto& [name, value] : ClusterParams()) text += name + "=" + value + "\n";
@@ -165,7 +186,22 @@ std::string NodeParams::Validate(uint32_t partitions) const {
            "fetched again from its sequencer's log, which needs --log_dir and "
            "sequencers_per_node=1 (or leave BATCH out of --fault_drop_channels)";
   }
-    if (e.recover && e.log_dir.empty()) {
+  if (e.peer_max_message_mb > 65536) {
+    return "peer_max_message_mb=" + std::to_string(e.peer_max_message_mb) +
+           " is out of range (0 = derived from the parameters, else 1..65536)";
+  }
+  if (e.peer_max_message_mb > 0 &&
+      (uint64_t{e.peer_max_message_mb} << 20) < LargestPeerMessageBytes()) {
+    return "peer_max_message_mb=" + std::to_string(e.peer_max_message_mb) +
+           " is below the largest message these parameters may send (about " +
+           std::to_string((LargestPeerMessageBytes() >> 20) + 1) +
+           " MiB): raise it, or give 0 to derive it";
+  }
+  if (e.recover && e.wipe) {
+    return "--recover keeps this node's history and --wipe removes it: give one of them";
+  }
+  if (e.wipe && e.log_dir.empty()) return "--wipe removes this node's history from --log_dir: give --log_dir too";
+  if (e.recover && e.log_dir.empty()) {
     return "--recover rebuilds the node from its log directory: give --log_dir too";
   }
   if (e.recover && e.sequencers_per_node > 1) {

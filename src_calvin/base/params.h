@@ -45,10 +45,12 @@ struct EngineParams {
 
   // Durability and recovery.
   bool recover = false;            // rejoin a running cluster from the log directory
+  bool wipe = false;               // a fresh start may remove this node's history in log_dir
   double checkpoint_every_s = 60;  // checkpoint period (cluster parameter); 0: none
   uint32_t heartbeat_ms = 200;     // how often a node tells its peers it lives
   uint32_t peer_timeout_ms = 1000; // silence after which a peer is reported
   uint32_t peer_queue_mb = 64;     // per peer: bytes held for one that does not take them
+  uint32_t peer_max_message_mb = 0;  // largest peer message taken; 0: derived (PeerMaxMessageBytes)
   uint32_t max_epochs_ahead = 200; // a sequencer waits this far ahead of its partition
   uint32_t fault_stall_checkpoint = 0;  // testing: the n-th checkpoint stalls half written
   // A txn that waited this long (ms) for another partition's reads asks it
@@ -82,6 +84,13 @@ struct NodeParams {
   uint64_t Fingerprint() const;
   // Empty if valid on `partitions` partitions, else the problem.
   std::string Validate(uint32_t partitions) const;
+  // The largest message a peer may legitimately send (a batch of max_batch
+  // of the biggest txns, or a long scan's reads), estimated generously.
+  uint64_t LargestPeerMessageBytes() const;
+  // The limit set on the peer port (ZMQ_MAXMSGSIZE): --peer_max_message_mb,
+  // or by default 4x the largest legitimate message, within 256 MiB..1 GiB.
+  // A bigger frame closes its connection instead of exhausting memory.
+  uint64_t PeerMaxMessageBytes() const;
 };
 
 }  // namespace paxflow

@@ -53,8 +53,11 @@ constexpr char kUsage[] =
     "          record them in <logs>/cluster.state and return once all are up (client port\n"
     "          answers with epochs running, or a progress line), within --start_timeout;\n"
     "          else stop them and fail with the failing node's last lines. Refused while\n"
-    "          the state file names running nodes. Nodes run until `stop` unless\n"
-    "          --duration, --run_epochs or the config say otherwise.\n"
+    "          the state file names running nodes, and over the nodes' history in their\n"
+    "          --log_dir (after a crash of every node it says to `restart --node=all`):\n"
+    "          --wipe starts afresh over it, each node removing (and naming) its files once\n"
+    "          every node agreed. Nodes run until `stop` unless --duration, --run_epochs\n"
+    "          or the config say otherwise.\n"
     "  stop    SIGTERM every node of the state file (they drain and write summaries), wait\n"
     "          for them (--stop_timeout, then SIGKILL), print the cluster summary like run\n"
     "          and remove the state file.\n"
@@ -234,7 +237,11 @@ int Main(int argc, char** argv) {
     return code;
   }
 
-  error = verb == "start" ? CheckStartable(config, options) : CheckMachine(config, options.ssh);
+  options.input_log_dir = resolved.engine.log_dir.empty() ? "" : Absolute(resolved.engine.log_dir);
+  options.wipe = resolved.engine.wipe;
+  error = verb == "start" ? CheckStartable(config, options, again)
+                          : CheckHistory(config, options, /*crashed=*/false, again);
+  if (error.empty() && verb == "run") error = CheckMachine(config, options.ssh);
   if (!error.empty()) return Fail(FLAGS_config + ": " + error);
   if (FLAGS_check_only) {
     std::printf("%s: %d node(s), %u partition(s), %u replica(s): ok\n", FLAGS_config.c_str(),

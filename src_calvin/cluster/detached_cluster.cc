@@ -554,8 +554,10 @@ Probe ProbeNode(const ClusterState& state, const NodeRecord& node) {
   return ProbeLocal(node.pid, node.id, state.config_path, state.node_binary, node.start_ticks);
 }
 
-std::string CheckStartable(const ClusterConfig& config, const LaunchOptions& options) {
+std::string CheckStartable(const ClusterConfig& config, const LaunchOptions& options,
+                           const std::string& again) {
   const std::string path = StatePath(options.log_dir);
+  bool crashed = false;
   if (access(path.c_str(), F_OK) == 0) {
     ClusterState state;
     const std::string error = ReadClusterState(path, &state);
@@ -573,9 +575,16 @@ std::string CheckStartable(const ClusterConfig& config, const LaunchOptions& opt
              "; stop them first: paxflow-cluster stop --config=" + state.config_path +
              " --logs=" + state.log_dir;
     }
+    // Not stopped (stop removes it): the whole cluster crashed.
+    crashed = true;
+    const std::string history = CheckHistory(config, options, crashed, again);
+    if (!history.empty()) return history;
     printf("[cluster] %s is stale (none of its nodes runs any more); start replaces it\n",
            path.c_str());
     fflush(stdout);
+  } else {
+    const std::string error = CheckHistory(config, options, crashed, again);
+    if (!error.empty()) return error;
   }
   return CheckMachine(config, options.ssh);
 }
@@ -694,7 +703,11 @@ int RestartDetached(const ClusterConfig& config, const LaunchOptions& options,
   }
   // The flags start gave them, then --recover (and any given to restart).
   LaunchOptions launch = options;
-  launch.node_flags = state.node_flags;
+  // --wipe was for that start only: a restart keeps what the node has.
+  launch.node_flags.clear();
+  for (const std::string& flag : state.node_flags) {
+    if (flag.rfind("--wipe", 0) != 0) launch.node_flags.push_back(flag);
+  }
   launch.node_flags.push_back("--recover");
   launch.node_flags.insert(launch.node_flags.end(), options.node_flags.begin(),
                            options.node_flags.end());

@@ -65,7 +65,9 @@ Probe ProbeNode(const ClusterState& state, const NodeRecord& node);
 
 // Empty if a start may proceed: no state file naming a running node, and
 // CheckMachine passes.
-std::string CheckStartable(const ClusterConfig& config, const LaunchOptions& options);
+// `again` (--config/--logs) is for the hints of its messages.
+std::string CheckStartable(const ClusterConfig& config, const LaunchOptions& options,
+                           const std::string& again);
 
 // The verbs. Each prints its progress on stdout and returns the exit status
 // for paxflow-cluster (0 ok, 1 a node failed or is down, 2 bad input, 3 an

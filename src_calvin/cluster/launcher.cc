@@ -25,6 +25,7 @@
 #include "base/flags.h"
 #include "cluster/launch_helpers.h"
 #include "base/summary.h"
+#include "node/node.h"
 
 namespace paxflow {
 namespace {
@@ -108,6 +109,47 @@ const char* LaunchKindName(LaunchKind kind) {
       return "ssh";
   }
   return "?";
+}
+
+std::string CheckHistory(const ClusterConfig& config, const LaunchOptions& options, bool crashed,
+                         const std::string& again) {
+  if (options.input_log_dir.empty()) {
+    return crashed ? "the cluster crashed (no node of its state file runs) and its nodes keep "
+                     "no logs (no --log_dir): nothing to recover; stop it and start afresh"
+                   : "";
+  }
+  std::string found;
+  std::vector<std::pair<NodeId, std::vector<std::string>>> history;
+  for (const NodeConfig& node : config.node()) {
+    if (KindOf(node) == LaunchKind::kSsh) continue;  // it checks for itself
+    std::vector<std::string> files = NodeHistoryFiles(options.input_log_dir, node.id());
+    if (files.empty()) continue;
+    found += (found.empty() ? "" : ", ") + std::string("node ") + std::to_string(node.id()) +
+             " (" + std::to_string(files.size()) + " files, e.g. " + files.front() + ")";
+    history.emplace_back(node.id(), std::move(files));
+  }
+  if (history.empty()) return "";
+  if (options.wipe) {
+    printf("[cluster] --wipe: once every node agreed on a fresh start, each removes its history "
+           "from %s:\n", options.input_log_dir.c_str());
+    for (const auto& [id, files] : history) {
+      std::string listed;
+      for (const std::string& file : files) listed += " " + file;
+      printf("[cluster]   node %u:%s\n", id, listed.c_str());
+    }
+    fflush(stdout);
+    return "";
+  }
+  const std::string fresh =
+      "for a fresh start that removes that history: paxflow-cluster start --wipe " + again +
+      " (with the same node flags), or give another --log_dir. Nothing was touched";
+  if (crashed) {
+    return "the cluster crashed: no node of its state file runs any more, and " +
+           options.input_log_dir + " holds their history (" + found + "). Bring it back "
+           "from it with: paxflow-cluster restart --node=all " + again + "; " + fresh;
+  }
+  return options.input_log_dir + " holds the history of an earlier run (" + found +
+         "): a fresh start would remove it; to keep it, start elsewhere; " + fresh;
 }
 
 std::string CheckMachine(const ClusterConfig& config, const std::string& ssh) {

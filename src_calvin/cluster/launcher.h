@@ -38,6 +38,9 @@ struct LaunchOptions {
   int status_timeout_ms = 2000;  // status: per client-port query
   int log_lines = 20;            // logs: lines per node
   bool progress_lines = true;    // nodes print progress lines (--progress_ms > 0)
+  // The nodes' --log_dir (their durable logs; empty: none) and --wipe.
+  std::string input_log_dir;
+  bool wipe = false;
 };
 
 // The node flags (NodeFlagNames) among `explicit_flags`, as "--name=value"
@@ -54,6 +57,14 @@ const char* LaunchKindName(LaunchKind kind);
 // (with the node's address and ports free in them), remote hosts reachable
 // with `ssh`.
 std::string CheckMachine(const ClusterConfig& config, const std::string& ssh = "ssh");
+
+// Empty if a fresh start may go on: the nodes on this machine have no
+// history in options.input_log_dir, or --wipe was given (then what each
+// node will remove is printed). `crashed`: a state file names nodes of
+// which none runs any more (the message says to restart them instead).
+// Nodes on other hosts check for themselves (they refuse without --wipe).
+std::string CheckHistory(const ClusterConfig& config, const LaunchOptions& options, bool crashed,
+                         const std::string& again);
 
 // Starts every node, relays their output until they exit (stopping them
 // when `interrupts` says so) and reads back their summaries. Returns the

@@ -54,6 +54,7 @@ std::string Transport::Start() {
     inbound_ = std::make_unique<zmq::socket_t>(*context_, zmq::socket_type::pull);
     inbound_->set(zmq::sockopt::rcvhwm, options_.receive_queue);
     inbound_->set(zmq::sockopt::linger, 0);
+    inbound_->set(zmq::sockopt::maxmsgsize, options_.max_message_bytes);
     inbound_->bind(options_.bind_endpoint);
   } catch (const zmq::error_t& e) {
     inbound_.reset();
@@ -141,6 +142,15 @@ bool Transport::Send(NodeId to, Channel channel, const std::string& payload) {
     return false;
   }
   Peer& peer = *it->second;
+  if (options_.max_message_bytes >= 0 &&
+      payload.size() > static_cast<uint64_t>(options_.max_message_bytes)) {
+    LOG_EVERY_N(ERROR, 100) << "node " << options_.self << ": a message of " << payload.size()
+                            << " bytes to node " << to << " exceeds --peer_max_message_mb ("
+                            << options_.max_message_bytes << " bytes): not sent";
+    std::lock_guard<std::mutex> lock(peer.mu);
+    ++peer.dropped;
+    return false;
+  }
   // Lost on the way, as far as the sender can tell: it went.
   if (InjectDrop(channel)) return true;
   const std::string header = HeaderFor(channel);

@@ -61,6 +61,11 @@ struct TransportOptions {
   double fault_drop_fraction = 0;
   std::vector<Channel> fault_drop_channels;
   uint64_t fault_seed = 0;
+  // Largest message taken (ZMQ_MAXMSGSIZE on the receiving socket; -1: no
+  // limit): a peer that sends a bigger frame is disconnected instead of the
+  // node allocating it. Sends above it are refused here (the peer would
+  // drop the connection).
+  int64_t max_message_bytes = -1;
 };
 
 class Transport {

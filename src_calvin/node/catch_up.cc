@@ -64,8 +64,47 @@ bool CatchUpServer::SendTo(NodeId to, Channel channel, const std::string& payloa
   return false;
 }
 
+void CatchUpServer::ServeFromInputLog(NodeId to, const BatchRequest& request) {
+  if (!options_.input_log || to == options_.self) return;
+  options_.input_log->Flush(false);
+  SegmentedLogReader reader;
+  if (!reader.Open(options_.log_dir, options_.log_name, kInputLogFormat, request.from_epoch())
+           .empty()) {
+    return;
+  }
+  LogEpoch epoch;
+  std::string payload;
+  uint64_t sent = 0;
+  while (reader.Next(&payload)) {
+    if (!epoch.ParseFromString(payload) || epoch.epoch() < request.from_epoch()) continue;
+    if (epoch.epoch() > request.to_epoch()) break;
+    for (const Batch& batch : epoch.batch()) {
+      if (batch.partition() != request.partition() ||
+          !std::count(request.sequencers().begin(), request.sequencers().end(),
+                      batch.sequencer())) {
+        continue;
+      }
+      if (!SendTo(to, BATCH, batch.SerializeAsString())) return;
+      ++sent;
+    }
+  }
+  served_batches_.fetch_add(sent);
+  LOG(INFO) << "node " << options_.self << ": sent node " << to << " " << sent
+            << " batch(es) of epochs " << request.from_epoch() << ".." << request.to_epoch()
+            << " from its input log";
+}
+
 void CatchUpServer::ServeBatches(NodeId to, const BatchRequest& request) {
-  if (!options_.sequencer_log || request.to_epoch() < request.from_epoch()) return;
+  if (request.to_epoch() < request.from_epoch()) return;
+  // Another sequencer's batches (a replica of this partition whose
+  // sequencer log lost them): from what this partition ran.
+  if (request.sequencers_size() > 0 &&
+      !std::count(request.sequencers().begin(), request.sequencers().end(),
+                  options_.own_sequencer)) {
+    ServeFromInputLog(to, request);
+    return;
+  }
+  if (!options_.sequencer_log) return;
   // What the sequencers cut last may still sit in the writer's buffer.
   options_.sequencer_log->Flush(false);
   Cursor& cursor = cursors_[to];

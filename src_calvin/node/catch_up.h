@@ -1,5 +1,7 @@
 // Serves what peers missed, from this node's logs, on a thread of its own:
-// the batches its sequencers cut (sequencer log; BatchRequest) and the
+// the batches its sequencers cut (sequencer log; BatchRequest), another
+// sequencer's batches for this partition (input log; for a replica of this
+// partition whose own sequencer log lost its tail), and the
 // reads of read-write txns it sent (reads log; ReadsRequest). Requests for
 // this node itself (a restarted node's own batches) are served the same
 // way and handed to its scheduler. Sends are paced to what the peer takes
@@ -33,6 +35,10 @@ struct CatchUpOptions {
   Transport* transport = nullptr;
   SegmentedLogWriter* sequencer_log = nullptr;  // null: this node sequences nothing
   SegmentedLogWriter* reads_log = nullptr;
+  // The input log: batches of other nodes' sequencers for this partition,
+  // served to another replica of it whose sequencer log lost them.
+  SegmentedLogWriter* input_log = nullptr;
+  uint32_t own_sequencer = UINT32_MAX;  // the sequencer this node runs (none: UINT32_MAX)
   // A batch this node asked itself for (its own sequencer's, after a restart).
   std::function<void(std::unique_ptr<Batch>)> deliver_local;
   int send_timeout_ms = 10000;  // a peer that takes nothing this long is given up on
@@ -60,6 +66,7 @@ class CatchUpServer {
   };
   void Loop();
   void ServeBatches(NodeId to, const BatchRequest& request);
+  void ServeFromInputLog(NodeId to, const BatchRequest& request);
   void ServeReads(NodeId to, const ReadsRequest& request);
   bool SendTo(NodeId to, Channel channel, const std::string& payload);
 

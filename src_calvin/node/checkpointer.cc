@@ -43,6 +43,8 @@ Epoch Checkpointer::ReadStable(const std::string& dir, NodeId node) {
 
 void Checkpointer::Start(Epoch epoch, Epoch stable) {
   std::lock_guard<std::mutex> lock(mu_);
+  // Listed again: a fresh start removed what the node held when it was made.
+  held_ = ListCheckpoints(options_.dir, options_.header.node_id());
   stable_ = stable;
   if (options_.every_epochs > 0) AskPeriodicAfter(epoch);
   thread_ = std::thread([this] { Loop(); });

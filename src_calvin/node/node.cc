@@ -90,10 +90,21 @@ std::string Node::Start() {
   scheduler_ = std::make_unique<Scheduler>(scheduler_options, store_.get(), app_.get(), this,
                                            stats_.get(), this, &ltx_records_);
 
+  sequencer_count_ = partitions * params.engine.sequencers_per_node;
+  batches_through_ = std::make_unique<std::atomic<Epoch>[]>(sequencer_count_);
+  final_at_ = std::make_unique<std::atomic<Epoch>[]>(sequencer_count_);
+  for (uint32_t s = 0; s < sequencer_count_; ++s) {
+    batches_through_[s].store(0);
+    final_at_[s].store(0);
+  }
+  // Nothing in the log directory changes before the peers agreed: what
+  // it holds is only read here (and a start that would destroy history
+  // refused); the logs are opened after WaitForPeers.
   Epoch sequenced_through = 0;
-  error = OpenLogs(&logged_through_, &sequenced_through);
+  error = InspectLogDir(&logged_through_, &sequenced_through);
   if (!error.empty()) return error;
   sequenced_epoch_.store(sequenced_through);
+  MakeLogWriters();
   MakeCheckpointer();
   for (Epoch epoch : params.engine.digest_epochs) {
     scheduler_->RequestDigest(epoch, [this](Epoch at, uint64_t digest) {
@@ -127,6 +138,18 @@ std::string Node::Start() {
   if (recover) state_ = State::kRecovering;
   error = WaitForPeers();
   if (!error.empty()) return error;
+  error = OpenLogs(&logged_through_, &sequenced_through);
+  if (!error.empty()) return error;
+  Epoch finished_at = 0;
+  if (recover && self_->replica() == 0) {
+    // Where its sequencer got: never below what its logs, its checkpoint
+    // or its peers hold of it (a lost unsynced tail of the sequencer log
+    // must not make it cut those epochs again), and whether it finished.
+    sequencer_log_through_ = sequenced_through;
+    finished_at = ResumeSequencerAfter(restored_at, &sequenced_through);
+    resumed_after_ = sequenced_through;
+  }
+  sequenced_epoch_.store(sequenced_through);
 
   if (recover) {
     // Results here of epochs sequenced before this start have nobody
@@ -147,7 +170,10 @@ std::string Node::Start() {
     StartSequencer(sequenced_through + 1, recover ? peers_sequenced_ : 0);
   } else if (sequencer_finished_) {
     Print("[node " + std::to_string(options_.id) + "] its sequencer finished its run at epoch " +
-          std::to_string(sequenced_through) + " before the restart; it only executes now");
+          std::to_string(finished_at ? finished_at : sequenced_through) +
+          " before the restart; it only executes now");
+    // Its load ended (it was stopped): new client txns would never be cut.
+    if (clients_) clients_->BeginShutdown();
   }
   scheduler_->Start();
   if (recover) {
@@ -196,6 +222,8 @@ std::string Node::StartTransport() {
   ParseChannelList(options_.params.engine.fault_drop_channels,
                    &transport_options.fault_drop_channels);  // validated with the params
   transport_options.fault_seed = options_.params.engine.seed * 1000003 + options_.id;
+  transport_options.max_message_bytes =
+      static_cast<int64_t>(options_.params.PeerMaxMessageBytes());
   for (const NodeConfig& node : options_.config.node()) {
     transport_options.peers.push_back({node.id(), NodeEndpoint(options_.config, node)});
   }
@@ -294,6 +322,11 @@ std::string Node::StartTransport() {
     catch_up.transport = transport_.get();
     catch_up.sequencer_log = sequencer_log_.get();
     catch_up.reads_log = reads_log_.get();
+    catch_up.input_log = &log_->log();
+    if (self_->replica() == 0) {
+      catch_up.own_sequencer =
+          SequencerId(partition, 0, options_.params.engine.sequencers_per_node);
+    }
     catch_up.deliver_local = [this](std::unique_ptr<Batch> batch) {
       DeliverBatch(std::move(batch));
     };
@@ -445,7 +478,12 @@ bool Node::BeforeSend(size_t runner, Epoch epoch,
     }
   }
   std::string error = sequencer_log_->Append(epoch, record);
-  if (error.empty()) error = sequencer_log_->Flush(options_.params.engine.log_fsync);
+  const bool final = runner == 0 && !batches.empty() && batches[0]->final();
+  if (error.empty()) error = sequencer_log_->Flush(options_.params.engine.log_fsync || final);
+  // Remembered apart from the sequencer log, which checkpoints trim: a
+  // restart must know its part of the run is over (the final record is
+  // synced first, so that peers can still fetch it).
+  if (error.empty() && final) error = RecordFinished(epoch);
   if (error.empty()) return true;
   LogFailed(error);
   return false;
@@ -468,6 +506,13 @@ void Node::DeliverFromSequencer(size_t runner, PartitionId partition,
 }
 
 void Node::DeliverBatch(std::unique_ptr<Batch> batch) {
+  if (batch->sequencer() < sequencer_count_) {
+    std::atomic<Epoch>& through = batches_through_[batch->sequencer()];
+    Epoch seen = through.load();
+    while (seen < batch->epoch() && !through.compare_exchange_weak(seen, batch->epoch())) {
+    }
+    if (batch->final()) final_at_[batch->sequencer()].store(batch->epoch());
+  }
   if (batch->checkpoint() && checkpointer_ &&
       batch->epoch() >= scheduler_->Status().next_epoch) {
     // Asked before the epoch can run: the scheduler holds its snapshot.
@@ -584,11 +629,24 @@ void Node::OnHello(NodeId from, std::string&& payload) {
     return;
   }
   if (!hello.reply()) {
-    // A peer starting (or restarting) wants to know who is there.
-    transport_->Send(from, HELLO, MakeHello(/*reply=*/true).SerializeAsString());
+    // A peer starting (or restarting) wants to know who is there, and what
+    // we hold of its sequencer.
+    Hello answer = MakeHello(/*reply=*/true);
+    const NodeConfig* peer = layout_.Node(from);
+    if (peer && peer->replica() == 0 && sequencer_count_ > 0) {
+      const uint32_t sequencer =
+          SequencerId(peer->partition(), 0, options_.params.engine.sequencers_per_node);
+      if (sequencer < sequencer_count_) {
+        answer.set_your_batches_through(batches_through_[sequencer].load());
+        answer.set_your_final_epoch(final_at_[sequencer].load());
+      }
+    }
+    transport_->Send(from, HELLO, answer.SerializeAsString());
   }
   LearnRemoved(from, hello.removed());
   std::lock_guard<std::mutex> lock(hello_mu_);
+  peers_hold_ours_ = std::max<Epoch>(peers_hold_ours_, hello.your_batches_through());
+  peers_saw_our_final_ = std::max<Epoch>(peers_saw_our_final_, hello.your_final_epoch());
   if (hello.params_fingerprint() != options_.params.Fingerprint()) {
     hello_error_ = "node " + std::to_string(from) +
                    " runs with different cluster parameters. Ours:\n" +

@@ -53,6 +53,15 @@
 
 namespace paxflow {
 
+// <log_dir>/node-<id>.finished: the epoch at which this node's sequencer
+// ended its run (written, fsynced, when it logs its final batch), so that a
+// restart knows it even when its sequencer log was trimmed or lost its tail.
+std::string FinishedPath(const std::string& dir, NodeId node);
+Epoch ReadFinished(const std::string& dir, NodeId node);  // 0: not finished
+// Node `node`'s history in `dir`: its files (names, sorted) but for logs
+// that hold no record yet. A fresh start over them needs --wipe.
+std::vector<std::string> NodeHistoryFiles(const std::string& dir, NodeId node);
+
 struct NodeOptions {
   ClusterConfig config;
   NodeId id = 0;
@@ -107,11 +116,26 @@ class Node : public PeerSender, public ResultSink {
   enum class State { kStarting, kRecovering, kRunning, kStopping };
   static const char* StateName(State state);
 
+  // Start-up, before the peers are heard: reads this node's files in its
+  // log directory without changing them, and refuses a start that would
+  // destroy its history (no --recover, no --wipe) or a --recover into a
+  // directory that is not this node's, of this cluster, with these
+  // parameters. Gives what the logs hold.
+  std::string InspectLogDir(Epoch* logged_through, Epoch* sequenced_through);
+  void MakeLogWriters();  // the writers, no file opened yet
+  // After the peers agreed: reopens the logs (--recover), or removes what
+  // an earlier run left and creates them (a fresh start).
   std::string OpenLogs(Epoch* logged_through, Epoch* sequenced_through);
   std::string StartTransport();
   std::string StartClients();
   std::string RestorePartition(Epoch* restored_at);
   void StartSequencer(Epoch first_epoch, Epoch catch_up_to);
+  // A restart of a replica-0 node, after the peers answered: moves
+  // `sequenced_through` to the newest epoch its sequencer is known to have
+  // cut (its logs, its checkpoint, its peers), and sets sequencer_finished_
+  // if it had ended its run; returns that final epoch (0: unknown).
+  Epoch ResumeSequencerAfter(Epoch restored_at, Epoch* sequenced_through);
+  std::string RecordFinished(Epoch epoch);  // writes FinishedPath, synced
   void MakeCheckpointer();
   // Every batch for this partition goes to the scheduler through here.
   void DeliverBatch(std::unique_ptr<Batch> batch);
@@ -171,6 +195,8 @@ class Node : public PeerSender, public ResultSink {
   Epoch recovered_through_ = 0;  // epochs sequenced before this start
   Epoch rejoin_epoch_ = 0;       // recovering until the partition admitted this one
   bool sequencer_finished_ = false;  // it ended its run (final batch) before a restart
+  Epoch checkpoint_says_finished_ = 0;  // its sequencer's final epoch, per the checkpoint loaded
+  std::vector<std::string> history_files_;  // this node's files in log_dir at start (names)
   mutable std::mutex failure_mu_;
   std::string log_failure_;      // the first failed write of a log: the node stopped
   std::atomic<bool> log_failed_{false};
@@ -204,6 +230,9 @@ class Node : public PeerSender, public ResultSink {
   int64_t start_unix_ms_ = 0;     // latest "ready" time heard, ours included (hello_mu_)
   int64_t agreed_start_unix_ms_ = 0;  // its final value, copied once every node was heard
   std::string hello_error_;
+  // What the peers' replies said they hold of this node's sequencer.
+  Epoch peers_hold_ours_ = 0;
+  Epoch peers_saw_our_final_ = 0;
   Epoch peers_sequenced_ = 0;     // highest epoch a peer's hello said it sequenced
   Epoch peers_admitted_ = 0;
   bool peer_running_ = false;     // a peer ran epochs already: a fresh start is refused
@@ -228,6 +257,17 @@ class Node : public PeerSender, public ResultSink {
   std::atomic<bool> replay_stop_{false};
   std::atomic<bool> replaying_{false};
   std::atomic<Epoch> sequenced_epoch_{0};  // newest epoch this node's sequencer logged
+  // Its sequencer log's last epoch at start: epochs after it, up to where
+  // the sequencer resumed, were cut before but their record was lost (an
+  // unsynced tail); they are fetched from other replicas, never cut again.
+  Epoch sequencer_log_through_ = 0;
+  Epoch resumed_after_ = 0;
+  // By sequencer id, from every batch delivered here: the newest epoch of
+  // one, and the epoch of its final batch (0: none). Told to a restarting
+  // sequencer (hello replies).
+  uint32_t sequencer_count_ = 0;
+  std::unique_ptr<std::atomic<Epoch>[]> batches_through_;
+  std::unique_ptr<std::atomic<Epoch>[]> final_at_;
 
   std::thread reporter_;
   std::mutex report_mu_;

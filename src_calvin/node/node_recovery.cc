@@ -3,7 +3,10 @@
 // asked for by clients, heartbeats, stall reports, asking peers for missed
 // batches, dropping old logs, and waiting for stragglers at the end. The
 // wiring and the run are in node.cc.
+#include <dirent.h>
+#include <fcntl.h>
 #include <glog/logging.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +16,8 @@
 #include "checkpoint/checkpoint.h"
 #include "common/clock.h"
 #include "common/paths.h"
+#include "common/proto_json.h"
+#include "common/record_file.h"
 #include "node/node.h"
 
 namespace paxflow {
@@ -28,9 +33,268 @@ std::string Join(const std::vector<std::string>& parts, const std::string& separ
   return joined;
 }
 
+// What a log holds, read without changing it.
+struct LogExtent {
+  bool exists = false;      // it has segments
+  std::string header;       // its header record (of its first segment)
+  uint64_t records = 0;     // 0: none (a log only created); else at least that many
+  Epoch last_epoch = 0;
+  std::string last_record;  // the last whole record read (empty: none)
+  std::string error;        // its segments could not be read
+};
+
+LogExtent ReadLogExtent(const std::string& dir, const std::string& name, const LogFormat& format,
+                        const SegmentedLogWriter::EpochOf& epoch_of) {
+  LogExtent extent;
+  const std::vector<LogSegment> segments = ListSegments(dir, name, format.ext);
+  if (segments.empty()) return extent;
+  extent.exists = true;
+  // Closed segments hold records (an empty one is never closed), and their
+  // names say their last epoch: only the newest of them and the active one
+  // are read.
+  Epoch from = 0;
+  for (const LogSegment& segment : segments) {
+    if (segment.active) continue;
+    ++extent.records;
+    from = std::max(from, segment.last_epoch);
+    extent.last_epoch = std::max(extent.last_epoch, segment.last_epoch);
+  }
+  SegmentedLogReader reader;
+  extent.error = reader.Open(dir, name, format, from);
+  if (!extent.error.empty()) return extent;
+  extent.header = reader.header();
+  std::string payload;
+  while (reader.Next(&payload)) {
+    ++extent.records;
+    extent.last_epoch = std::max(extent.last_epoch, epoch_of(payload));
+    extent.last_record.swap(payload);
+  }
+  return extent;
+}
+
+bool EndsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Every durable file of node `id` in `dir` (node-<id>.*, node-<id>@*: logs,
+// checkpoints, state, and their temporaries; not a launcher's node-<id>.out
+// or .json), sorted.
+std::vector<std::string> NodeFiles(const std::string& dir, NodeId id) {
+  std::vector<std::string> files;
+  const std::string name = NodeFileName(id);
+  DIR* handle = opendir(dir.c_str());
+  if (!handle) return files;
+  while (dirent* entry = readdir(handle)) {
+    std::string file = entry->d_name;
+    if (file.rfind(name + ".", 0) != 0 && file.rfind(name + "@", 0) != 0) continue;
+    std::string base = EndsWith(file, ".tmp") ? file.substr(0, file.size() - 4) : file;
+    for (const char* ext : {".log", ".seq", ".reads", ".ckpt", ".recovery", ".finished"}) {
+      if (EndsWith(base, ext)) {
+        files.push_back(file);
+        break;
+      }
+    }
+  }
+  closedir(handle);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The other nodes whose files `dir` holds ("node 1, node 2"), for messages.
+std::string OtherNodes(const std::string& dir, NodeId self) {
+  std::string others;
+  for (const std::string& log : ListInputLogs(dir)) {
+    InputLogReader reader;
+    if (!reader.Open(log).empty() || reader.header().node_id() == self) continue;
+    others += (others.empty() ? "" : ", ") + std::string("node ") +
+              std::to_string(reader.header().node_id());
+  }
+  return others;
+}
+
+// "name=flag (recorded: value)" for every recorded parameter that differs
+// from this node's.
+std::vector<std::string> ParamMismatches(
+    const google::protobuf::RepeatedPtrField<Param>& recorded, const NodeParams& params) {
+  std::map<std::string, std::string> ours;
+  for (const auto& [name, value] : params.ClusterParams()) ours[name] = value;
+  std::vector<std::string> mismatches;
+  for (const Param& param : recorded) {
+    auto it = ours.find(param.name());
+    if (it == ours.end()) {
+      mismatches.push_back(param.name() + "=" + param.value() +
+                           " is recorded, a parameter this binary does not know");
+    } else if (it->second != param.value()) {
+      mismatches.push_back("--" + param.name() + "=" + it->second + " (recorded: " +
+                           param.name() + "=" + param.value() + ")");
+    }
+  }
+  return mismatches;
+}
+
+// History: every file but logs that hold no record yet (a node stopped
+// between creating its logs and its first epoch ran nothing).
+std::vector<std::string> HistoryOf(const std::vector<std::string>& files, const std::string& name,
+                                   const LogExtent& input, const LogExtent& sequenced,
+                                   const LogExtent& reads) {
+  std::vector<std::string> history;
+  for (const std::string& file : files) {
+    const bool empty_log =
+        (file == name + ".log" && input.records == 0 && input.error.empty()) ||
+        (file == name + ".seq" && sequenced.records == 0 && sequenced.error.empty()) ||
+        (file == name + ".reads" && reads.records == 0 && reads.error.empty());
+    if (!empty_log) history.push_back(file);
+  }
+  return history;
+}
+
 }  // namespace
 
+std::string FinishedPath(const std::string& dir, NodeId node) {
+  return dir + "/" + NodeFileName(node) + ".finished";
+}
+
+Epoch ReadFinished(const std::string& dir, NodeId node) {
+  std::string text, error;
+  if (!ReadTextFile(FinishedPath(dir, node), &text, &error)) return 0;
+  return std::strtoull(text.c_str(), nullptr, 10);
+}
+
+std::vector<std::string> NodeHistoryFiles(const std::string& dir, NodeId node) {
+  const std::string name = NodeFileName(node);
+  const LogExtent input = ReadLogExtent(dir, name, kInputLogFormat, EpochOfInputRecord);
+  const LogExtent sequenced = ReadLogExtent(dir, name, kSequencerLogFormat, EpochOfSequencerRecord);
+  const LogExtent reads = ReadLogExtent(dir, name, kReadsLogFormat, EpochOfReadsRecord);
+  return HistoryOf(NodeFiles(dir, node), name, input, sequenced, reads);
+}
+
+std::string Node::InspectLogDir(Epoch* logged_through, Epoch* sequenced_through) {
+  const EngineParams& engine = options_.params.engine;
+  if (engine.log_dir.empty()) return "";
+  const std::string& dir = engine.log_dir;
+  const std::string id = std::to_string(options_.id);
+  const std::string name = NodeFileName(options_.id);
+  const LogExtent input = ReadLogExtent(dir, name, kInputLogFormat, EpochOfInputRecord);
+  const LogExtent sequenced = ReadLogExtent(dir, name, kSequencerLogFormat, EpochOfSequencerRecord);
+  const LogExtent reads = ReadLogExtent(dir, name, kReadsLogFormat, EpochOfReadsRecord);
+  const std::vector<Epoch> checkpoints = ListCheckpoints(dir, options_.id);
+  const std::vector<std::string> files = NodeFiles(dir, options_.id);
+  const std::vector<std::string> history = HistoryOf(files, name, input, sequenced, reads);
+  history_files_ = history;
+  const std::string restart_hint =
+      "restart it with --recover (paxflow-cluster restart --node=" + id + ")";
+  if (!engine.recover) {
+    if (history.empty() || engine.wipe) return "";
+    std::string listed;
+    for (size_t i = 0; i < history.size() && i < 6; ++i) listed += (i ? ", " : "") + history[i];
+    if (history.size() > 6) listed += ", ... (" + std::to_string(history.size()) + " files)";
+    return "its log directory " + dir + " holds this node's history (" + listed +
+           (input.records > 0 ? "; input log through epoch " + std::to_string(input.last_epoch)
+                              : std::string()) +
+           "), which a start without --recover would remove; nothing was touched. To rejoin "
+           "its cluster with it, " + restart_hint + " (after a crash of every node: "
+           "paxflow-cluster restart --node=all); for a fresh start that removes it, add --wipe "
+           "(paxflow-cluster start --wipe), or give another --log_dir";
+  }
+  // --recover: the directory must be this node's, of this cluster.
+  if (files.empty()) {
+    const std::string others = OtherNodes(dir, options_.id);
+    return "--recover: " + dir + " holds no history of node " + id +
+           " (no input log, checkpoint or recovery state of it" +
+           (others.empty() ? std::string() : "; it holds the logs of " + others) +
+           "): there is nothing to recover. Is --log_dir (or --node_id) right? A node that "
+           "never ran starts fresh, without --recover, together with its whole cluster "
+           "(paxflow-cluster start)";
+  }
+  if (!input.exists) {
+    return "--recover: " + dir + " holds files of node " + id + " but not its input log (" +
+           InputLogPath(dir, options_.id) + "): it cannot be rebuilt from them; nothing was "
+           "touched";
+  }
+  const LogHeader expected = MakeLogHeader(options_.params, options_.id, self_->partition(),
+                                           self_->replica(), layout_.partitions());
+  const struct {
+    const LogExtent* log;
+    const char* what;
+  } logs[] = {{&input, "input log"}, {&sequenced, "sequencer log"}, {&reads, "reads log"}};
+  for (const auto& [log, what] : logs) {
+    if (!log->exists) continue;
+    if (!log->error.empty()) {
+      return "--recover: its " + std::string(what) + " cannot be read: " + log->error;
+    }
+    LogHeader header;
+    if (!header.ParseFromString(log->header)) {
+      return "--recover: its " + std::string(what) + " in " + dir + " has an unreadable header";
+    }
+    if (header.node_id() != options_.id || header.partition() != self_->partition() ||
+        header.replica() != self_->replica() || header.partitions() != layout_.partitions() ||
+        header.sequencers() != expected.sequencers()) {
+      return "--recover: the " + std::string(what) + " " + name + " in " + dir +
+             " was written by node " + std::to_string(header.node_id()) + " (partition " +
+             std::to_string(header.partition()) + " of " + std::to_string(header.partitions()) +
+             ", replica " + std::to_string(header.replica()) + ", " +
+             std::to_string(header.sequencers()) + " sequencers); this is node " + id +
+             " (partition " + std::to_string(self_->partition()) + " of " +
+             std::to_string(layout_.partitions()) + ", replica " +
+             std::to_string(self_->replica()) + ", " + std::to_string(expected.sequencers()) +
+             " sequencers): not its history";
+    }
+    const std::vector<std::string> mismatches = ParamMismatches(header.param(), options_.params);
+    if (!mismatches.empty()) {
+      std::string listed;
+      for (const std::string& m : mismatches) listed += (listed.empty() ? "" : ", ") + m;
+      return "--recover: this node's parameters differ from those its " + std::string(what) +
+             " in " + dir + " was written with: " + listed +
+             ". A node rejoins with its cluster's parameters: give the recorded values "
+             "(paxflow-cluster restart reuses start's flags); nothing was touched";
+    }
+  }
+  for (Epoch epoch : checkpoints) {
+    const std::string path = CheckpointPath(dir, options_.id, epoch);
+    CheckpointHeader header;
+    const std::string error = ReadCheckpointHeader(path, &header);
+    if (!error.empty()) continue;  // a damaged one: RestorePartition says so if it is needed
+    if (header.node_id() != options_.id || header.partition() != self_->partition() ||
+        header.partitions() != layout_.partitions()) {
+      return "--recover: " + path + " is a checkpoint of node " +
+             std::to_string(header.node_id()) + " (partition " +
+             std::to_string(header.partition()) + " of " + std::to_string(header.partitions()) +
+             "), not of node " + id;
+    }
+    std::vector<std::string> mismatches = ParamMismatches(header.param(), options_.params);
+    if (header.mode() != ModeName(options_.params.engine.mode)) {
+      mismatches.push_back(std::string("--mode=") + ModeName(options_.params.engine.mode) +
+                           " (recorded: mode=" + header.mode() + ")");
+    }
+    if (!mismatches.empty()) {
+      std::string listed;
+      for (const std::string& m : mismatches) listed += (listed.empty() ? "" : ", ") + m;
+      return "--recover: this node's parameters differ from those " + path +
+             " was written with: " + listed + "; nothing was touched";
+    }
+  }
+  *logged_through = input.last_epoch;
+  *sequenced_through = sequenced.last_epoch;
+  return "";
+}
+
+void Node::MakeLogWriters() {
+  const EngineParams& engine = options_.params.engine;
+  if (engine.log_dir.empty()) return;
+  log_ = std::make_unique<InputLogWriter>();
+  reads_log_ = std::make_unique<SegmentedLogWriter>();
+  // The sequencer log (what peers fetch when they restart) holds one
+  // sequencer's batches; with several per node the input log still serves
+  // replays, but no node of the cluster can restart (EngineParams::Validate).
+  if (self_->replica() == 0 && engine.sequencers_per_node == 1) {
+    sequencer_log_ = std::make_unique<SegmentedLogWriter>();
+  }
+}
+
 std::string Node::OpenLogs(Epoch* logged_through, Epoch* sequenced_through) {
+  // Only after the peers agreed (WaitForPeers) and InspectLogDir allowed
+  // it: the first change this start makes to the log directory.
   const EngineParams& engine = options_.params.engine;
   if (engine.log_dir.empty()) return "";
   if (!MakeDirectories(engine.log_dir)) {
@@ -41,14 +305,6 @@ std::string Node::OpenLogs(Epoch* logged_through, Epoch* sequenced_through) {
   LogHeader header = MakeLogHeader(options_.params, options_.id, self_->partition(),
                                    self_->replica(), layout_.partitions());
   const std::string serialized = header.SerializeAsString();
-  log_ = std::make_unique<InputLogWriter>();
-  reads_log_ = std::make_unique<SegmentedLogWriter>();
-  // The sequencer log (what peers fetch when they restart) holds one
-  // sequencer's batches; with several per node the input log still serves
-  // replays, but no node of the cluster can restart (EngineParams::Validate).
-  if (self_->replica() == 0 && engine.sequencers_per_node == 1) {
-    sequencer_log_ = std::make_unique<SegmentedLogWriter>();
-  }
   std::string error;
   if (engine.recover) {
     RemoveUnfinishedCheckpoints(dir, options_.id);
@@ -70,18 +326,80 @@ std::string Node::OpenLogs(Epoch* logged_through, Epoch* sequenced_through) {
       sequencer_finished_ = true;
     }
   } else {
-    // A fresh start: what an earlier run of this node left is removed.
+    // A fresh start the peers agreed to: what an earlier run of this node
+    // left is removed (InspectLogDir refused if that is history, unless
+    // --wipe), each file named.
+    if (!history_files_.empty()) {
+      Print("[node " + std::to_string(options_.id) + "] --wipe: every peer agreed on a fresh "
+            "start; removing this node's history from " + dir + " (" +
+            std::to_string(history_files_.size()) + " files)");
+    }
+    for (const std::string& file : history_files_) {
+      const std::string path = dir + "/" + file;
+      if (unlink(path.c_str()) == 0) {
+        Print("[node " + std::to_string(options_.id) + "]   removed " + path);
+      } else if (errno != ENOENT) {
+        return "--wipe: cannot remove " + path + ": " + std::strerror(errno);
+      }
+    }
     RemoveAllCheckpoints(dir, options_.id);
-    unlink(Checkpointer::StatePath(dir, options_.id).c_str());
     error = log_->Open(InputLogPath(dir, options_.id), header, engine.log_fsync);
     if (error.empty()) error = reads_log_->Create(dir, name, kReadsLogFormat, serialized);
     if (error.empty() && sequencer_log_) {
       error = sequencer_log_->Create(dir, name, kSequencerLogFormat, serialized);
     }
+    if (error.empty()) error = SyncDirectory(dir);
   }
   if (!error.empty()) return error;
   scheduler_->SetBeforeExecute([this](const MergedEpoch& epoch) { return AppendToInputLog(epoch); });
   return "";
+}
+
+std::string Node::RecordFinished(Epoch epoch) {
+  const std::string& dir = options_.params.engine.log_dir;
+  const std::string path = FinishedPath(dir, options_.id);
+  const std::string temporary = path + ".tmp";
+  const std::string text = std::to_string(epoch) + "\n";
+  const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            fsync(fd) == 0;
+  const int saved = errno;
+  if (fd >= 0) close(fd);
+  if (ok && rename(temporary.c_str(), path.c_str()) != 0) ok = false;
+  if (!ok) return "cannot write " + path + ": " + std::strerror(ok ? errno : saved);
+  return SyncDirectory(dir);
+}
+
+Epoch Node::ResumeSequencerAfter(Epoch restored_at, Epoch* sequenced_through) {
+  const std::string& dir = options_.params.engine.log_dir;
+  Epoch peers_hold = 0, peers_final = 0;
+  {
+    std::lock_guard<std::mutex> lock(hello_mu_);
+    peers_hold = peers_hold_ours_;
+    peers_final = peers_saw_our_final_;
+  }
+  // An epoch in its input log or checkpoint was admitted, so its sequencer
+  // had cut it; an epoch a peer holds a batch of, too.
+  const Epoch logged = *sequenced_through;
+  const Epoch reach = std::max({logged, logged_through_, restored_at, peers_hold});
+  Epoch finished = std::max({ReadFinished(dir, options_.id), peers_final, checkpoint_says_finished_});
+  if (sequencer_finished_) finished = std::max(finished, logged);
+  const std::string node = "[node " + std::to_string(options_.id) + "] ";
+  if (finished > 0) {
+    sequencer_finished_ = true;
+    *sequenced_through = std::max(reach, finished);
+    return finished;
+  }
+  if (reach > logged) {
+    Print(node + "its sequencer log ends at epoch " + std::to_string(logged) +
+          " but its sequencer had cut epochs through " + std::to_string(reach) +
+          " (its input log, checkpoint or peers hold them; the log's tail was lost): it resumes "
+          "at epoch " + std::to_string(reach + 1) + " and cuts none of those again; its own "
+          "batches of epochs " + std::to_string(logged + 1) + ".." + std::to_string(reach) +
+          " come from the other replicas of its partition");
+  }
+  *sequenced_through = reach;
+  return 0;
 }
 
 bool Node::AppendToInputLog(const MergedEpoch& epoch) {
@@ -141,6 +459,12 @@ std::string Node::RestorePartition(Epoch* restored_at) {
            ModeName(options_.params.engine.mode);
   }
   const SnapshotInfo info = SnapshotFromCheckpoint(header);
+  for (const auto& [sequencer, at] : info.finished_sequencers) {
+    if (self_->replica() == 0 &&
+        sequencer == SequencerId(self_->partition(), 0, options_.params.engine.sequencers_per_node)) {
+      checkpoint_says_finished_ = at;
+    }
+  }
   if (!scheduler_->RestoreAt(info, &error)) return path + ": " + error;
   *restored_at = info.epoch;
   char seconds[32];
@@ -206,6 +530,10 @@ void Node::MakeCheckpointer() {
 
 void Node::ServeCheckpoint(Epoch wait_epoch,
                           std::function<void(const CheckpointReply&, const std::string&)> done) {
+  if (state_.load() == State::kStarting) {
+    done(CheckpointReply(), "node " + std::to_string(options_.id) + " is starting");
+    return;
+  }
   if (wait_epoch > 0) {
     // Another node asked for it: this one only says when its own is written.
     checkpointer_->AddWaiter(wait_epoch, std::move(done));
@@ -315,6 +643,16 @@ void Node::UpdateProblems() {
   if (!scheduler_->finished()) {
     for (uint32_t sequencer : status.missing_sequencers) {
       const NodeId node = monitor_->NodeOfSequencer(sequencer, layout_.NodeOf(0, sequencer));
+      if (node == options_.id && layout_.replicas() == 1 &&
+          status.next_epoch > sequencer_log_through_ && status.next_epoch <= resumed_after_ &&
+          status.next_epoch > logged_through_) {
+        stalls.push_back("its own sequencer's batch of epoch " +
+                         std::to_string(status.next_epoch) +
+                         " was lost with the unsynced tail of its sequencer log, and no other "
+                         "replica of partition " + std::to_string(self_->partition()) +
+                         " holds it: this partition cannot go on (--log_fsync prevents this)");
+        continue;
+      }
       if (node == options_.id) continue;
       Heartbeat heartbeat;
       const bool heard = monitor_->Latest(node, &heartbeat);
@@ -384,7 +722,18 @@ void Node::AskForMissedBatches() {
     asked.at_us = now;
     VLOG(1) << "node " << options_.id << ": asks node " << node << " for sequencer " << sequencer
             << "'s batches of epochs " << request.from_epoch() << ".." << request.to_epoch();
-    if (node == options_.id) {
+    if (node == options_.id && status.next_epoch > sequencer_log_through_ &&
+        status.next_epoch <= resumed_after_) {
+      // Its sequencer cut these before the restart, but its log lost them:
+      // the other replicas of this partition hold them (their input logs).
+      request.set_to_epoch(std::min<Epoch>(request.to_epoch(), resumed_after_));
+      asked.through = request.to_epoch();
+      for (uint32_t replica = 1; replica < layout_.replicas(); ++replica) {
+        const NodeId peer = layout_.NodeOf((self_->replica() + replica) % layout_.replicas(),
+                                           self_->partition());
+        transport_->Send(peer, BATCH_REQUEST, request.SerializeAsString());
+      }
+    } else if (node == options_.id) {
       if (catch_up_) catch_up_->RequestBatches(node, request);
     } else {
       transport_->Send(node, BATCH_REQUEST, request.SerializeAsString());
