@@ -866,7 +866,15 @@ int StopDetached(const ClusterConfig& config, const LaunchOptions& options,
     }
   }
   unlink(StatePath(options.log_dir).c_str());
-  Launcher launcher(config, options);
+  // A removed node (a replica) wrote no summary: the cluster's is the others'.
+  ClusterConfig remaining = config;
+  remaining.clear_node();
+  for (const NodeConfig& node : config.node()) {
+    if (!std::count(state.removed.begin(), state.removed.end(), node.id())) {
+      *remaining.add_node() = node;
+    }
+  }
+  Launcher launcher(remaining, options);
   std::string problem;
   *have_summary = launcher.CombinedSummary(combined, &problem);
   if (!killed.empty()) {
