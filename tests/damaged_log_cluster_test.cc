@@ -172,7 +172,9 @@ TEST(DamagedLogClusterTest, LostEpochsAreFetchedFromThePeersAndTheStateIsRight) 
   EXPECT_EQ(match[1].str(), path);
   EXPECT_GT(std::stoull(match[2]), 1u);
   EXPECT_EQ(std::stoull(match[3]), closed[0].last_epoch);
-  EXPECT_NE(log.find("got epochs " + match[2].str() + ".." + match[3].str()), std::string::npos)
+  // Said on the heartbeat after the fetch (the restart may return first).
+  const std::string got = "got epochs " + match[2].str() + ".." + match[3].str();
+  EXPECT_TRUE(WaitUntil([&] { return cluster.NodeLog(1).find(got) != std::string::npos; }, 5000))
       << cluster.Tail(1);
   cluster.ExpectProgress({0, 1, 2}, 60);
   const RunSummary summary = cluster.Stop();
