@@ -181,6 +181,11 @@ TEST(DamagedLogClusterTest, LostEpochsAreFetchedFromThePeersAndTheStateIsRight) 
   EXPECT_EQ(summary.invariant_failures, 0u);
   EXPECT_GT(summary.Committed(), 1000u);
 
+  // An offline replay of the damaged logs refuses, naming the file.
+  std::string refused;
+  EXPECT_EQ(ReplayDigest(cluster.input(), &refused), "replay failed") << refused;
+  EXPECT_NE(refused.find("is damaged: " + path), std::string::npos) << refused;
+
   // The segment as it was written: with it, the logs replay to the live
   // state (the fetched epochs were the logged ones), as does a serial run.
   std::ofstream(path, std::ios::binary | std::ios::trunc) << original;
