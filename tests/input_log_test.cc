@@ -260,7 +260,7 @@ TEST(InputLogTest, ForeignFilesAreRejected) {
   const std::string magic_only = dir.path() + "/node-2.log";
   {
     std::ofstream out(magic_only, std::ios::binary);
-    out << "PAXFLOG1";
+    out << "PAXFLOG2";
   }
   InputLogReader magic_reader;
   const std::string header_error = magic_reader.Open(magic_only);

@@ -35,7 +35,7 @@ namespace {
 
 using testing::TempDir;
 
-const LogFormat kTestFormat{"tst", "PAXFTST1", "test log"};
+const LogFormat kTestFormat{"tst", "PAXFTST2", "test log"};
 
 std::vector<std::string> ReadAll(const std::string& dir, const std::string& name,
                                  Epoch from = 0) {

@@ -15,8 +15,9 @@
 namespace paxflow {
 namespace {
 
-constexpr char kMagic[] = "PAXFCKP1";
+constexpr char kMagic[] = "PAXFCKP2";
 constexpr size_t kChunkKeys = 4096;
+constexpr uint64_t kEndMarker = 0x50584643'4b454e44ULL;  // "PXFCKEND"
 const char* const kWhat = "checkpoint";
 
 std::string Prefix(NodeId node) { return "node-" + std::to_string(node) + "@"; }
@@ -64,13 +65,14 @@ std::string WriteCheckpoint(const std::string& dir, const CheckpointHeader& head
   if (error.empty()) error = writer.Append(header.SerializeAsString());
   CheckpointChunk chunk;
   std::string buffer;
-  uint64_t keys = 0, digest = 0;
+  uint64_t keys = 0, digest = 0, chunks = 0;
   bool midway_done = !midway;
   auto write_chunk = [&] {
     if (!error.empty() || chunk.key_size() == 0) return;
     chunk.SerializeToString(&buffer);
     error = writer.Append(buffer);
     chunk.Clear();
+    ++chunks;
     if (error.empty() && !midway_done) {
       error = writer.Flush(false);
       midway_done = true;
@@ -90,6 +92,8 @@ std::string WriteCheckpoint(const std::string& dir, const CheckpointHeader& head
     CheckpointTrailer trailer;
     trailer.set_keys(keys);
     trailer.set_digest(digest);
+    trailer.set_chunks(chunks);
+    trailer.set_end_marker(kEndMarker);
     error = writer.Append(trailer.SerializeAsString());
   }
   if (error.empty()) error = writer.Close(/*sync=*/true);
@@ -126,6 +130,11 @@ std::string OpenCheckpoint(const std::string& path, RecordReader* reader,
 
 }  // namespace
 
+std::string CheckCheckpoint(const std::string& path, CheckpointHeader* header) {
+  CheckpointStats stats;
+  return LoadCheckpoint(path, nullptr, 0, header, &stats);
+}
+
 std::string ReadCheckpointHeader(const std::string& path, CheckpointHeader* header) {
   RecordReader reader;
   return OpenCheckpoint(path, &reader, header);
@@ -140,7 +149,7 @@ std::string LoadCheckpoint(const std::string& path, Store* store, size_t slot,
   std::string payload;
   // Every record but the last is a chunk; the last is the trailer.
   CheckpointChunk chunk;
-  uint64_t keys = 0, digest = 0;
+  uint64_t keys = 0, digest = 0, chunks = 0;
   std::string last;
   bool have_last = false;
   while (reader.Next(&payload)) {
@@ -149,22 +158,25 @@ std::string LoadCheckpoint(const std::string& path, Store* store, size_t slot,
         return path + ": garbled record";
       }
       for (int i = 0; i < chunk.key_size(); ++i) {
-        store->Load(chunk.key(i), chunk.value(i));
+        if (store) store->Load(chunk.key(i), chunk.value(i));
         digest += DigestTerm(chunk.key(i), chunk.value(i));
       }
       keys += static_cast<uint64_t>(chunk.key_size());
+      ++chunks;
     }
     last.swap(payload);
     have_last = true;
   }
   CheckpointTrailer trailer;
-  if (reader.truncated() || !have_last || !trailer.ParseFromString(last)) {
-    return path + ": torn or without its trailer (the writer was interrupted)";
+  if (reader.truncated() || !have_last || !trailer.ParseFromString(last) ||
+      trailer.end_marker() != kEndMarker) {
+    return path + ": torn or without its trailer (cut short, or the writer was interrupted)";
   }
-  if (trailer.keys() != keys || trailer.digest() != digest) {
-    return path + ": holds " + std::to_string(keys) + " keys with digest " +
-           std::to_string(digest) + ", its trailer says " + std::to_string(trailer.keys()) +
-           " keys, digest " + std::to_string(trailer.digest());
+  if (trailer.chunks() != chunks || trailer.keys() != keys || trailer.digest() != digest) {
+    return path + ": holds " + std::to_string(keys) + " keys in " + std::to_string(chunks) +
+           " chunks with digest " + std::to_string(digest) + ", its trailer says " +
+           std::to_string(trailer.keys()) + " keys in " + std::to_string(trailer.chunks()) +
+           " chunks, digest " + std::to_string(trailer.digest());
   }
   (void)slot;
   stats->path = path;

@@ -3,9 +3,10 @@
 //
 //   <dir>/node-<id>@<epoch>.ckpt
 //
-// A record file (common/record_file.h, magic PAXFCKP1): a CheckpointHeader,
-// chunks of (key, value) pairs, and a trailer with the key count and the
-// state digest, both checked on load. Written as <name>.tmp, fsynced, then
+// A record file (common/record_file.h, magic PAXFCKP2): a CheckpointHeader,
+// chunks of (key, value) pairs, and a trailer with the key and chunk counts,
+// the state digest and an end marker, all checked on load: a file cut
+// anywhere (after its header, after a chunk, mid-record) is refused. Written as <name>.tmp, fsynced, then
 // renamed and the directory fsynced: a crash while writing leaves the
 // previous checkpoint as it was, and a .tmp that the next start removes.
 //
@@ -41,11 +42,14 @@ std::string WriteCheckpoint(const std::string& dir, const CheckpointHeader& head
                             size_t slot, CheckpointStats* stats,
                             const std::function<void()>& midway = nullptr);
 
-// Loads the checkpoint at `path` into `store` (a fresh one, nothing loaded)
-// and checks it whole: every record's checksum, the key count and the
+// Loads the checkpoint at `path` into `store` (a fresh one, nothing loaded;
+// null: nothing is loaded) and checks it whole: every record's checksum, the key count and the
 // digest. Empty on success, else what is wrong with the file.
 std::string LoadCheckpoint(const std::string& path, Store* store, size_t slot,
                            CheckpointHeader* header, CheckpointStats* stats);
+// The same checks as LoadCheckpoint without loading anything: whether the
+// file is whole. Empty if so, else what is wrong with it.
+std::string CheckCheckpoint(const std::string& path, CheckpointHeader* header);
 // Reads only the header (which epoch, which node).
 std::string ReadCheckpointHeader(const std::string& path, CheckpointHeader* header);
 

@@ -17,12 +17,14 @@ std::array<uint32_t, 256> MakeCrcTable() {
 
 }  // namespace
 
-uint32_t Crc32c(const void* data, size_t size) {
+uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size) {
   static const std::array<uint32_t, 256> kTable = MakeCrcTable();  // immutable once built
   const auto* bytes = static_cast<const uint8_t*>(data);
-  uint32_t crc = 0xffffffffu;
+  crc ^= 0xffffffffu;
   for (size_t i = 0; i < size; ++i) crc = kTable[(crc ^ bytes[i]) & 0xff] ^ (crc >> 8);
   return crc ^ 0xffffffffu;
 }
+
+uint32_t Crc32c(const void* data, size_t size) { return Crc32cExtend(0, data, size); }
 
 }  // namespace paxflow

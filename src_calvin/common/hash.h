@@ -37,5 +37,7 @@ inline uint64_t DigestTerm(uint64_t key, std::string_view value) {
 }
 
 uint32_t Crc32c(const void* data, size_t size);
+// The crc32c of A followed by `data`, given `crc` = Crc32c(A).
+uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size);
 
 }  // namespace paxflow

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/record_file.h"
+
 namespace paxflow {
 
 std::string MessageToJson(const google::protobuf::Message& message, bool pretty) {
@@ -42,17 +44,22 @@ bool ReadTextFile(const std::string& path, std::string* text, std::string* error
   return true;
 }
 
-std::string WriteFileAtomically(const std::string& path, const std::string& text) {
+std::string WriteFileAtomically(const std::string& path, const std::string& text, bool sync) {
   const std::string temporary = path + ".tmp";
   {
     std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
     file << text;
     if (!file.flush()) return "cannot write " + temporary + ": " + std::strerror(errno);
   }
+  if (sync) {
+    // Else a power loss after the rename can leave `path` empty or torn.
+    std::string error = SyncFile(temporary);
+    if (!error.empty()) return error;
+  }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     return "cannot write " + path + ": " + std::strerror(errno);
   }
-  return "";
+  return sync ? SyncDirectory(DirectoryOf(path)) : "";
 }
 
 }  // namespace paxflow

@@ -17,7 +17,11 @@ std::string JsonToMessage(const std::string& text, google::protobuf::Message* me
 // A local file's contents; false (and `error` naming the file) if unreadable.
 bool ReadTextFile(const std::string& path, std::string* text, std::string* error);
 // Writes `text` to `path` through a temporary file and a rename, so readers
-// never see half a file. Empty on success, else the error naming the file.
-std::string WriteFileAtomically(const std::string& path, const std::string& text);
+// never see half a file. With `sync` (a file recovery relies on), the
+// temporary file is fsynced before the rename and the directory after it,
+// so that a power loss leaves the old file or the new one, whole. Empty on
+// success, else the error naming the file.
+std::string WriteFileAtomically(const std::string& path, const std::string& text,
+                                bool sync = false);
 
 }  // namespace paxflow

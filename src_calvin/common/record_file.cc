@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 
 #include "common/hash.h"
 
@@ -13,7 +14,27 @@ namespace paxflow {
 namespace {
 constexpr uint32_t kMaxRecord = 1u << 30;
 constexpr size_t kMagicSize = 8;
+
+// A record's checksum: crc32c over its length and payload, masked (as
+// LevelDB does). Unmasked, the crc of empty input is 0, and a zero-filled
+// region (preallocated, or a torn tail the file system filled with zeros)
+// would read as a run of valid empty records.
+uint32_t FrameCrc(uint32_t length, const char* payload, size_t size) {
+  uint32_t crc = Crc32c(&length, sizeof(length));
+  crc = Crc32cExtend(crc, payload, size);
+  return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+}
+
+std::function<void(const std::string&)>& DirectorySyncHook() {
+  static std::function<void(const std::string&)> hook;
+  return hook;
+}
+
 }  // namespace
+
+void SetDirectorySyncHookForTesting(std::function<void(const std::string&)> hook) {
+  DirectorySyncHook() = std::move(hook);
+}
 
 RecordWriter::~RecordWriter() {
   if (file_) fclose(file_);
@@ -36,8 +57,8 @@ std::string RecordWriter::Create(const std::string& path, std::string_view magic
 
 std::string RecordWriter::Append(std::string_view payload) {
   if (!file_) return "cannot write " + path_ + ": not open";
-  const uint32_t frame[2] = {static_cast<uint32_t>(payload.size()),
-                             Crc32c(payload.data(), payload.size())};
+  const uint32_t length = static_cast<uint32_t>(payload.size());
+  const uint32_t frame[2] = {length, FrameCrc(length, payload.data(), payload.size())};
   if (fwrite(frame, 1, sizeof(frame), file_) != sizeof(frame) ||
       fwrite(payload.data(), 1, payload.size(), file_) != payload.size()) {
     return Failed("write");
@@ -69,8 +90,15 @@ std::string RecordReader::Open(const std::string& path, std::string_view magic,
   if (!file_) return "cannot open " + what + " " + path + ": " + std::strerror(errno);
   char read[kMagicSize];
   if (fread(read, 1, kMagicSize, file_.get()) != kMagicSize ||
-      std::memcmp(read, magic.data(), kMagicSize) != 0) {
+      std::memcmp(read, magic.data(), kMagicSize - 1) != 0) {
     return path + " is not a PaxFlow " + what;
+  }
+  // The last byte of a magic is the format's version.
+  if (read[kMagicSize - 1] != magic[kMagicSize - 1]) {
+    return path + " is a PaxFlow " + what + " of format " + std::string(1, read[kMagicSize - 1]) +
+           ", written by another version of PaxFlow; this one reads format " +
+           std::string(1, magic[kMagicSize - 1]) +
+           " only (start the cluster afresh, or run the version that wrote it)";
   }
   good_bytes_ = kMagicSize;
   return "";
@@ -87,7 +115,7 @@ bool RecordReader::Next(std::string* payload) {
   }
   payload->resize(frame[0]);
   if (fread(payload->data(), 1, frame[0], file_.get()) != frame[0] ||
-      Crc32c(payload->data(), payload->size()) != frame[1]) {
+      FrameCrc(frame[0], payload->data(), payload->size()) != frame[1]) {
     truncated_ = true;
     return false;
   }
@@ -102,12 +130,23 @@ uint64_t RecordReader::inode() const {
 }
 
 std::string SyncDirectory(const std::string& dir) {
+  if (DirectorySyncHook()) DirectorySyncHook()(dir);
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return "cannot open directory " + dir + ": " + std::strerror(errno);
   const int rc = fsync(fd);
   const int saved = errno;
   close(fd);
   if (rc != 0) return "cannot sync directory " + dir + ": " + std::strerror(saved);
+  return "";
+}
+
+std::string SyncFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
+  const int rc = fsync(fd);
+  const int saved = errno;
+  close(fd);
+  if (rc != 0) return "cannot sync " + path + ": " + std::strerror(saved);
   return "";
 }
 

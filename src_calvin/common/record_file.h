@@ -1,12 +1,17 @@
 // Files of checksummed records, the format every durable file of a node
 // shares (input, sequencer and reads logs, checkpoints): an 8-byte magic
-// naming the kind of file, then records [u32 length][u32 crc32c][payload].
-// A crash can tear the last record; readers stop at the last whole one.
+// naming the kind of file (its last byte the format's version), then
+// records [u32 length][u32 crc][payload], little-endian, where crc is the
+// masked crc32c of length and payload (format 2; format 1's plain crc32c of
+// the payload let a zero-filled frame pass as an empty record, and is no
+// longer read). A crash can tear the last record; readers stop at the last
+// whole one.
 //
 // Threads: one thread at a time per writer or reader.
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,7 +49,8 @@ class RecordWriter {
 
 class RecordReader {
  public:
-  // Empty on success; else why not (missing, or not a `what` file).
+  // Empty on success; else why not (missing, not a `what` file, or one of
+  // another format version).
   std::string Open(const std::string& path, std::string_view magic, const std::string& what);
   // The next whole record; false at the end or at a torn or corrupt one.
   bool Next(std::string* payload);
@@ -63,8 +69,13 @@ class RecordReader {
   uint64_t good_bytes_ = 0;
 };
 
-// fsyncs a directory, so that a rename or an unlink in it is durable.
+// fsyncs a directory, so that a create, rename or unlink in it is durable.
 std::string SyncDirectory(const std::string& dir);
+// fsyncs a file by name (e.g. after truncate()).
+std::string SyncFile(const std::string& path);
+// Tests: `hook` is called with the directory at every SyncDirectory (null:
+// none). Set it while no other thread syncs.
+void SetDirectorySyncHookForTesting(std::function<void(const std::string&)> hook);
 // The directory part of a path ("." if none).
 std::string DirectoryOf(const std::string& path);
 

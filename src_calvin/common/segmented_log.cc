@@ -112,10 +112,16 @@ std::string SegmentedLogWriter::Fail(std::string error) {
   return error_;
 }
 
+std::string SegmentedLogWriter::SyncDir() {
+  return sync_directory_ ? SyncDirectory(dir_) : "";
+}
+
 std::string SegmentedLogWriter::StartSegment() {
   std::string error = active_.Create(dir_ + "/" + name_ + "." + format_.ext, format_.magic);
   if (error.empty()) error = active_.Append(header_);
-  if (error.empty()) error = active_.Flush(false);
+  if (error.empty()) error = active_.Flush(sync_directory_);
+  // The new file's name must survive a power loss as its records do.
+  if (error.empty()) error = SyncDir();
   active_records_ = 0;
   active_max_epoch_ = 0;
   return error.empty() ? "" : Fail(error);
@@ -134,7 +140,8 @@ std::string SegmentedLogWriter::CloseActive() {
   if (rename(path.c_str(), closed.c_str()) != 0) {
     return Fail("cannot rename " + path + " to " + closed + ": " + std::strerror(errno));
   }
-  return "";
+  error = SyncDir();
+  return error.empty() ? "" : Fail(error);
 }
 
 void SegmentedLogWriter::Reset(const std::string& dir, const std::string& name,
@@ -157,7 +164,7 @@ std::string SegmentedLogWriter::Create(const std::string& dir, const std::string
       return Fail("cannot remove " + segment.path + ": " + std::strerror(errno));
     }
   }
-  return StartSegment();
+  return StartSegment();  // syncs the directory (the removals too)
 }
 
 std::string SegmentedLogWriter::Reopen(const std::string& dir, const std::string& name,
@@ -194,6 +201,11 @@ std::string SegmentedLogWriter::Reopen(const std::string& dir, const std::string
     if (truncate(segment.path.c_str(), static_cast<off_t>(reader.good_bytes())) != 0) {
       return Fail("cannot cut the torn end of " + segment.path + ": " + std::strerror(errno));
     }
+    if (sync_directory_) {
+      // The cut must be durable before records are appended after it.
+      error = SyncFile(segment.path);
+      if (!error.empty()) return Fail(error);
+    }
     const std::string closed = dir + "/" + ClosedName(name, next_number_++, max_epoch, format.ext);
     if (rename(segment.path.c_str(), closed.c_str()) != 0) {
       return Fail("cannot rename " + segment.path + " to " + closed + ": " +
@@ -201,6 +213,7 @@ std::string SegmentedLogWriter::Reopen(const std::string& dir, const std::string
     }
     last_epoch_ = std::max(last_epoch_, max_epoch);
   }
+  // (The renames and removals are synced with the new segment's creation.)
   if (last_record) {
     if (last.empty() && !newest_closed.empty()) {
       // Nothing since the last roll: the last record closes the newest segment.
@@ -250,6 +263,7 @@ size_t SegmentedLogWriter::DropThrough(Epoch epoch) {
     if (segment.active || segment.last_epoch > epoch) continue;
     if (unlink(segment.path.c_str()) == 0) ++dropped;
   }
+  if (dropped > 0) SyncDir();  // a removal lost in a power loss is harmless: no error
   return dropped;
 }
 
@@ -286,31 +300,54 @@ std::string SegmentedLogReader::Open(const std::string& dir, const std::string& 
   read_.clear();
   truncated_ = false;
   header_.clear();
+  damage_.clear();
   const std::vector<LogSegment> segments = ListSegments(dir, name, format.ext);
   if (segments.empty()) {
     return "cannot open " + format.what + " " + dir + "/" + name + "." + format.ext +
            ": no such log";
   }
-  // The first segment says what the log is (and whether it is one at all).
-  std::string error = reader_.Open(segments[0].path, format.magic, format.what);
+  // The first segment read says what the log is (and whether it is one at
+  // all): every segment has the same header, and one before `from_epoch`
+  // (not read, maybe damaged) is not in the way.
+  const LogSegment* first = &segments.back();
+  for (const LogSegment& segment : segments) {
+    if (segment.active || segment.last_epoch >= from_epoch) {
+      first = &segment;
+      break;
+    }
+  }
+  std::string error = reader_.Open(first->path, format.magic, format.what);
   if (!error.empty()) return error;
-  if (!reader_.Next(&header_)) return segments[0].path + ": unreadable log header";
+  if (!reader_.Next(&header_)) return first->path + ": unreadable log header";
   reading_ = false;
   return "";
+}
+
+bool SegmentedLogReader::Damaged(const LogSegment& segment, const std::string& what) {
+  truncated_ = true;
+  // The active segment may be torn (a crash, or a writer mid-record).
+  if (segment.active || !stop_at_damage_) return false;
+  damage_ = what;
+  damaged_segment_ = segment;
+  return true;
 }
 
 bool SegmentedLogReader::OpenNextSegment(std::string* header) {
   for (const LogSegment& segment : ListSegments(dir_, name_, format_.ext)) {
     if (!segment.active && segment.last_epoch < from_epoch_) continue;
-    if (!reader_.Open(segment.path, format_.magic, format_.what).empty()) {
-      truncated_ = true;
+    const std::string error = reader_.Open(segment.path, format_.magic, format_.what);
+    if (!error.empty()) {
+      // Read already, then removed (a roll renamed it; DropThrough): nothing lost.
+      if (access(segment.path.c_str(), F_OK) != 0) continue;
+      if (Damaged(segment, error)) return false;
       continue;
     }
     if (!read_.insert(reader_.inode()).second) continue;  // read already (renamed since)
     if (!reader_.Next(header)) {
-      truncated_ = true;
+      if (Damaged(segment, segment.path + ": unreadable segment header")) return false;
       continue;
     }
+    current_ = segment;
     return true;
   }
   return false;
@@ -319,8 +356,15 @@ bool SegmentedLogReader::OpenNextSegment(std::string* header) {
 bool SegmentedLogReader::Next(std::string* payload) {
   std::string header;
   while (true) {
+    if (!damage_.empty()) return false;
     if (reading_ && reader_.Next(payload)) return true;
-    if (reading_) truncated_ |= reader_.truncated();
+    if (reading_ && reader_.truncated()) {
+      reading_ = false;
+      if (Damaged(current_, current_.path + ": a damaged record after byte " +
+                                std::to_string(reader_.good_bytes()))) {
+        return false;
+      }
+    }
     reading_ = OpenNextSegment(&header);
     if (!reading_) return false;
   }

@@ -52,6 +52,11 @@ class SegmentedLogWriter {
   // Reads a record's epoch back (to close a segment left by a crash).
   using EpochOf = std::function<Epoch(const std::string& payload)>;
 
+  // With `sync` (--log_fsync), creating, renaming, cutting and removing a
+  // segment is made durable (the directory fsynced), as appends are by
+  // Flush(true). Set before Create or Reopen.
+  void SetSyncDirectory(bool sync) { sync_directory_ = sync; }
+
   // A fresh log: every segment of `name` is removed first.
   std::string Create(const std::string& dir, const std::string& name, const LogFormat& format,
                      const std::string& header);
@@ -87,6 +92,7 @@ class SegmentedLogWriter {
   std::string StartSegment();  // mu_ held
   std::string CloseActive();   // mu_ held
   std::string Fail(std::string error);  // mu_ held: makes it sticky
+  std::string SyncDir();                 // mu_ held: if sync_directory_
 
   mutable std::mutex mu_;
   std::string dir_, name_, header_;
@@ -97,6 +103,7 @@ class SegmentedLogWriter {
   Epoch last_epoch_ = 0;
   uint64_t next_number_ = 1;
   std::string error_;
+  bool sync_directory_ = false;
 };
 
 class SegmentedLogReader {
@@ -114,9 +121,22 @@ class SegmentedLogReader {
   bool Next(std::string* payload);
   bool truncated() const { return truncated_; }
 
+  // With this set, a closed segment that is damaged (unreadable, or torn
+  // before its end: a writer closes a segment whole, and a restart cuts a
+  // torn tail before it closes it) stops the reader there: Next returns
+  // false, damaged() says where, Resume goes on with the next segment.
+  void StopAtDamage() { stop_at_damage_ = true; }
+  bool damaged() const { return !damage_.empty(); }
+  const std::string& damage() const { return damage_; }      // what is wrong, naming the file
+  const LogSegment& damaged_segment() const { return damaged_segment_; }
+  void Resume() { damage_.clear(); }
+
  private:
-  // Opens the first segment not read yet; false if there is none.
+  // Opens the first segment not read yet; false if there is none (or a
+  // damaged one stops the reader).
   bool OpenNextSegment(std::string* header);
+  // A damaged segment: true if that stops the reader.
+  bool Damaged(const LogSegment& segment, const std::string& what);
 
   std::string dir_, name_;
   LogFormat format_;
@@ -126,6 +146,10 @@ class SegmentedLogReader {
   std::set<uint64_t> read_;  // inodes of the segments opened so far
   std::string header_;
   bool truncated_ = false;
+  LogSegment current_;  // the segment being read
+  bool stop_at_damage_ = false;
+  std::string damage_;
+  LogSegment damaged_segment_;
 };
 
 }  // namespace paxflow

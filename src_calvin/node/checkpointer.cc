@@ -238,8 +238,8 @@ void Checkpointer::Retain(Epoch stable) {
   RecoveryState state;
   state.set_stable_checkpoint(stable);
   const std::string path = StatePath(options_.dir, node);
-  std::string error = WriteFileAtomically(path, state.SerializeAsString());
-  if (error.empty()) error = SyncDirectory(options_.dir);
+  // Synced whole: the removals below rely on it.
+  std::string error = WriteFileAtomically(path, state.SerializeAsString(), /*sync=*/true);
   if (!error.empty()) {
     // Nothing is removed unless the new stable epoch is remembered.
     LOG(ERROR) << "node " << node << ": " << error;

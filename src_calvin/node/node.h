@@ -145,6 +145,9 @@ class Node : public PeerSender, public ResultSink {
   bool AppendToInputLog(const MergedEpoch& epoch);
   void LogFailed(const std::string& error);
   void ReplayOwnLog(Epoch from, Epoch through);
+  // Heartbeat thread: epochs a damaged input log segment lost, fetched
+  // from peers, or the node stops where no peer can send them.
+  void WatchLogDamage();
   StatusReply NodeStatus() const;
   void ServeDigest(Epoch epoch, std::function<void(DigestReply)> done);
   void ServeCheckpoint(Epoch wait_epoch,
@@ -256,6 +259,15 @@ class Node : public PeerSender, public ResultSink {
   std::thread replay_thread_;
   std::atomic<bool> replay_stop_{false};
   std::atomic<bool> replaying_{false};
+  // A closed input log segment the replay found damaged (issue 15, point 5).
+  struct LogDamage {
+    std::string what;         // the file and what is wrong with it
+    Epoch first = 0, last = 0;  // the epochs lost that recovery needs
+    Epoch waiting_epoch = 0;  // progress seen last, and since when
+    int64_t since_us = 0;
+  };
+  std::mutex damage_mu_;
+  std::unique_ptr<LogDamage> damage_;  // null: none (left to fetch)
   std::atomic<Epoch> sequenced_epoch_{0};  // newest epoch this node's sequencer logged
   // Its sequencer log's last epoch at start: epochs after it, up to where
   // the sequencer resumed, were cut before but their record was lost (an

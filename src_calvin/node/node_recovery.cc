@@ -284,11 +284,13 @@ void Node::MakeLogWriters() {
   if (engine.log_dir.empty()) return;
   log_ = std::make_unique<InputLogWriter>();
   reads_log_ = std::make_unique<SegmentedLogWriter>();
+  reads_log_->SetSyncDirectory(engine.log_fsync);
   // The sequencer log (what peers fetch when they restart) holds one
   // sequencer's batches; with several per node the input log still serves
   // replays, but no node of the cluster can restart (EngineParams::Validate).
   if (self_->replica() == 0 && engine.sequencers_per_node == 1) {
     sequencer_log_ = std::make_unique<SegmentedLogWriter>();
+    sequencer_log_->SetSyncDirectory(engine.log_fsync);
   }
 }
 
@@ -442,12 +444,42 @@ std::string Node::RestorePartition(Epoch* restored_at) {
     LoadPartition(*app_, self_->partition(), layout_.partitions(), store_.get());
     return "";
   }
-  // The newest: every log segment after it is kept, here and at the peers.
-  const std::string path = CheckpointPath(dir, options_.id, held.back());
+  // The newest whole one: every log segment after it is kept, here and at
+  // the peers. A damaged newer one (checked before anything is loaded: a
+  // failed load leaves the store half filled) gives way to an older one.
+  std::string path, damaged;
+  Epoch chosen = 0;
   CheckpointHeader header;
   CheckpointStats stats;
+  for (auto it = held.rbegin(); it != held.rend() && path.empty(); ++it) {
+    const std::string candidate = CheckpointPath(dir, options_.id, *it);
+    // With one only, the load checks it (and nothing else could be used).
+    const std::string problem =
+        held.size() > 1 ? CheckCheckpoint(candidate, &header) : std::string();
+    if (problem.empty()) {
+      path = candidate;
+      chosen = *it;
+    } else {
+      Print("[node " + std::to_string(options_.id) + "] cannot use a checkpoint: " + problem);
+      damaged += (damaged.empty() ? "" : "; ") + problem;
+    }
+  }
+  if (path.empty()) {
+    return "cannot recover: no whole checkpoint (" + damaged +
+           "); the files are kept as they are for inspection";
+  }
+  if (chosen < stable) {
+    return "cannot recover: its newer checkpoints are damaged (" + damaged +
+           "), and the one at epoch " + std::to_string(chosen) +
+           " is older than the stable checkpoint at epoch " + std::to_string(stable) +
+           ", after which logs were removed";
+  }
+  if (!damaged.empty()) {
+    Print("[node " + std::to_string(options_.id) + "] recovers from the older checkpoint " +
+          path + " instead");
+  }
   std::string error = LoadCheckpoint(path, store_.get(), store_slot_, &header, &stats);
-  if (!error.empty()) return "cannot recover from its newest checkpoint: " + error;
+  if (!error.empty()) return "cannot recover from its checkpoint: " + error;
   if (header.node_id() != options_.id || header.partition() != self_->partition() ||
       header.partitions() != layout_.partitions()) {
     return path + " is a checkpoint of node " + std::to_string(header.node_id()) +
@@ -476,15 +508,29 @@ std::string Node::RestorePartition(Epoch* restored_at) {
 }
 
 void Node::ReplayOwnLog(Epoch from, Epoch through) {
+  const std::string path = InputLogPath(options_.params.engine.log_dir, options_.id);
   InputLogReader reader;
-  std::string error = reader.Open(InputLogPath(options_.params.engine.log_dir, options_.id));
-  if (!error.empty()) {
-    LOG(ERROR) << "node " << options_.id << ": cannot replay its log: " << error;
-    return;
-  }
+  reader.log().StopAtDamage();
+  std::string error = reader.Open(path, from);
+  Epoch last_read = 0;  // the newest epoch read, before `from` too
   const Epoch room = options_.params.engine.max_epochs_ahead;
   LogEpoch epoch;
-  while (!replay_stop_.load() && reader.Next(&epoch)) {
+  while (error.empty() && !replay_stop_.load()) {
+    if (!reader.Next(&epoch)) {
+      if (!reader.log().damaged()) break;
+      // Epochs after the last whole record, through the segment's last.
+      const Epoch first = std::max(last_read + 1, from);
+      const Epoch last = std::min(reader.log().damaged_segment().last_epoch, through);
+      if (first > last) {  // none that recovery needs
+        reader.log().Resume();
+        continue;
+      }
+      error = reader.log().damage();
+      from = first;
+      through = last;
+      break;
+    }
+    last_read = epoch.epoch();
     if (epoch.epoch() < from) continue;
     if (epoch.epoch() > through) break;
     // No more than it can run soon: epochs are admitted as fast as they
@@ -498,6 +544,76 @@ void Node::ReplayOwnLog(Epoch from, Epoch through) {
       DeliverBatch(std::move(owned));
     }
   }
+  if (error.empty() || replay_stop_.load()) return;
+  // Recovery stops at the damage; the batches of those epochs (and of the
+  // later ones, which the peers send as to any node that lags) are asked
+  // of the nodes whose sequencers cut them (AskForMissedBatches), once
+  // this thread is done.
+  const std::string epochs = std::to_string(from) + ".." + std::to_string(through);
+  LOG(ERROR) << "node " << options_.id << ": its input log is damaged: " << error
+             << "; epochs " << epochs << " are missing";
+  Print("[node " + std::to_string(options_.id) + "] its input log is DAMAGED: " + error +
+        "; epochs " + epochs + " are missing from it: recovery stops there and asks its peers "
+        "for them");
+  auto damage = std::make_unique<LogDamage>();
+  damage->what = error;
+  damage->first = from;
+  damage->last = through;
+  damage->since_us = NowMicros();
+  std::lock_guard<std::mutex> lock(damage_mu_);
+  damage_ = std::move(damage);
+}
+
+void Node::WatchLogDamage() {
+  std::lock_guard<std::mutex> lock(damage_mu_);
+  if (!damage_) return;
+  LogDamage& damage = *damage_;
+  const std::string node = "[node " + std::to_string(options_.id) + "] ";
+  const std::string epochs = std::to_string(damage.first) + ".." + std::to_string(damage.last);
+  const SchedulerStatus status = scheduler_->Status();
+  if (status.admitted_epoch >= damage.last || scheduler_->finished()) {
+    Print(node + "got epochs " + epochs + ", lost from its input log (" + damage.what +
+          "), from its peers");
+    damage_.reset();
+    return;
+  }
+  const int64_t now = NowMicros();
+  if (status.next_epoch != damage.waiting_epoch) {
+    damage.waiting_epoch = status.next_epoch;
+    damage.since_us = now;
+  }
+  // Who can send them: the sequencer log of each sequencer missing, unless
+  // its node dropped that part of it (its stable checkpoint is past it).
+  std::vector<std::string> nowhere;
+  bool silent = false;
+  for (uint32_t sequencer : status.missing_sequencers) {
+    const NodeId holder = monitor_->NodeOfSequencer(sequencer, layout_.NodeOf(0, sequencer));
+    Heartbeat heartbeat;
+    if (holder == options_.id) {
+      if (!sequencer_log_) nowhere.push_back("this node keeps no sequencer log");
+    } else if (monitor_->Silent(holder, now) || !monitor_->Latest(holder, &heartbeat)) {
+      silent = true;
+    } else if (heartbeat.stable_checkpoint() >= status.next_epoch) {
+      nowhere.push_back("node " + std::to_string(holder) + " removed its logs through epoch " +
+                        std::to_string(heartbeat.stable_checkpoint()));
+    }
+  }
+  if (silent) damage.since_us = now;  // it may send them once back: wait, reported as a stall
+  // Peers send what they hold within moments; a long silence from live
+  // ones means their logs do not hold it either (damaged, or removed).
+  const int64_t patience =
+      std::max<int64_t>(10000000, int64_t{options_.params.engine.peer_timeout_ms} * 10000);
+  if (nowhere.empty() && now - damage.since_us > patience) {
+    nowhere.push_back("no peer sent epoch " + std::to_string(status.next_epoch) + " within " +
+                      PeerMonitor::Seconds(patience));
+  }
+  if (nowhere.empty()) return;
+  const std::string what = damage.what;
+  damage_.reset();
+  LogFailed("its input log is damaged (" + what + ") and epochs " + epochs +
+            " can be had nowhere else (" + Join(nowhere, "; ") +
+            "): it cannot recover; keep its log directory for inspection, and rebuild the "
+            "node from a replica's or start the cluster afresh");
 }
 
 void Node::MakeCheckpointer() {
@@ -570,6 +686,7 @@ void Node::HeartbeatLoop() {
   while (!heartbeat_cv_.wait_for(lock, period, [&] { return heartbeat_stop_; })) {
     lock.unlock();
     SendHeartbeats();
+    WatchLogDamage();
     UpdateProblems();
     KeepSequencerInStep();
     AskForMissedBatches();
@@ -670,6 +787,14 @@ void Node::UpdateProblems() {
       stalls.push_back("waiting for " + monitor_->Describe(node) + why + " (epoch " +
                        std::to_string(status.next_epoch) + ")");
       waited_for.push_back(node);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(damage_mu_);
+    if (damage_) {
+      stalls.push_back("fetching epochs " + std::to_string(damage_->first) + ".." +
+                       std::to_string(damage_->last) + " from peers: its input log lost them (" +
+                       damage_->what + ")");
     }
   }
   std::vector<std::string> silent = monitor_->SilentPeers(now, waited_for);

@@ -118,9 +118,18 @@ ReplayResult ReplayLogs(const std::string& dir, uint32_t replica, const NodePara
   for (auto& [partition, reader] : logs.by_partition) {
     Epoch last = 0, first = 0;
     LogEpoch epoch;
+    // A damaged closed segment is a hole, not an end: never replayed over.
+    reader->log().StopAtDamage();
     while (reader->Next(&epoch)) {
       if (first == 0) first = epoch.epoch();
       last = epoch.epoch();
+    }
+    if (reader->log().damaged()) {
+      result.error = "the log of partition " + std::to_string(partition) + " is damaged: " +
+                     reader->log().damage() + "; epochs " + std::to_string(last + 1) + ".." +
+                     std::to_string(reader->log().damaged_segment().last_epoch) +
+                     " are missing from it";
+      return result;
     }
     result.truncated |= reader->truncated();
     cut = std::min(cut, last);

@@ -9,9 +9,9 @@
 
 namespace paxflow {
 
-const LogFormat kInputLogFormat{"log", "PAXFLOG1", "input log"};
-const LogFormat kSequencerLogFormat{"seq", "PAXFSEQ1", "sequencer log"};
-const LogFormat kReadsLogFormat{"reads", "PAXFRDS1", "reads log"};
+const LogFormat kInputLogFormat{"log", "PAXFLOG2", "input log"};
+const LogFormat kSequencerLogFormat{"seq", "PAXFSEQ2", "sequencer log"};
+const LogFormat kReadsLogFormat{"reads", "PAXFRDS2", "reads log"};
 
 namespace {
 
@@ -72,6 +72,7 @@ std::string InputLogWriter::Open(const std::string& path, const LogHeader& heade
   std::string dir, name;
   SplitLogPath(path, &dir, &name);
   fsync_ = fsync_each_epoch;
+  log_.SetSyncDirectory(fsync_each_epoch);
   const std::string serialized = header.SerializeAsString();
   std::string error = log_.Create(dir, name, kInputLogFormat, serialized);
   if (!error.empty()) return error;
@@ -85,6 +86,7 @@ std::string InputLogWriter::Reopen(const std::string& path, const LogHeader& hea
   std::string dir, name;
   SplitLogPath(path, &dir, &name);
   fsync_ = fsync_each_epoch;
+  log_.SetSyncDirectory(fsync_each_epoch);
   const std::string serialized = header.SerializeAsString();
   std::string error =
       log_.Reopen(dir, name, kInputLogFormat, serialized, EpochOfInputRecord, last_epoch);
@@ -116,12 +118,12 @@ std::string InputLogWriter::Append(const MergedEpoch& epoch) {
   return error;
 }
 
-std::string InputLogReader::Open(const std::string& path) {
+std::string InputLogReader::Open(const std::string& path, Epoch from_epoch) {
   path_ = path;
   garbled_ = false;
   std::string dir, name;
   SplitLogPath(path, &dir, &name);
-  std::string error = reader_.Open(dir, name, kInputLogFormat);
+  std::string error = reader_.Open(dir, name, kInputLogFormat, from_epoch);
   if (!error.empty()) return error;
   if (!header_.ParseFromString(reader_.header())) return path + ": unreadable log header";
   return "";

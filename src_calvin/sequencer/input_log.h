@@ -63,8 +63,10 @@ class InputLogWriter {
 
 class InputLogReader {
  public:
-  // `path`: <dir>/node-<id>.log, the log's name (its segments are found).
-  std::string Open(const std::string& path);
+  // `path`: <dir>/node-<id>.log, the log's name (its segments are found);
+  // closed segments wholly before `from_epoch` are not read.
+  std::string Open(const std::string& path, Epoch from_epoch = 0);
+  SegmentedLogReader& log() { return reader_; }  // e.g. StopAtDamage
   const LogHeader& header() const { return header_; }
   // Next whole epoch; false at the end (or at a torn tail, see truncated()).
   bool Next(LogEpoch* epoch);
