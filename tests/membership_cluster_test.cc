@@ -18,7 +18,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "client/client.h"
-#include "node/membership.h"
+#include "common/membership.h"
 #include "tests/test_util.h"
 
 namespace paxflow {

@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "node/membership.h"
+#include "common/membership.h"
 #include "node/peer_monitor.h"
 #include "tests/test_util.h"
 

@@ -22,7 +22,7 @@
 #include "client/request.h"
 #include "common/proto_json.h"
 #include "cluster/launch_helpers.h"
-#include "node/membership.h"
+#include "common/membership.h"
 
 namespace paxflow {
 namespace {

@@ -25,7 +25,7 @@
 #include "base/flags.h"
 #include "cluster/launch_helpers.h"
 #include "base/summary.h"
-#include "node/node.h"
+#include "sequencer/node_history.h"
 
 namespace paxflow {
 namespace {

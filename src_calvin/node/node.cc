@@ -697,7 +697,7 @@ std::string Node::WaitForPeers() {
   for (int i = 0; i < n; ++i) {
     if (options_.config.node(i).id() == options_.id) heard_from_[i] = true;
   }
-  // A node removed from the cluster (node/membership.h) is not waited for.
+  // A node removed from the cluster (common/membership.h) is not waited for.
   auto removed = [&](int i) { return membership_->Removed(options_.config.node(i).id()); };
   auto all_heard = [&] {
     for (int i = 0; i < n; ++i) {

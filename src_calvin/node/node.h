@@ -42,7 +42,7 @@
 #include "common/transport.h"
 #include "node/catch_up.h"
 #include "node/checkpointer.h"
-#include "node/membership.h"
+#include "common/membership.h"
 #include "node/peer_monitor.h"
 #include "node/read_exchange.h"
 #include "partition/partition_setup.h"
@@ -58,9 +58,6 @@ namespace paxflow {
 // restart knows it even when its sequencer log was trimmed or lost its tail.
 std::string FinishedPath(const std::string& dir, NodeId node);
 Epoch ReadFinished(const std::string& dir, NodeId node);  // 0: not finished
-// Node `node`'s history in `dir`: its files (names, sorted) but for logs
-// that hold no record yet. A fresh start over them needs --wipe.
-std::vector<std::string> NodeHistoryFiles(const std::string& dir, NodeId node);
 
 struct NodeOptions {
   ClusterConfig config;

@@ -2,7 +2,7 @@
 // help: an operator's removal of a node (client port), removals learned
 // from peers, warnings for logs kept for a long-silent peer, and why the
 // partition waits for a peer that is alive (recovering, stuck). See
-// node/membership.h.
+// common/membership.h.
 #include <glog/logging.h>
 
 #include "common/clock.h"

@@ -19,6 +19,7 @@
 #include "common/proto_json.h"
 #include "common/record_file.h"
 #include "node/node.h"
+#include "sequencer/node_history.h"
 
 namespace paxflow {
 namespace {
@@ -31,74 +32,6 @@ std::string Join(const std::vector<std::string>& parts, const std::string& separ
   std::string joined;
   for (const std::string& part : parts) joined += (joined.empty() ? "" : separator) + part;
   return joined;
-}
-
-// What a log holds, read without changing it.
-struct LogExtent {
-  bool exists = false;      // it has segments
-  std::string header;       // its header record (of its first segment)
-  uint64_t records = 0;     // 0: none (a log only created); else at least that many
-  Epoch last_epoch = 0;
-  std::string last_record;  // the last whole record read (empty: none)
-  std::string error;        // its segments could not be read
-};
-
-LogExtent ReadLogExtent(const std::string& dir, const std::string& name, const LogFormat& format,
-                        const SegmentedLogWriter::EpochOf& epoch_of) {
-  LogExtent extent;
-  const std::vector<LogSegment> segments = ListSegments(dir, name, format.ext);
-  if (segments.empty()) return extent;
-  extent.exists = true;
-  // Closed segments hold records (an empty one is never closed), and their
-  // names say their last epoch: only the newest of them and the active one
-  // are read.
-  Epoch from = 0;
-  for (const LogSegment& segment : segments) {
-    if (segment.active) continue;
-    ++extent.records;
-    from = std::max(from, segment.last_epoch);
-    extent.last_epoch = std::max(extent.last_epoch, segment.last_epoch);
-  }
-  SegmentedLogReader reader;
-  extent.error = reader.Open(dir, name, format, from);
-  if (!extent.error.empty()) return extent;
-  extent.header = reader.header();
-  std::string payload;
-  while (reader.Next(&payload)) {
-    ++extent.records;
-    extent.last_epoch = std::max(extent.last_epoch, epoch_of(payload));
-    extent.last_record.swap(payload);
-  }
-  return extent;
-}
-
-bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// Every durable file of node `id` in `dir` (node-<id>.*, node-<id>@*: logs,
-// checkpoints, state, and their temporaries; not a launcher's node-<id>.out
-// or .json), sorted.
-std::vector<std::string> NodeFiles(const std::string& dir, NodeId id) {
-  std::vector<std::string> files;
-  const std::string name = NodeFileName(id);
-  DIR* handle = opendir(dir.c_str());
-  if (!handle) return files;
-  while (dirent* entry = readdir(handle)) {
-    std::string file = entry->d_name;
-    if (file.rfind(name + ".", 0) != 0 && file.rfind(name + "@", 0) != 0) continue;
-    std::string base = EndsWith(file, ".tmp") ? file.substr(0, file.size() - 4) : file;
-    for (const char* ext : {".log", ".seq", ".reads", ".ckpt", ".recovery", ".finished"}) {
-      if (EndsWith(base, ext)) {
-        files.push_back(file);
-        break;
-      }
-    }
-  }
-  closedir(handle);
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 // The other nodes whose files `dir` holds ("node 1, node 2"), for messages.
@@ -133,22 +66,6 @@ std::vector<std::string> ParamMismatches(
   return mismatches;
 }
 
-// History: every file but logs that hold no record yet (a node stopped
-// between creating its logs and its first epoch ran nothing).
-std::vector<std::string> HistoryOf(const std::vector<std::string>& files, const std::string& name,
-                                   const LogExtent& input, const LogExtent& sequenced,
-                                   const LogExtent& reads) {
-  std::vector<std::string> history;
-  for (const std::string& file : files) {
-    const bool empty_log =
-        (file == name + ".log" && input.records == 0 && input.error.empty()) ||
-        (file == name + ".seq" && sequenced.records == 0 && sequenced.error.empty()) ||
-        (file == name + ".reads" && reads.records == 0 && reads.error.empty());
-    if (!empty_log) history.push_back(file);
-  }
-  return history;
-}
-
 }  // namespace
 
 std::string FinishedPath(const std::string& dir, NodeId node) {
@@ -161,13 +78,6 @@ Epoch ReadFinished(const std::string& dir, NodeId node) {
   return std::strtoull(text.c_str(), nullptr, 10);
 }
 
-std::vector<std::string> NodeHistoryFiles(const std::string& dir, NodeId node) {
-  const std::string name = NodeFileName(node);
-  const LogExtent input = ReadLogExtent(dir, name, kInputLogFormat, EpochOfInputRecord);
-  const LogExtent sequenced = ReadLogExtent(dir, name, kSequencerLogFormat, EpochOfSequencerRecord);
-  const LogExtent reads = ReadLogExtent(dir, name, kReadsLogFormat, EpochOfReadsRecord);
-  return HistoryOf(NodeFiles(dir, node), name, input, sequenced, reads);
-}
 
 std::string Node::InspectLogDir(Epoch* logged_through, Epoch* sequenced_through) {
   const EngineParams& engine = options_.params.engine;

@@ -3,7 +3,7 @@
 // read it: who is silent and for how long, which node runs a sequencer and
 // how far it has sequenced, which checkpoint every node holds, and which
 // peers are alive but make no progress. Nodes removed from the cluster
-// (node/membership.h) count neither for the stable checkpoint nor as silent.
+// (common/membership.h) count neither for the stable checkpoint nor as silent.
 //
 // Owns: the latest heartbeat of each peer, and when its epochs last moved.
 // In: heartbeats (OnHeartbeat, transport thread); last-heard times (from
@@ -18,7 +18,7 @@
 
 #include "common/config.h"
 #include "common/transport.h"
-#include "node/membership.h"
+#include "common/membership.h"
 #include "recovery.pb.h"
 
 namespace paxflow {

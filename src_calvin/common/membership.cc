@@ -1,4 +1,4 @@
-#include "node/membership.h"
+#include "common/membership.h"
 
 #include <cstdio>
 
