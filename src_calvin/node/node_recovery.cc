@@ -772,6 +772,16 @@ void Node::AskForMissedBatches() {
       if (catch_up_) catch_up_->RequestBatches(node, request);
     } else {
       transport_->Send(node, BATCH_REQUEST, request.SerializeAsString());
+      if (now - asked.since_us >= kMissingBatchUs) {
+        // Still missing: the sequencer's log may have lost it (an unsynced
+        // tail, after a restart); the other replicas of this partition
+        // hold what they ran (served from their input logs).
+        for (uint32_t replica = 1; replica < layout_.replicas(); ++replica) {
+          const NodeId peer = layout_.NodeOf((self_->replica() + replica) % layout_.replicas(),
+                                             self_->partition());
+          transport_->Send(peer, BATCH_REQUEST, request.SerializeAsString());
+        }
+      }
     }
   }
 }
