@@ -22,6 +22,7 @@
 #include "common/segmented_log.h"
 #include "sequencer/input_log.h"
 #include "tests/serial_reference.h"
+#include "tests/test_cluster.h"
 #include "tests/test_util.h"
 
 namespace paxflow {
@@ -37,89 +38,13 @@ using testing::WaitUntil;
 // A detached cluster of the test, its logs and input logs in a temporary
 // directory. (A copy of recovery_cluster_test.cc's helper, cut to what
 // this test uses: no shared test cluster helper exists yet on this branch.)
-class DamageCluster {
- public:
-  DamageCluster(const std::string& name, uint32_t partitions, std::vector<std::string> flags)
-      : config_(testing::MakeConfig(name, partitions, 1, "tcp")), flags_(std::move(flags)) {
-    config_path_ = dir_.path() + "/cluster.conf";
-    std::ofstream(config_path_) << testing::ToText(config_);
-    verbs_ = std::make_unique<testing::ClusterVerbs>(config_path_, logs());
-  }
-  ~DamageCluster() {
-    if (!stopped_) {
-      std::string output;
-      verbs_->Run("stop", {"--stop_timeout=10"}, &output);
-    }
-  }
-  std::string logs() const { return dir_.path() + "/logs"; }
-  std::string input() const { return dir_.path() + "/input"; }
-  const NodeConfig& node(int i) const { return config_.node(i); }
-  std::string NodeLog(int i) const {
-    return ReadFile(logs() + "/node-" + std::to_string(i) + ".out");
-  }
-  std::string Tail(int i) const {
-    const std::string log = NodeLog(i);
-    return log.size() > 3000 ? log.substr(log.size() - 3000) : log;
-  }
+using DamageCluster = testing::TestCluster;
 
-  void Start() {
-    std::vector<std::string> flags = {"--log_dir=" + input(), "--epoch_ms=5", "--progress_ms=100",
-                                      "--records=3000", "--value_size=24", "--max_inflight=400",
-                                      "--ops_per_ro_txn=20"};
-    flags.insert(flags.end(), flags_.begin(), flags_.end());
-    std::string output;
-    ASSERT_EQ(verbs_->Run("start", flags, &output), 0) << output;
-  }
-  void Kill(int i) {
-    const std::vector<pid_t> pids = verbs_->Pids();
-    ASSERT_LT(static_cast<size_t>(i), pids.size());
-    ASSERT_EQ(kill(pids[i], SIGKILL), 0);
-    // Dead once its client port no longer answers.
-    ASSERT_TRUE(WaitUntil([&] { StatusReply s; return !AskStatus(node(i), &s, 100); }, 5000));
-  }
-  // `paxflow-cluster restart --node=i`; its exit code, its output in `output`.
-  int Restart(int i, std::string* output, std::vector<std::string> flags = {}) {
-    flags.insert(flags.begin(), "--node=" + std::to_string(i));
-    return verbs_->Run("restart", flags, output);
-  }
-  void ExpectProgress(const std::vector<int>& nodes, Epoch epochs) {
-    for (int i : nodes) {
-      StatusReply status;
-      ASSERT_TRUE(AskStatus(node(i), &status)) << "node " << i << " does not answer";
-      const Epoch from = status.admitted_epoch();
-      EXPECT_TRUE(WaitUntil(
-          [&] {
-            StatusReply now;
-            return AskStatus(node(i), &now) && now.admitted_epoch() >= from + epochs;
-          },
-          20000))
-          << "node " << i << " does not go on: " << Tail(i);
-    }
-  }
-  RunSummary Stop() {
-    std::string output;
-    stopped_ = true;
-    EXPECT_EQ(verbs_->Run("stop", {"--stop_timeout=30"}, &output), 0) << output;
-    RunSummary summary;
-    EXPECT_EQ(RunSummary::FromJson(ReadFile(logs() + "/cluster.json"), &summary), "") << output;
-    return summary;
-  }
-
- private:
-  TempDir dir_;
-  ClusterConfig config_;
-  std::vector<std::string> flags_;
-  std::string config_path_;
-  std::unique_ptr<testing::ClusterVerbs> verbs_;
-  bool stopped_ = false;
-};
-
-std::string ReplayDigest(const std::string& dir, std::string* output) {
-  const int rc = RunProcess({BinaryDir() + "/paxflow-node", "--replay=" + dir}, output);
-  std::smatch match;
-  static const std::regex kDigest("state digest at epoch \\d+: (0x[0-9a-f]+)");
-  if (rc != 0 || !std::regex_search(*output, match, kDigest)) return "replay failed";
-  return match[1];
+// `paxflow-cluster restart --node=i`; its exit code, its output in `output`.
+int Restart(const DamageCluster& cluster, int i, std::string* output,
+            std::vector<std::string> flags = {}) {
+  flags.insert(flags.begin(), "--node=" + std::to_string(i));
+  return cluster.Verb("restart", flags, output);
 }
 
 // The closed segments of a node's log `ext` ("log", "seq").
@@ -148,13 +73,13 @@ void MakeClosedSegment(DamageCluster* cluster, int node, const std::vector<int>&
   cluster->ExpectProgress(all, 60);
   cluster->Kill(node);
   std::string output;
-  ASSERT_EQ(cluster->Restart(node, &output), 0) << output << cluster->Tail(node);
+  ASSERT_EQ(Restart(*cluster, node, &output), 0) << output << cluster->Tail(node);
   cluster->ExpectProgress(all, 100);
   cluster->Kill(node);
 }
 
 TEST(DamagedLogClusterTest, LostEpochsAreFetchedFromThePeersAndTheStateIsRight) {
-  DamageCluster cluster("damaged", 3,
+  DamageCluster cluster("damaged", 3, 1,
                         {"--workload=mixed", "--multi_partition_pct=10", "--checkpoint_every=0"});
   cluster.Start();
   MakeClosedSegment(&cluster, 1, {0, 1, 2});
@@ -164,7 +89,7 @@ TEST(DamagedLogClusterTest, LostEpochsAreFetchedFromThePeersAndTheStateIsRight) 
   const std::string original = Corrupt(path);
 
   std::string output;
-  ASSERT_EQ(cluster.Restart(1, &output), 0) << output << cluster.Tail(1);
+  ASSERT_EQ(Restart(cluster, 1, &output), 0) << output << cluster.Tail(1);
   const std::string log = cluster.NodeLog(1);
   std::smatch match;
   ASSERT_TRUE(std::regex_search(
@@ -185,7 +110,8 @@ TEST(DamagedLogClusterTest, LostEpochsAreFetchedFromThePeersAndTheStateIsRight) 
 
   // An offline replay of the damaged logs refuses, naming the file.
   std::string refused;
-  EXPECT_EQ(ReplayDigest(cluster.input(), &refused), "replay failed") << refused;
+  EXPECT_EQ(testing::ReplayDigest(cluster.input(), 0, &refused).rfind("replay failed", 0), 0u)
+      << refused;
   EXPECT_NE(refused.find("is damaged: " + path), std::string::npos) << refused;
 
   // The segment as it was written: with it, the logs replay to the live
@@ -193,13 +119,13 @@ TEST(DamagedLogClusterTest, LostEpochsAreFetchedFromThePeersAndTheStateIsRight) 
   std::ofstream(path, std::ios::binary | std::ios::trunc) << original;
   std::string replay;
   // (Logs before the stable checkpoint are gone: a replay from it, no serial run.)
-  EXPECT_EQ(ReplayDigest(cluster.input(), &replay), DigestHex(summary.digest)) << replay;
+  EXPECT_EQ(testing::ReplayDigest(cluster.input(), 0, &replay), DigestHex(summary.digest)) << replay;
 }
 
 // One node: its own sequencer log is the only other copy of its epochs.
 // Both damaged at the same place: the node stops and says why.
 TEST(DamagedLogClusterTest, LostEpochsNoLogHoldsAreRefusedNamingFileAndEpochs) {
-  DamageCluster cluster("nowhere", 1, {"--workload=mixed", "--checkpoint_every=0"});
+  DamageCluster cluster("nowhere", 1, 1, {"--workload=mixed", "--checkpoint_every=0"});
   cluster.Start();
   MakeClosedSegment(&cluster, 0, {0});
   const std::vector<LogSegment> input = ClosedSegments(cluster.input(), 0, "log");
@@ -214,7 +140,7 @@ TEST(DamagedLogClusterTest, LostEpochsNoLogHoldsAreRefusedNamingFileAndEpochs) {
     std::ofstream(sequenced[0].path, std::ios::binary | std::ios::trunc) << bytes;
   }
   std::string output;
-  EXPECT_NE(cluster.Restart(0, &output, {"--start_timeout=20"}), 0) << output;
+  EXPECT_NE(Restart(cluster, 0, &output, {"--start_timeout=20"}), 0) << output;
   std::smatch match;
   ASSERT_TRUE(WaitUntil(
       [&] { return cluster.NodeLog(0).find("it cannot recover") != std::string::npos; }, 30000))
@@ -236,7 +162,7 @@ TEST(DamagedLogClusterTest, LostEpochsNoLogHoldsAreRefusedNamingFileAndEpochs) {
 // there only until the node's heartbeat removes it), else it refuses,
 // naming the file.
 TEST(DamagedLogClusterTest, ACheckpointCutAfterItsFirstChunkIsNotLoaded) {
-  DamageCluster cluster("cut", 1, {"--workload=mixed", "--checkpoint_every=0.2"});
+  DamageCluster cluster("cut", 1, 1, {"--workload=mixed", "--checkpoint_every=0.2"});
   cluster.Start();
   ASSERT_TRUE(WaitUntil([&] { return !ListCheckpoints(cluster.input(), 0).empty(); }, 20000));
   cluster.ExpectProgress({0}, 20);
@@ -256,7 +182,7 @@ TEST(DamagedLogClusterTest, ACheckpointCutAfterItsFirstChunkIsNotLoaded) {
   ASSERT_LT(at, bytes.size());
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, at);
   std::string output;
-  const int restarted = cluster.Restart(0, &output, {"--start_timeout=20"});
+  const int restarted = Restart(cluster, 0, &output, {"--start_timeout=20"});
   const std::string log = cluster.NodeLog(0) + output;
   EXPECT_NE(log.find(path + ": torn or without its trailer"), std::string::npos) << log;
   EXPECT_EQ(log.find("loaded the checkpoint at epoch " + std::to_string(held.back())),
@@ -274,7 +200,7 @@ TEST(DamagedLogClusterTest, ACheckpointCutAfterItsFirstChunkIsNotLoaded) {
   const RunSummary summary = cluster.Stop();
   std::string replay;
   // (Logs before the stable checkpoint are gone: a replay from it, no serial run.)
-  EXPECT_EQ(ReplayDigest(cluster.input(), &replay), DigestHex(summary.digest)) << replay;
+  EXPECT_EQ(testing::ReplayDigest(cluster.input(), 0, &replay), DigestHex(summary.digest)) << replay;
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "checkpoint/checkpoint.h"
 #include "client/client.h"
 #include "common/membership.h"
+#include "tests/test_cluster.h"
 #include "tests/test_util.h"
 
 namespace paxflow {
@@ -31,64 +32,9 @@ using testing::RunProcess;
 using testing::TempDir;
 using testing::WaitUntil;
 
-// A detached cluster with its logs and log directories under a temporary
-// directory.
-class Cluster {
- public:
-  Cluster(const std::string& name, uint32_t partitions, uint32_t replicas,
-          std::vector<std::string> flags)
-      : config_(testing::MakeConfig(name, partitions, replicas, "tcp")), flags_(std::move(flags)) {
-    config_path_ = dir_.path() + "/cluster.conf";
-    std::ofstream(config_path_) << testing::ToText(config_);
-    verbs_ = std::make_unique<testing::ClusterVerbs>(config_path_, logs());
-  }
-  std::string logs() const { return dir_.path() + "/logs"; }
-  std::string input() const { return dir_.path() + "/input"; }
-  const std::string& config_path() const { return config_path_; }
-  const NodeConfig& node(int i) const { return config_.node(i); }
-  std::string NodeLog(int i) const {
-    return ReadFile(logs() + "/node-" + std::to_string(i) + ".out");
-  }
-  std::string Tail(int i) const {
-    const std::string log = NodeLog(i);
-    return log.size() > 3000 ? log.substr(log.size() - 3000) : log;
-  }
-  void Start() {
-    std::vector<std::string> flags = {"--log_dir=" + input(), "--epoch_ms=5", "--progress_ms=100",
-                                      "--records=3000", "--value_size=24", "--max_inflight=100",
-                                      "--ops_per_ro_txn=20"};
-    flags.insert(flags.end(), flags_.begin(), flags_.end());
-    std::string output;
-    ASSERT_EQ(verbs_->Run("start", flags, &output), 0) << output;
-  }
-  void Kill(int i) {
-    const std::vector<pid_t> pids = verbs_->Pids();
-    ASSERT_LT(static_cast<size_t>(i), pids.size());
-    ASSERT_EQ(kill(pids[i], SIGKILL), 0);
-  }
-  int Verb(const std::string& verb, const std::vector<std::string>& flags,
-           std::string* output) const {
-    return verbs_->Run(verb, flags, output);
-  }
-  void ExpectProgress(const std::vector<int>& nodes, Epoch epochs) {
-    for (int i : nodes) {
-      StatusReply status;
-      ASSERT_TRUE(AskStatus(node(i), &status)) << "node " << i << " does not answer";
-      const Epoch from = status.admitted_epoch();
-      EXPECT_TRUE(WaitUntil(
-          [&] { return AskStatus(node(i), &status) && status.admitted_epoch() >= from + epochs; },
-          20000))
-          << "node " << i << " does not go on: " << Tail(i);
-    }
-  }
-
- private:
-  TempDir dir_;
-  ClusterConfig config_;
-  std::vector<std::string> flags_;
-  std::string config_path_;
-  std::unique_ptr<testing::ClusterVerbs> verbs_;
-};
+// A lighter load than the shared cluster's default (added to its flags).
+using Cluster = testing::TestCluster;
+const char kLightLoad[] = "--max_inflight=100";
 
 Epoch Oldest(const std::vector<Epoch>& held) { return held.empty() ? 0 : held.front(); }
 
@@ -120,7 +66,7 @@ std::string CliCheckpoint(const Cluster& cluster, int* code, int timeout_ms = 10
 TEST(MembershipClusterTest, RemovingADeadReplicaLetsTheLogsBeTrimmedAgain) {
   // No multi-partition txns: replica 1's other node does not need node 3.
   Cluster cluster("members", 2, 2,
-                  {"--workload=mixed", "--multi_partition_pct=0", "--checkpoint_every=0.2",
+                  {kLightLoad, "--workload=mixed", "--multi_partition_pct=0", "--checkpoint_every=0.2",
                    "--peer_timeout_ms=400"});
   cluster.Start();
   cluster.ExpectProgress({0, 1, 2, 3}, 60);
@@ -207,7 +153,7 @@ TEST(MembershipClusterTest, RemovingADeadReplicaLetsTheLogsBeTrimmedAgain) {
 // The only node of a partition cannot be removed: the cluster could not
 // go on for it.
 TEST(MembershipClusterTest, RemovingAPartitionsOnlyNodeIsRefused) {
-  Cluster cluster("sole", 2, 1, {"--workload=mixed", "--checkpoint_every=0.5"});
+  Cluster cluster("sole", 2, 1, {kLightLoad, "--workload=mixed", "--checkpoint_every=0.5"});
   cluster.Start();
   cluster.Kill(1);
   std::string output;
@@ -221,7 +167,7 @@ TEST(MembershipClusterTest, RemovingAPartitionsOnlyNodeIsRefused) {
 // `paxflow-cli checkpoint` says which node did not answer.
 TEST(MembershipClusterTest, StuckPeerIsReportedAndCheckpointSaysWhoAnswered) {
   Cluster cluster("stuck", 2, 1,
-                  {"--mode=calvin", "--workload=mixed", "--multi_partition_pct=0",
+                  {kLightLoad, "--mode=calvin", "--workload=mixed", "--multi_partition_pct=0",
                    "--checkpoint_every=0"});
   cluster.Start();
   cluster.ExpectProgress({0, 1}, 40);

@@ -44,6 +44,7 @@ class TestCluster {
   std::string input() const { return dir_.path() + "/input"; }
   const ClusterConfig& config() const { return config_; }
   const NodeConfig& node(int i) const { return config_.node(i); }
+  const std::string& config_path() const { return config_path_; }
   std::string NodeLog(int i) const { return ReadFile(logs() + "/node-" + std::to_string(i) + ".out"); }
 
   // The flags start gives every node: small and light (few records, short
@@ -79,6 +80,8 @@ class TestCluster {
     const std::vector<pid_t> pids = verbs_->Pids();
     ASSERT_LT(static_cast<size_t>(i), pids.size());
     ASSERT_EQ(kill(pids[i], SIGKILL), 0);
+    // Dead once its client port no longer answers.
+    ASSERT_TRUE(WaitUntil([&] { StatusReply s; return !AskStatus(node(i), &s, 100); }, 5000));
   }
   // Restarts node `i` (-1: every node, together).
   void Restart(int i, std::vector<std::string> flags = {}) {
