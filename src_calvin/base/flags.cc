@@ -94,6 +94,10 @@ DEFINE_string(fault_drop_channels, "BATCH,REMOTE_READS",
               "Testing only: the channels --fault_drop_peer_messages drops from, "
               "comma-separated (BATCH, REMOTE_READS, READS_REQUEST, BATCH_REQUEST, HEARTBEAT, "
               "...)");
+DEFINE_string(fault_pause_sequencer, "",
+              "Testing only: ID:EPOCH: node ID's sequencer cuts no epoch after EPOCH and waits "
+              "there, its run not ended (a restart of it that resumes after EPOCH is not held), "
+              "so that a crash test knows every batch it cut reached its peers");
 DEFINE_string(gc, "epo",
               "Version garbage collection in paxflow mode: background (sweeps below the oldest "
               "snapshot), epo (prunes between snapshots on writes), epo-r (on reads)");
@@ -183,7 +187,7 @@ const std::vector<std::string>& NodeFlagNames() {
       "peer_wait_s", "drain_timeout_s", "client_admit_limit", "client_buffer_mb", "gc",
       "checkpoint_every", "heartbeat_ms", "peer_timeout_ms", "peer_queue_mb", "max_epochs_ahead",
       "fault_stall_checkpoint", "reads_retry_ms", "fault_drop_peer_messages",
-      "fault_drop_channels", "peer_max_message_mb", "wipe", "ltx_workers", "ltx_timeout",
+      "fault_drop_channels", "fault_pause_sequencer", "peer_max_message_mb", "wipe", "ltx_workers", "ltx_timeout",
       "max_active_ltx",
       "ltx_max_deferrals", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
@@ -261,6 +265,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.reads_retry_ms = FLAGS_reads_retry_ms;
   e.fault_drop_peer_messages = FLAGS_fault_drop_peer_messages;
   e.fault_drop_channels = FLAGS_fault_drop_channels;
+  e.fault_pause_sequencer = FLAGS_fault_pause_sequencer;
   if (!ParseGcPolicy(FLAGS_gc, &e.gc)) {
     return "gc '" + FLAGS_gc + "' is not one of background, epo, epo-r";
   }

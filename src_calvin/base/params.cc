@@ -1,6 +1,7 @@
 #include "base/params.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "common/hash.h"
@@ -55,6 +56,30 @@ uint64_t EngineParams::CheckpointEpochs() const {
   if (checkpoint_every_s <= 0) return 0;
   const double epochs = checkpoint_every_s * 1000.0 / epoch_ms;
   return epochs < 1 ? 1 : static_cast<uint64_t>(epochs + 0.5);
+}
+
+namespace {
+
+// "ID:EPOCH" (--fault_pause_sequencer), EPOCH at least 1.
+bool ParseSequencerPause(const std::string& text, uint32_t* node, Epoch* epoch) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size() ||
+      text.find_first_not_of("0123456789:") != std::string::npos ||
+      text.find(':', colon + 1) != std::string::npos) {
+    return false;
+  }
+  *node = static_cast<uint32_t>(std::strtoul(text.c_str(), nullptr, 10));
+  *epoch = std::strtoull(text.c_str() + colon + 1, nullptr, 10);
+  return *epoch > 0;
+}
+
+}  // namespace
+
+Epoch EngineParams::SequencerPauseAfter(uint32_t node) const {
+  uint32_t paused = 0;
+  Epoch after = 0;
+  if (!ParseSequencerPause(fault_pause_sequencer, &paused, &after) || paused != node) return 0;
+  return after;
 }
 
 int64_t EngineParams::ReadsRetryMs() const {
@@ -185,6 +210,13 @@ std::string NodeParams::Validate(uint32_t partitions) const {
     return "fault_drop_peer_messages with BATCH among fault_drop_channels: a lost batch is "
            "fetched again from its sequencer's log, which needs --log_dir and "
            "sequencers_per_node=1 (or leave BATCH out of --fault_drop_channels)";
+  }
+  uint32_t paused_node = 0;
+  Epoch paused_after = 0;
+  if (!e.fault_pause_sequencer.empty() &&
+      !ParseSequencerPause(e.fault_pause_sequencer, &paused_node, &paused_after)) {
+    return "fault_pause_sequencer='" + e.fault_pause_sequencer +
+           "' is not NODE_ID:EPOCH (e.g. 0:150, an epoch of 1 or more)";
   }
   if (e.peer_max_message_mb > 65536) {
     return "peer_max_message_mb=" + std::to_string(e.peer_max_message_mb) +

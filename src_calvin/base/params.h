@@ -60,6 +60,11 @@ struct EngineParams {
   // (comma-separated names of message.proto's Channel) is lost on purpose.
   double fault_drop_peer_messages = 0;
   std::string fault_drop_channels = "BATCH,REMOTE_READS";
+  // Testing: "ID:EPOCH": node ID's sequencer cuts no epoch after EPOCH (a
+  // run of it that starts after EPOCH is not held), its run not ended, as
+  // one held back would: a crash test then knows every batch it cut has
+  // reached its peers. Empty: none.
+  std::string fault_pause_sequencer;
 
   // Epochs between checkpoints (0: none): every node checkpoints at the
   // same epochs, multiples of this.
@@ -68,6 +73,9 @@ struct EngineParams {
   // epochs, whichever is longer (a partition a few epochs behind is not
   // asked for what it has not run yet; one heartbeat tick checks). -1: never.
   int64_t ReadsRetryMs() const;
+  // The epoch after which node `node`'s sequencer pauses
+  // (fault_pause_sequencer); 0: it does not.
+  Epoch SequencerPauseAfter(uint32_t node) const;
 };
 
 // "BATCH,REMOTE_READS" into channels; empty on success, else the problem.

@@ -14,6 +14,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "checkpoint/checkpoint.h"
 #include "common/clock.h"
@@ -432,8 +433,17 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
         [this, index](Epoch epoch, const std::vector<std::unique_ptr<Batch>>& batches) {
           return BeforeSend(index, epoch, batches);
         });
-    runner->SetLimit([this, ahead] {
-      return log_failed_.load() ? 0 : scheduler_->Status().admitted_epoch + ahead;
+    // --fault_pause_sequencer (testing): held for good after that epoch.
+    Epoch pause = params.engine.SequencerPauseAfter(options_.id);
+    if (pause > 0 && first_epoch <= pause) {
+      Print("[node " + std::to_string(options_.id) + "] --fault_pause_sequencer: its sequencer "
+            "cuts no epoch after " + std::to_string(pause));
+    } else {
+      pause = std::numeric_limits<Epoch>::max();
+    }
+    runner->SetLimit([this, ahead, pause] {
+      return log_failed_.load() ? 0
+                                : std::min(pause, scheduler_->Status().admitted_epoch + ahead);
     });
     runners_.push_back(std::move(runner));
   }
