@@ -124,6 +124,7 @@ std::string Node::Start() {
   error = recover ? RestorePartition(&restored_at) : "";
   if (!recover) LoadPartition(*app_, partition, partitions, store_.get());
   if (!error.empty()) return error;
+  held_at_start_.store(std::max(logged_through_, restored_at));
 
   if (options_.shared_context) {
     context_ = options_.shared_context;
@@ -647,7 +648,10 @@ void Node::OnHello(NodeId from, std::string&& payload) {
       const uint32_t sequencer =
           SequencerId(peer->partition(), 0, options_.params.engine.sequencers_per_node);
       if (sequencer < sequencer_count_) {
-        answer.set_your_batches_through(batches_through_[sequencer].load());
+        // A node restarting too has delivered nothing yet, but its input
+        // log holds every sequencer's batches through what it logged.
+        answer.set_your_batches_through(
+            std::max(batches_through_[sequencer].load(), held_at_start_.load()));
         answer.set_your_final_epoch(final_at_[sequencer].load());
       }
     }
@@ -656,6 +660,10 @@ void Node::OnHello(NodeId from, std::string&& payload) {
   LearnRemoved(from, hello.removed());
   std::lock_guard<std::mutex> lock(hello_mu_);
   peers_hold_ours_ = std::max<Epoch>(peers_hold_ours_, hello.your_batches_through());
+  if (const NodeConfig* peer = hello.reply() ? layout_.Node(from) : nullptr) {
+    Epoch& held = peers_hold_by_partition_[peer->partition()];
+    held = std::max<Epoch>(held, hello.your_batches_through());
+  }
   peers_saw_our_final_ = std::max<Epoch>(peers_saw_our_final_, hello.your_final_epoch());
   if (hello.params_fingerprint() != options_.params.Fingerprint()) {
     hello_error_ = "node " + std::to_string(from) +
@@ -679,7 +687,9 @@ void Node::OnHello(NodeId from, std::string&& payload) {
   for (int i = 0; i < options_.config.node_size(); ++i) {
     if (options_.config.node(i).id() == from) {
       if (heard_from_.empty()) heard_from_.assign(options_.config.node_size(), false);
+      if (answered_.empty()) answered_.assign(options_.config.node_size(), false);
       heard_from_[i] = true;
+      if (hello.reply()) answered_[i] = true;
     }
   }
   hello_cv_.notify_all();
@@ -701,17 +711,26 @@ std::string Node::WaitForPeers() {
   }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(options_.params.engine.peer_wait_s);
+  // A restarting sequencer resumes after what its peers hold of it (their
+  // replies say): it waits for the replies of the nodes it needs, and for
+  // those of every other replica too, any of which may hold epochs its
+  // logs lost, for --peer_timeout_ms at most (a dead one never answers).
+  const bool resumes_sequencer = recover && self_->replica() == 0;
   std::unique_lock<std::mutex> lock(hello_mu_);
   start_unix_ms_ = std::max(start_unix_ms_, ready);
   if (heard_from_.empty()) heard_from_.assign(n, false);
+  if (answered_.empty()) answered_.assign(n, false);
   for (int i = 0; i < n; ++i) {
-    if (options_.config.node(i).id() == options_.id) heard_from_[i] = true;
+    if (options_.config.node(i).id() == options_.id) heard_from_[i] = answered_[i] = true;
   }
   // A node removed from the cluster (common/membership.h) is not waited for.
   auto removed = [&](int i) { return membership_->Removed(options_.config.node(i).id()); };
+  auto waiting_for = [&](int i) {
+    return needed[i] && !removed(i) && (!heard_from_[i] || (resumes_sequencer && !answered_[i]));
+  };
   auto all_heard = [&] {
     for (int i = 0; i < n; ++i) {
-      if (needed[i] && !heard_from_[i] && !removed(i)) return false;
+      if (waiting_for(i)) return false;
     }
     return true;
   };
@@ -732,12 +751,23 @@ std::string Node::WaitForPeers() {
     }
     std::string missing;
     for (int i = 0; i < n; ++i) {
-      if (heard_from_[i] || !needed[i] || removed(i)) continue;
+      if (!waiting_for(i)) continue;
       const NodeConfig& node = options_.config.node(i);
       missing += (missing.empty() ? "" : ", ") + std::string("node ") + std::to_string(node.id()) +
                  " (" + NodeEndpoint(options_.config, node) + ")";
     }
     if (missing.empty()) {
+      if (resumes_sequencer) {
+        const auto until = std::chrono::steady_clock::now() +
+                           std::chrono::milliseconds(options_.params.engine.peer_timeout_ms);
+        hello_cv_.wait_until(lock, until, [&] {
+          for (int i = 0; i < n; ++i) {
+            if (!answered_[i] && !removed(i)) return !hello_error_.empty();
+          }
+          return true;
+        });
+        if (!hello_error_.empty()) return hello_error_;
+      }
       // Every node's ready time is fixed, so having heard all of them the
       // maximum is final (later hellos only repeat it).
       agreed_start_unix_ms_ = start_unix_ms_;

@@ -230,8 +230,11 @@ class Node : public PeerSender, public ResultSink {
   int64_t start_unix_ms_ = 0;     // latest "ready" time heard, ours included (hello_mu_)
   int64_t agreed_start_unix_ms_ = 0;  // its final value, copied once every node was heard
   std::string hello_error_;
-  // What the peers' replies said they hold of this node's sequencer.
+  std::vector<bool> answered_;    // by node index: a reply to our hello came
+  // What the peers' replies said they hold of this node's sequencer: in
+  // all, and by partition.
   Epoch peers_hold_ours_ = 0;
+  std::map<PartitionId, Epoch> peers_hold_by_partition_;
   Epoch peers_saw_our_final_ = 0;
   Epoch peers_sequenced_ = 0;     // highest epoch a peer's hello said it sequenced
   Epoch peers_admitted_ = 0;
@@ -271,6 +274,21 @@ class Node : public PeerSender, public ResultSink {
   // unsynced tail); they are fetched from other replicas, never cut again.
   Epoch sequencer_log_through_ = 0;
   Epoch resumed_after_ = 0;
+  // Epochs its sequencer cut whose batches for `partition` nobody holds
+  // any more (its sequencer log lost them, and no node of the partition
+  // had them at the restart): that partition cannot run them. Set at start
+  // (ResumeSequencerAfter), read by the heartbeat thread; reported until a
+  // node of the partition gets past them.
+  struct LostEpochs {
+    PartitionId partition = 0;
+    Epoch first = 0, last = 0;
+  };
+  std::vector<LostEpochs> lost_;
+  std::string LostEpochsText(const LostEpochs& lost) const;
+  std::string LostEpochsProblem() const;  // empty: none (any more)
+  // What its input log or checkpoint held at start: every sequencer's
+  // batches through it had come here (told to a restarting sequencer).
+  std::atomic<Epoch> held_at_start_{0};
   // By sequencer id, from every batch delivered here: the newest epoch of
   // one, and the epoch of its final batch (0: none). Told to a restarting
   // sequencer (hello replies).

@@ -285,10 +285,12 @@ std::string Node::RecordFinished(Epoch epoch) {
 Epoch Node::ResumeSequencerAfter(Epoch restored_at, Epoch* sequenced_through) {
   const std::string& dir = options_.params.engine.log_dir;
   Epoch peers_hold = 0, peers_final = 0;
+  std::map<PartitionId, Epoch> held_by_partition;
   {
     std::lock_guard<std::mutex> lock(hello_mu_);
     peers_hold = peers_hold_ours_;
     peers_final = peers_saw_our_final_;
+    held_by_partition = peers_hold_by_partition_;
   }
   // An epoch in its input log or checkpoint was admitted, so its sequencer
   // had cut it; an epoch a peer holds a batch of, too.
@@ -297,18 +299,41 @@ Epoch Node::ResumeSequencerAfter(Epoch restored_at, Epoch* sequenced_through) {
   Epoch finished = std::max({ReadFinished(dir, options_.id), peers_final, checkpoint_says_finished_});
   if (sequencer_finished_) finished = std::max(finished, logged);
   const std::string node = "[node " + std::to_string(options_.id) + "] ";
+  // Its batches of epochs after its sequencer log's end come from the
+  // nodes that hold them; those for a partition none of whose nodes (that
+  // answered) holds them are lost: nobody can run them again, and cutting
+  // them again would contradict what other partitions ran.
+  // (A finished sequencer cut nothing after its final epoch, whatever
+  // its peers ran since.)
+  const Epoch cut_through = finished > 0 ? finished : reach;
+  const PartitionId own = self_->partition();
+  held_by_partition[own] = std::max({held_by_partition[own], logged_through_, restored_at});
+  for (PartitionId p = 0; p < layout_.partitions(); ++p) {
+    const Epoch held = std::max(logged, held_by_partition[p]);
+    if (held >= cut_through) continue;
+    lost_.push_back({p, held + 1, cut_through});
+    LOG(ERROR) << "node " << options_.id << ": " << LostEpochsText(lost_.back());
+    Print(node + "LOST EPOCHS: " + LostEpochsText(lost_.back()) +
+          (finished > 0 ? std::string("; its sequencer had finished")
+                        : "; it resumes at epoch " + std::to_string(cut_through + 1)) +
+          " and cuts none of them again");
+  }
   if (finished > 0) {
     sequencer_finished_ = true;
     *sequenced_through = std::max(reach, finished);
     return finished;
   }
   if (reach > logged) {
+    // Its own partition's batches after its input log come from the others.
+    const Epoch own_from = std::max(logged, logged_through_) + 1;
     Print(node + "its sequencer log ends at epoch " + std::to_string(logged) +
           " but its sequencer had cut epochs through " + std::to_string(reach) +
           " (its input log, checkpoint or peers hold them; the log's tail was lost): it resumes "
-          "at epoch " + std::to_string(reach + 1) + " and cuts none of those again; its own "
-          "batches of epochs " + std::to_string(logged + 1) + ".." + std::to_string(reach) +
-          " come from the other replicas of its partition");
+          "at epoch " + std::to_string(reach + 1) + " and cuts none of those again" +
+          (own_from <= reach ? "; its own batches of epochs " + std::to_string(own_from) + ".." +
+                                   std::to_string(reach) +
+                                   " come from the other replicas of its partition"
+                             : std::string()));
   }
   *sequenced_through = reach;
   return 0;
@@ -641,6 +666,8 @@ void Node::SendHeartbeats() {
     std::lock_guard<std::mutex> lock(failure_mu_);
     heartbeat.set_problem(log_failure_.empty() ? "" : "its log failed: " + log_failure_);
   }
+  // Told to the nodes that wait for those batches, which say it too.
+  if (heartbeat.problem().empty()) heartbeat.set_problem(LostEpochsProblem());
   const std::string bytes = heartbeat.SerializeAsString();
   for (const NodeConfig& node : options_.config.node()) {
     if (node.id() != options_.id) transport_->Send(node.id(), HEARTBEAT, bytes);
@@ -670,17 +697,7 @@ void Node::UpdateProblems() {
   if (!scheduler_->finished()) {
     for (uint32_t sequencer : status.missing_sequencers) {
       const NodeId node = monitor_->NodeOfSequencer(sequencer, layout_.NodeOf(0, sequencer));
-      if (node == options_.id && layout_.replicas() == 1 &&
-          status.next_epoch > sequencer_log_through_ && status.next_epoch <= resumed_after_ &&
-          status.next_epoch > logged_through_) {
-        stalls.push_back("its own sequencer's batch of epoch " +
-                         std::to_string(status.next_epoch) +
-                         " was lost with the unsynced tail of its sequencer log, and no other "
-                         "replica of partition " + std::to_string(self_->partition()) +
-                         " holds it: this partition cannot go on (--log_fsync prevents this)");
-        continue;
-      }
-      if (node == options_.id) continue;
+      if (node == options_.id) continue;  // its own lost batches: LostEpochsProblem
       Heartbeat heartbeat;
       const bool heard = monitor_->Latest(node, &heartbeat);
       std::string why;
@@ -699,6 +716,8 @@ void Node::UpdateProblems() {
       waited_for.push_back(node);
     }
   }
+  const std::string lost = LostEpochsProblem();
+  if (!lost.empty()) stalls.push_back(lost);
   {
     std::lock_guard<std::mutex> lock(damage_mu_);
     if (damage_) {
@@ -712,6 +731,43 @@ void Node::UpdateProblems() {
   std::lock_guard<std::mutex> lock(problem_mu_);
   stall_ = Join(stalls, "; ");
   warnings_ = Join(silent, "; ");
+}
+
+std::string Node::LostEpochsText(const LostEpochs& lost) const {
+  const std::string epochs = lost.first == lost.last
+                                 ? "epoch " + std::to_string(lost.first)
+                                 : "epochs " + std::to_string(lost.first) + ".." +
+                                       std::to_string(lost.last);
+  const std::string partition = "partition " + std::to_string(lost.partition);
+  return "the batches of sequencer " +
+         std::to_string(SequencerId(self_->partition(), 0,
+                                    options_.params.engine.sequencers_per_node)) +
+         " (node " + std::to_string(options_.id) + ") for " + partition + " of " + epochs +
+         " are lost: no node holds them (its sequencer log lost them with its unsynced tail, "
+         "it ends at epoch " + std::to_string(sequencer_log_through_) + ", and no node of " +
+         partition + " that answered node " + std::to_string(options_.id) +
+         " at its restart had them). Partition " + std::to_string(lost.partition) +
+         " cannot run " + epochs + ", so the cluster cannot go past epoch " +
+         std::to_string(lost.first - 1) + "; restore the cluster from a backup, or start it "
+         "afresh (--log_fsync keeps sequencer logs whole through a power loss)";
+}
+
+std::string Node::LostEpochsProblem() const {
+  std::vector<std::string> lost;
+  for (const LostEpochs& epochs : lost_) {
+    // Reported until a node of the partition gets past them: one had them
+    // after all (then the others fetch them from it).
+    bool past = false;
+    for (uint32_t replica = 0; replica < layout_.replicas() && !past; ++replica) {
+      const NodeId node = layout_.NodeOf(replica, epochs.partition);
+      Heartbeat heartbeat;
+      past = node == options_.id ? scheduler_->Status().admitted_epoch >= epochs.first
+                                 : monitor_->Latest(node, &heartbeat) &&
+                                       heartbeat.admitted_epoch() >= epochs.first;
+    }
+    if (!past) lost.push_back(LostEpochsText(epochs));
+  }
+  return Join(lost, "; ");
 }
 
 void Node::AskForMissedBatches() {
