@@ -72,6 +72,20 @@ std::string Show(const std::map<std::string, std::string>& files) {
   return text;
 }
 
+// Kills `nodes` (SIGKILL), a crash of them all: none answers afterwards.
+void KillAll(TestCluster* cluster, const std::vector<int>& nodes) {
+  for (int i : nodes) cluster->Kill(i);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        StatusReply status;
+        for (int i : nodes) {
+          if (AskStatus(cluster->node(i), &status, 200)) return false;
+        }
+        return true;
+      },
+      5000));
+}
+
 // Runs a node command that must refuse: its exit status (-1: it still ran
 // after 20 s, and was killed) and output.
 int RunRefused(const std::vector<std::string>& args, std::string* output) {
@@ -126,12 +140,7 @@ TEST(StartupClusterTest, StartAfterAWholeClusterCrashSaysRestartAndWipeStartsAfr
   TestCluster cluster("crashed", 2, 1, {"--workload=mixed", "--checkpoint_every=0"});
   cluster.Start();
   cluster.ExpectProgress({0, 1}, 60);
-  cluster.Kill(0);
-  cluster.Kill(1);
-  ASSERT_TRUE(WaitUntil([&] {
-    StatusReply status;
-    return !AskStatus(cluster.node(0), &status, 200) && !AskStatus(cluster.node(1), &status, 200);
-  }, 5000));
+  KillAll(&cluster, {0, 1});
   const auto before = Listing(cluster.input());
   std::string output;
   EXPECT_NE(cluster.StartVerb({}, &output), 0) << output;
@@ -142,12 +151,7 @@ TEST(StartupClusterTest, StartAfterAWholeClusterCrashSaysRestartAndWipeStartsAfr
 
   cluster.Restart(-1);
   cluster.ExpectProgress({0, 1}, 60);
-  cluster.Kill(0);
-  cluster.Kill(1);
-  ASSERT_TRUE(WaitUntil([&] {
-    StatusReply status;
-    return !AskStatus(cluster.node(0), &status, 200) && !AskStatus(cluster.node(1), &status, 200);
-  }, 5000));
+  KillAll(&cluster, {0, 1});
   ASSERT_EQ(cluster.StartVerb({"--wipe"}, &output), 0) << output;
   EXPECT_NE(output.find("--wipe: once every node agreed on a fresh start"), std::string::npos)
       << output;
@@ -214,19 +218,20 @@ TEST(StartupClusterTest, RecoverRefusesADirectoryOrParametersNotItsOwn) {
   EXPECT_EQ(ReplayDigest(cluster.input()), DigestHex(summary.digest));
 }
 
-// Cuts node `node`'s sequencer log (kill -9 first) after its last record of
-// an epoch <= `keep`, as a power loss would lose an unsynced tail. Returns
-// the newest epoch it held before.
-Epoch CutSequencerLog(const std::string& dir, NodeId node, Epoch keep) {
+// Cuts node `node`'s log of `format` (kill -9 first) after its last record
+// of an epoch <= `keep`, as a power loss would lose an unsynced tail.
+// Returns the newest epoch it held before.
+Epoch CutLog(const std::string& dir, NodeId node, const LogFormat& format,
+             Epoch (*epoch_of)(const std::string&), Epoch keep) {
   Epoch newest = 0;
-  for (const LogSegment& segment : ListSegments(dir, NodeFileName(node), kSequencerLogFormat.ext)) {
+  for (const LogSegment& segment : ListSegments(dir, NodeFileName(node), format.ext)) {
     RecordReader reader;
-    EXPECT_EQ(reader.Open(segment.path, kSequencerLogFormat.magic, kSequencerLogFormat.what), "");
+    EXPECT_EQ(reader.Open(segment.path, format.magic, format.what), "");
     std::string payload;
     EXPECT_TRUE(reader.Next(&payload));  // the header
     uint64_t cut = reader.good_bytes();
     while (reader.Next(&payload)) {
-      const Epoch epoch = EpochOfSequencerRecord(payload);
+      const Epoch epoch = epoch_of(payload);
       newest = std::max(newest, epoch);
       if (epoch <= keep) cut = reader.good_bytes();
     }
@@ -237,6 +242,34 @@ Epoch CutSequencerLog(const std::string& dir, NodeId node, Epoch keep) {
     }
   }
   return newest;
+}
+Epoch CutSequencerLog(const std::string& dir, NodeId node, Epoch keep) {
+  return CutLog(dir, node, kSequencerLogFormat, EpochOfSequencerRecord, keep);
+}
+Epoch CutInputLog(const std::string& dir, NodeId node, Epoch keep) {
+  return CutLog(dir, node, kInputLogFormat, EpochOfInputRecord, keep);
+}
+
+// The newest epoch node `node`'s input log holds (0: none yet).
+Epoch LoggedThrough(const std::string& dir, NodeId node) {
+  InputLogReader reader;
+  if (!reader.Open(InputLogPath(dir, node)).empty()) return 0;
+  Epoch logged = 0;
+  LogEpoch epoch;
+  while (reader.Next(&epoch)) logged = epoch.epoch();
+  return logged;
+}
+
+// Starts `cluster` with node 0's sequencer held after epoch `pause`
+// (--fault_pause_sequencer, in the cluster's flags) and waits until every
+// node's input log holds that epoch: every batch node 0 cut has reached
+// every node it was for, none is still on its way.
+void StartPausedAndWaitUntilLogged(TestCluster* cluster, int nodes, Epoch pause) {
+  cluster->Start();
+  for (int i = 0; i < nodes; ++i) {
+    ASSERT_TRUE(WaitUntil([&] { return LoggedThrough(cluster->input(), i) >= pause; }, 30000))
+        << "node " << i << " has not logged epoch " << pause << ": " << cluster->Tail(i);
+  }
 }
 
 // Every batch of every input log (all replicas), by (epoch, sequencer,
@@ -275,39 +308,35 @@ void ExpectNoEpochCutTwice(const std::string& dir) {
   EXPECT_GT(count, 0u);
 }
 
-// The sequencer log of node 0 loses its tail (cut after kill -9, as an
-// unsynced tail is lost in a power failure) although its batches had left:
-// the restarted node learns from its peers how far its sequencer got, takes
-// its lost batches from the other replica of its partition, and cuts none
-// of those epochs again. Both replicas end in the state a replay gives.
-// Disabled until its premise is made to hold: under load (2 of 12 runs
-// beside the whole suite) node 0's batches of ~200 epochs for partition 1
-// were still queued in its own transport when it was killed, so cutting
-// its sequencer log destroyed the only copy and partition 1 waits for them
-// for ever (correctly: they exist nowhere). The test must kill node 0 only
-// once both replicas of partition 1 hold what it cut, and the node must say
-// that such epochs are lost rather than report a stuck peer.
-TEST(StartupClusterTest, DISABLED_SequencerResumesAfterItsLostLogTailWithoutCuttingAgain) {
+// Node 0 loses the tails of its sequencer log and of its input log (cut
+// after kill -9, as a power loss without --log_fsync loses unsynced tails)
+// after its batches had left: its sequencer is held after epoch 150
+// (--fault_pause_sequencer) until every node has logged that epoch, so the
+// cut removes only epochs 121..150, which every other node holds, and
+// nothing was still on its way. The restarted node learns from its peers
+// that its sequencer got to epoch 150, takes its lost batches of 121..150
+// from the other replica of its partition, and cuts none of those epochs
+// again; it reports nothing lost. Both replicas end in the state a replay
+// gives.
+TEST(StartupClusterTest, SequencerResumesAfterItsLostLogTailWithoutCuttingAgain) {
+  constexpr Epoch kPause = 150;
   TestCluster cluster("seqtail", 2, 2,
                       {"--workload=mixed", "--multi_partition_pct=10", "--checkpoint_every=0",
-                       "--max_inflight=100"});
-  cluster.Start();
-  cluster.ExpectProgress({0, 1, 2, 3}, 100);
+                       "--max_inflight=100",
+                       "--fault_pause_sequencer=0:" + std::to_string(kPause)});
+  StartPausedAndWaitUntilLogged(&cluster, 4, kPause);
+  if (HasFatalFailure()) return;
   cluster.Kill(0);
-  InputLogReader reader;
-  ASSERT_EQ(reader.Open(InputLogPath(cluster.input(), 0)), "");
-  Epoch logged = 0;
-  LogEpoch epoch;
-  while (reader.Next(&epoch)) logged = epoch.epoch();
-  ASSERT_GT(logged, 40u);
-  // 30 epochs its input log holds, and whatever it cut after them.
-  const Epoch cut_after = logged - 30;
-  const Epoch newest = CutSequencerLog(cluster.input(), 0, cut_after);
-  ASSERT_GT(newest, cut_after);
+  const Epoch cut_after = kPause - 30;
+  EXPECT_EQ(CutSequencerLog(cluster.input(), 0, cut_after), kPause);
+  EXPECT_EQ(CutInputLog(cluster.input(), 0, cut_after), kPause);
   cluster.Restart(0);
-  EXPECT_NE(cluster.NodeLog(0).find("its sequencer log ends at epoch " + std::to_string(cut_after)),
+  EXPECT_NE(cluster.NodeLog(0).find("its sequencer log ends at epoch " + std::to_string(cut_after) +
+                                    " but its sequencer had cut epochs through " +
+                                    std::to_string(kPause)),
             std::string::npos)
       << cluster.Tail(0);
+  EXPECT_EQ(cluster.NodeLog(0).find("LOST"), std::string::npos) << cluster.Tail(0);
   cluster.ExpectProgress({0, 1, 2, 3}, 60);
   const RunSummary summary = cluster.Stop();
   if (HasFailure()) ADD_FAILURE() << "node 0: " << cluster.Tail(0);
@@ -324,6 +353,56 @@ TEST(StartupClusterTest, DISABLED_SequencerResumesAfterItsLostLogTailWithoutCutt
       << "the replicas diverged";
   EXPECT_EQ(ReplayDigest(cluster.input(), 0), DigestHex(summary.digest));
   EXPECT_EQ(ReplayDigest(cluster.input(), 1), DigestHex(summary.digest));
+}
+
+// A power loss of every node, without --log_fsync: node 0's sequencer log
+// loses its records after epoch 110, node 1's input log those after 130
+// (node 0's sequencer was held after epoch 150 until both had logged it).
+// Node 0's batches for partition 1 of epochs 131..150 are then nowhere
+// (node 0's input log holds only its own partition's); the restarted node 0
+// resumes after epoch 150 without cutting them again, and says that they
+// are lost, naming its sequencer, the epochs and that no node holds them;
+// node 1, which waits for them, says so too rather than report a stuck peer.
+TEST(StartupClusterTest, EpochsNoNodeHoldsAreReportedLost) {
+  constexpr Epoch kPause = 150;
+  TestCluster cluster("lost", 2, 1,
+                      {"--workload=mixed", "--multi_partition_pct=10", "--checkpoint_every=0",
+                       "--fault_pause_sequencer=0:" + std::to_string(kPause)});
+  StartPausedAndWaitUntilLogged(&cluster, 2, kPause);
+  if (HasFatalFailure()) return;
+  KillAll(&cluster, {0, 1});
+  EXPECT_EQ(CutSequencerLog(cluster.input(), 0, kPause - 40), kPause);
+  EXPECT_EQ(CutInputLog(cluster.input(), 1, kPause - 20), kPause);
+  // Both come up (node 1 runs what its input log holds), then wait.
+  cluster.Restart(-1);
+  const std::string lost =
+      "the batches of sequencer 0 (node 0) for partition 1 of epochs 131..150 are lost: no "
+      "node holds them";
+  StatusReply status;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return AskStatus(cluster.node(1), &status) &&
+               status.problem().find("waiting for node 0 at ") !=
+                   std::string::npos &&
+               status.problem().find(lost) != std::string::npos;
+      },
+      20000))
+      << "node 1 says: " << status.problem() << "\n" << cluster.Tail(1);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return AskStatus(cluster.node(0), &status) &&
+               status.problem().find(lost) != std::string::npos;
+      },
+      20000))
+      << "node 0 says: " << status.problem() << "\n" << cluster.Tail(0);
+  EXPECT_NE(cluster.NodeLog(0).find("LOST EPOCHS: " + lost), std::string::npos) << cluster.Tail(0);
+  EXPECT_NE(cluster.NodeLog(0).find("it resumes at epoch 151 and cuts none of them again"),
+            std::string::npos)
+      << cluster.Tail(0);
+  KillAll(&cluster, {0, 1});
+  // Nothing was cut twice: node 0's input log holds epochs 1..150 once, and
+  // what it cut after the restart.
+  ExpectNoEpochCutTwice(cluster.input());
 }
 
 // Node 0 is stopped (SIGTERM: its sequencer ends its run, the node keeps
