@@ -89,5 +89,24 @@ TEST(SequencersPerNodeTest, BoundedByTheIdSpace) {
   EXPECT_NE(other.Fingerprint(), params.Fingerprint());
 }
 
+// --fault_pause_sequencer=ID:EPOCH holds node ID's sequencer only; a
+// malformed value is refused naming the form.
+TEST(SequencerPauseTest, NamesOneNodeAndAnEpoch) {
+  NodeParams params;
+  EXPECT_EQ(params.engine.SequencerPauseAfter(0), 0u);
+  params.engine.fault_pause_sequencer = "2:150";
+  EXPECT_EQ(params.Validate(1), "");
+  EXPECT_EQ(params.engine.SequencerPauseAfter(2), 150u);
+  EXPECT_EQ(params.engine.SequencerPauseAfter(0), 0u);
+  for (const char* bad : {"150", "2:", ":150", "2:0", "2:1:3", "a:150", "-1:150"}) {
+    params.engine.fault_pause_sequencer = bad;
+    EXPECT_NE(params.Validate(1).find("is not NODE_ID:EPOCH"), std::string::npos) << bad;
+    EXPECT_EQ(params.engine.SequencerPauseAfter(2), 0u) << bad;
+  }
+  // Not a cluster parameter: only the node named is affected.
+  NodeParams other;
+  EXPECT_EQ(other.Fingerprint(), params.Fingerprint());
+}
+
 }  // namespace
 }  // namespace paxflow

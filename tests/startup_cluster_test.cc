@@ -5,7 +5,8 @@
 // afresh saying what it removes; --recover refuses a directory that is not
 // the node's (empty, another node's) or parameters that differ from the
 // recorded ones, naming them; a sequencer whose sequencer log lost its tail
-// resumes after what its peers hold and cuts no epoch again; a sequencer
+// resumes after what its peers hold and cuts no epoch again, and epochs no
+// node holds any more are reported lost on both sides; a sequencer
 // that finished, its sequencer log trimmed whole, knows it after a restart;
 // an oversized frame on the peer port is refused, not allocated.
 #include <dirent.h>
