@@ -107,8 +107,32 @@ SerialResult SerialExecute(const std::string& dir, const WorkloadParams& workloa
 }
 
 OrderResult ExecuteInPositionOrder(const WorkloadParams& workload, uint32_t partitions,
-                                   std::vector<ResultLog::Result> results) {
+                                   std::vector<ResultLog::Result> results,
+                                   const std::map<TxnId, bool>* submitted) {
   OrderResult result;
+  if (submitted) {
+    // Exactly one reply each: a txn run twice (a replay that acted, a
+    // restart that lost one) or never shows here, not in the state.
+    std::map<TxnId, size_t> replies;
+    for (const ResultLog::Result& r : results) ++replies[r.txn.id()];
+    for (const auto& [id, count] : replies) {
+      auto it = submitted->find(id);
+      if (it == submitted->end()) {
+        result.error = "txn " + TxnIdString(id) + " has a result but was never submitted";
+        return result;
+      }
+      if (count > 1) {
+        result.error = "txn " + TxnIdString(id) + " got " + std::to_string(count) + " results";
+        return result;
+      }
+    }
+    for (const auto& [id, must] : *submitted) {
+      if (must && !replies.count(id)) {
+        result.error = "txn " + TxnIdString(id) + " got no result";
+        return result;
+      }
+    }
+  }
   std::unique_ptr<Application> app = MakeApplication(workload);
   std::map<Key, std::string> state;
   MapLoader loader(&state);
