@@ -212,6 +212,29 @@ OrderResult ExecuteInPositionOrder(const WorkloadParams& workload, uint32_t part
   return result;
 }
 
+std::map<TxnId, bool> SubmittedTxns(const std::string& dir, uint32_t replica,
+                                    std::string* error) {
+  std::map<TxnId, bool> submitted;
+  for (const std::string& path : ListInputLogs(dir)) {
+    InputLogReader reader;
+    *error = reader.Open(path);
+    if (!error->empty()) return {};
+    if (reader.header().replica() != replica) continue;
+    LogEpoch epoch;
+    while (reader.Next(&epoch)) {
+      for (const Batch& batch : epoch.batch()) {
+        for (const Txn& txn : batch.txns()) {
+          const bool record = txn.txn_class() == LTX && txn.ltx().kind() != LTX_BEGIN &&
+                              txn.ltx().kind() != LTX_SCAN;
+          if (!record) submitted[txn.id()] = true;
+        }
+      }
+    }
+  }
+  if (submitted.empty()) *error = "no txn in the logs of replica " + std::to_string(replica);
+  return submitted;
+}
+
 Epoch SerialResult::ReadVersionFor(Epoch epoch) const {
   Epoch version = 0;
   for (Epoch rw : epochs_with_rw) {

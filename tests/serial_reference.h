@@ -54,5 +54,10 @@ struct OrderResult {
 OrderResult ExecuteInPositionOrder(const WorkloadParams& workload, uint32_t partitions,
                                    std::vector<ResultLog::Result> results,
                                    const std::map<TxnId, bool>* submitted = nullptr);
+// What ExecuteInPositionOrder's `submitted` is for a run without restarts:
+// every txn in the input logs of `replica` in `dir` but the LTX lane's
+// records (commits, aborts, guards), each needing a result. Empty, with
+// `error` set, if the logs cannot be read.
+std::map<TxnId, bool> SubmittedTxns(const std::string& dir, uint32_t replica, std::string* error);
 
 }  // namespace paxflow::testing
