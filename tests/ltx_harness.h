@@ -78,10 +78,11 @@ class LtxBench : public RecordSubmitter, public PeerSender {
   // it and before finished: Drain first).
   LtxCheckpoint Checkpoint(PartitionId p);
   // Replaces partition `checkpoint.partition` by a fresh one restored from
-  // `checkpoint`, its LTX lane replaying epochs up to `replay_through` (0:
-  // none): what a restarted node does before it takes new epochs. The
-  // epochs after the checkpoint are the test's to deliver again
-  // (Redeliver). Empty, or why the lane refused the state.
+  // `checkpoint` (Scheduler::RestoreAt), epochs up to `replay_through` (0:
+  // none after the checkpoint) counting as sequenced before the restart
+  // (SetRecoveredThrough): what a restarted node does before it takes new
+  // epochs. The epochs after the checkpoint are the test's to deliver again
+  // (Redeliver). Empty, or why the scheduler refused the state.
   std::string Restart(const LtxCheckpoint& checkpoint, Epoch replay_through = 0,
                       const std::string* lane_state = nullptr);
   // Replaces partition `p` by a fresh one at the initial state, as a node

@@ -29,7 +29,10 @@
 //   at the checkpoint are not served again: their origins get a retryable
 //   error (so do later requests of an LTX whose snapshot predates the
 //   checkpoint: the restored store has no older versions; requests for LTXs
-//   begun after it are kept and served). A parked RO is kept (it may owe
+//   begun after it are kept and served). Requests that had reached the
+//   partition unread at the checkpoint are in the state and taken up after
+//   the restart; those lost in the crash are asked again by their origins,
+//   which hear of the restart (OnPartitionRestarted). A parked RO is kept (it may owe
 //   its reads to a live partition) with its reads of this partition at its
 //   snapshot, read when the state is saved; it reports no result here. Epochs up to
 //   SetReplayThrough's bound are replayed: every decision as live, but no
