@@ -41,8 +41,11 @@ TEST_P(LtxEngineTest, CommittedTxnsMatchASerialExecutionInTheirOrderAndReplaysAg
   ASSERT_TRUE(cluster.WaitFinished(120000));
   const uint64_t live = cluster.DatabaseDigest();
 
+  std::string error;
+  const std::map<TxnId, bool> submitted = testing::SubmittedTxns(logs.path(), 0, &error);
+  ASSERT_EQ(error, "");
   testing::OrderResult order =
-      testing::ExecuteInPositionOrder(params.workload, c.partitions, results.all());
+      testing::ExecuteInPositionOrder(params.workload, c.partitions, results.all(), &submitted);
   ASSERT_EQ(order.error, "");
   EXPECT_EQ(order.digest, live) << "the state is not the serial execution's";
   EXPECT_GT(order.txns, 1000u) << "too little work to prove anything";

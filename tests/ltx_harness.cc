@@ -49,6 +49,11 @@ std::unique_ptr<LtxBench::Partition> LtxBench::MakePartition(PartitionId p, bool
   partition->scheduler = std::make_unique<Scheduler>(options, partition->store.get(), app_.get(),
                                                      this, partition->stats.get(), &results_,
                                                      this);
+  Partition* self = partition.get();
+  partition->scheduler->SetBeforeExecute([self](const MergedEpoch& epoch) {
+    self->admitted.push_back(epoch.epoch);  // the scheduler thread: the test's
+    return true;
+  });
   return partition;
 }
 
@@ -76,29 +81,48 @@ std::string LtxBench::Restart(const LtxCheckpoint& checkpoint, Epoch replay_thro
   const PartitionId p = checkpoint.partition;
   auto partition = MakePartition(p, /*load=*/false);
   for (const auto& [key, value] : checkpoint.rows) partition->store->Load(key, value);
+  // What Node::RestorePartition and Node::Start do: the scheduler goes on
+  // right after the checkpoint epoch (its merger, publish epoch and RO
+  // snapshot set from the checkpoint, not from epochs fed again).
+  SnapshotInfo info;
+  info.ok = true;
+  info.epoch = checkpoint.epoch;
+  info.last_rw_epoch = checkpoint.read_only_snapshot;
+  info.lane_state = lane_state ? *lane_state : checkpoint.lane_state;
   std::string error;
-  if (!partition->scheduler->RestoreLtxLaneState(lane_state ? *lane_state : checkpoint.lane_state,
-                                                 &error)) {
-    return error;
-  }
-  if (replay_through > 0) partition->scheduler->SetLtxReplayThrough(replay_through);
+  if (!partition->scheduler->RestoreAt(info, &error)) return error;
+  partition->scheduler->SetRecoveredThrough(std::max(replay_through, checkpoint.epoch));
+  Replace(p, std::move(partition));
+  return "";
+}
+
+void LtxBench::RestartWithoutCheckpoint(PartitionId p, Epoch replay_through) {
+  auto partition = MakePartition(p, /*load=*/true);
+  partition->scheduler->SetRecoveredThrough(replay_through);
+  Replace(p, std::move(partition));
+}
+
+void LtxBench::Replace(PartitionId p, std::unique_ptr<Partition> partition) {
   partitions_[p]->scheduler->Stop();
   stopped_.push_back(std::move(partitions_[p]));
   partitions_[p] = std::move(partition);
-  // The scheduler goes on after the checkpoint epoch: empty epochs up to it
-  // bring its merger, publish epoch and RO snapshot where the old one was
-  // (the recovery code restores those from the checkpoint directly).
-  Scheduler& scheduler = *partitions_[p]->scheduler;
-  for (Epoch epoch = 1; epoch <= checkpoint.epoch; ++epoch) {
-    auto batch = std::make_unique<Batch>();
-    batch->set_epoch(epoch);
-    batch->set_sequencer(0);
-    batch->set_partition(p);
-    batch->set_has_rw(epoch == checkpoint.read_only_snapshot);
-    scheduler.DeliverBatch(std::move(batch));
+  // Txns begun at p with no result yet: their clients went with it.
+  for (auto& [id, needs_result] : submitted_) {
+    ResultLog::Result result;
+    auto it = origins_.find(id);
+    if (it != origins_.end() && it->second == p && !results_.Find(id, &result)) {
+      needs_result = false;
+    }
   }
-  scheduler.Step();
-  return "";
+  partitions_[p]->scheduler->Step();
+  // The others hear of it (hello, heartbeat) and ask again what it owed.
+  for (PartitionId other = 0; announce_restarts_ && other < options_.partitions; ++other) {
+    if (other != p) partitions_[other]->scheduler->PartitionRestarted(p);
+  }
+}
+
+std::vector<Epoch> LtxBench::AdmittedEpochs(PartitionId p) const {
+  return partitions_[p]->admitted;
 }
 
 void LtxBench::Redeliver(PartitionId p, Epoch from, Epoch to) {
@@ -219,7 +243,11 @@ std::vector<TxnId> LtxBench::Sequence(Epoch epoch, std::vector<Txn> txns, Partit
     // Records the LTX lanes made keep the origin they name.
     const bool record = txn.txn_class() == LTX && txn.ltx().kind() != LTX_BEGIN &&
                         txn.ltx().kind() != LTX_SCAN;
-    if (!record) txn.set_origin_partition(origin);
+    if (!record) {
+      txn.set_origin_partition(origin);
+      submitted_[txn.id()] = true;
+      origins_[txn.id()] = origin;
+    }
     txn.set_submit_time_us(NowMicros());
     has_rw |= txn.txn_class() == RW;
     ids.push_back(txn.id());
@@ -282,7 +310,8 @@ Epoch LtxBench::Published() const {
 }
 
 std::string LtxBench::CheckSerialOrder(uint64_t* serial_digest) {
-  OrderResult order = ExecuteInPositionOrder(workload_, options_.partitions, results_.all());
+  OrderResult order =
+      ExecuteInPositionOrder(workload_, options_.partitions, results_.all(), &submitted_);
   if (!order.error.empty()) return order.error;
   const uint64_t live = Digest(Published());
   if (serial_digest) *serial_digest = order.digest;

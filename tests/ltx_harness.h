@@ -4,8 +4,13 @@
 // epochs it chooses, and runs every thread's work itself (Drain), so each
 // interleaving is chosen, not hoped for. A partition can be restarted from
 // a checkpoint taken at an epoch boundary (Checkpoint, Restart): a fresh
-// store holding the old one's state at that epoch, a fresh scheduler, and
-// the LTX lane's saved state.
+// store holding the old one's state at that epoch, and a fresh scheduler
+// brought there the way a restarted node does it (Scheduler::RestoreAt with
+// the LTX lane's saved state, then SetRecoveredThrough); or with no
+// checkpoint at all (RestartWithoutCheckpoint: the initial state, the log
+// replayed from epoch 1). Either way the other partitions hear of the
+// restart (Scheduler::PartitionRestarted), as peers do by hello and
+// heartbeat; what sat in the old scheduler's inbox is lost with it.
 #pragma once
 #include <map>
 #include <memory>
@@ -73,12 +78,21 @@ class LtxBench : public RecordSubmitter, public PeerSender {
   // it and before finished: Drain first).
   LtxCheckpoint Checkpoint(PartitionId p);
   // Replaces partition `checkpoint.partition` by a fresh one restored from
-  // `checkpoint`, its LTX lane replaying epochs up to `replay_through` (0:
-  // none): what a restarted node does before it takes new epochs. The
-  // epochs after the checkpoint are the test's to deliver again
-  // (Redeliver). Empty, or why the lane refused the state.
+  // `checkpoint` (Scheduler::RestoreAt), epochs up to `replay_through` (0:
+  // none after the checkpoint) counting as sequenced before the restart
+  // (SetRecoveredThrough): what a restarted node does before it takes new
+  // epochs. The epochs after the checkpoint are the test's to deliver again
+  // (Redeliver). Empty, or why the scheduler refused the state.
   std::string Restart(const LtxCheckpoint& checkpoint, Epoch replay_through = 0,
                       const std::string* lane_state = nullptr);
+  // Replaces partition `p` by a fresh one at the initial state, as a node
+  // restarted with no checkpoint: epochs up to `replay_through` were
+  // sequenced before (the test delivers them again with Redeliver).
+  void RestartWithoutCheckpoint(PartitionId p, Epoch replay_through);
+  // Whether the other partitions hear of a restart (default: yes).
+  void set_announce_restarts(bool announce) { announce_restarts_ = announce; }
+  // The epochs the scheduler now running partition `p` admitted, in order.
+  std::vector<Epoch> AdmittedEpochs(PartitionId p) const;
   // Delivers to partition `p` the batches sequenced for it in epochs
   // [from, to] again (a restarted partition catching up from the log).
   void Redeliver(PartitionId p, Epoch from, Epoch to);
@@ -90,7 +104,10 @@ class LtxBench : public RecordSubmitter, public PeerSender {
   // Digest of the whole database as of `epoch` (published on every partition).
   uint64_t Digest(Epoch epoch);
   Epoch Published() const;
-  // Checks every result against a serial execution in position order.
+  // Checks every result against a serial execution in position order, and
+  // that every txn sequenced (not the lanes' records) got exactly one
+  // result; a txn whose origin restarted before it had one may have none
+  // (its client went with the old process).
   std::string CheckSerialOrder(uint64_t* serial_digest = nullptr);
   const WorkloadParams& workload() const { return workload_; }
 
@@ -108,8 +125,12 @@ class LtxBench : public RecordSubmitter, public PeerSender {
     size_t owner_slot = 0;
     std::unique_ptr<NodeStats> stats;
     std::unique_ptr<Scheduler> scheduler;
+    std::vector<Epoch> admitted;  // by the scheduler's input hook
   };
   std::unique_ptr<Partition> MakePartition(PartitionId p, bool load);
+  // `partition` takes partition p's place: the old one stops, what it had
+  // not answered is lost, and the other partitions hear of the restart.
+  void Replace(PartitionId p, std::unique_ptr<Partition> partition);
 
   LtxBenchOptions options_;
   WorkloadParams workload_;
@@ -120,6 +141,11 @@ class LtxBench : public RecordSubmitter, public PeerSender {
   std::vector<std::unique_ptr<Partition>> stopped_;     // replaced by a restart
   // Every batch sequenced, by partition and epoch (a restart delivers them again).
   std::vector<std::map<Epoch, Batch>> sequenced_;
+  // Every txn sequenced (not records): whether it must get a result (false:
+  // its origin restarted before it had one).
+  std::map<TxnId, bool> submitted_;
+  std::map<TxnId, PartitionId> origins_;
+  bool announce_restarts_ = true;
   std::mutex records_mu_;
   std::vector<Txn> records_;
 };

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/ltx_harness.h"
+#include "tests/serial_reference.h"
 
 namespace paxflow {
 namespace {
@@ -747,8 +748,10 @@ TEST(LtxRestartTest, AGuardInForceAtTheCheckpointStillHoldsAfterTheRestart) {
 
 // Three partitions: LTX 2 (origin 0) reads key 4, which LTX 1's area
 // covers, so partition 1 parks that read. Partition 1 restarts: the read it
-// owed is answered with a retryable error, and LTX 2 aborts at its origin
-// with a reason naming the restart.
+// owed is answered with a retryable error when it takes its first epoch,
+// and LTX 2 aborts at its origin with a reason naming the restart (the
+// request the origin sends again on hearing of the restart parks again and
+// changes nothing).
 TEST(LtxRestartTest, ReadsAParticipantOwedAreAnsweredWithARetryableErrorAfterItRestarts) {
   LtxBenchOptions options;
   options.partitions = 3;
@@ -774,12 +777,15 @@ TEST(LtxRestartTest, ReadsAParticipantOwedAreAnsweredWithARetryableErrorAfterItR
   const Txn first_commit = OnlyRecord(&bench, LTX_COMMIT);
   ASSERT_EQ(bench.Restart(bench.Checkpoint(1)), "");
   bench.Drain();
+  EXPECT_EQ(bench.TakeRecords().size(), 0u);
+  bench.Sequence(2, {first_commit});
+  bench.Drain();
   // The origin (partition 0, alive) got the error and aborts LTX 2.
   const std::vector<Txn> records = bench.TakeRecords();
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].ltx().kind(), LTX_ABORT);
   EXPECT_EQ(records[0].ltx().ltx_id(), ids[1]);
-  bench.Sequence(2, {first_commit, records[0]});
+  bench.Sequence(3, {records[0]});
   bench.Drain();
   ASSERT_TRUE(bench.Result(ids[1], &result));
   EXPECT_TRUE(result.outcome.aborted);
@@ -790,6 +796,196 @@ TEST(LtxRestartTest, ReadsAParticipantOwedAreAnsweredWithARetryableErrorAfterItR
   EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
   EXPECT_EQ(bench.TakeRecords().size(), 0u);
   EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+// The step harness restarts a partition the way a node does: the scheduler
+// is set at the checkpoint by Scheduler::RestoreAt (merger, publish epoch,
+// RO snapshot, lane state), not brought there by epochs fed to it again;
+// the first epoch it admits is the one after the checkpoint.
+TEST(LtxRestartTest, TheStepRestartGoesThroughRestoreAtNotThroughEpochsFedAgain) {
+  LtxBench bench(TwoPartitions());
+  ActiveLtxScenario scenario(&bench);
+  const LtxCheckpoint checkpoint = bench.Checkpoint(1);
+  ASSERT_EQ(checkpoint.epoch, 3u);
+  EXPECT_EQ(bench.AdmittedEpochs(1), (std::vector<Epoch>{1, 2, 3}));
+  ASSERT_EQ(bench.Restart(checkpoint), "");
+  EXPECT_TRUE(bench.AdmittedEpochs(1).empty()) << "the restarted scheduler was fed epochs again";
+  const SchedulerStatus status = bench.scheduler(1).Status();
+  EXPECT_EQ(status.admitted_epoch, 3u);
+  EXPECT_EQ(status.published_epoch, 3u);
+  EXPECT_EQ(status.next_epoch, 4u);
+  EXPECT_EQ(status.read_only_snapshot, checkpoint.read_only_snapshot);
+  EXPECT_EQ(status.deferred, 1u);
+  EXPECT_EQ(status.parked, 1u);
+  bench.Sequence(4, {scenario.commit});
+  bench.Drain();
+  EXPECT_EQ(bench.AdmittedEpochs(1), (std::vector<Epoch>{4}));
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+// The origin (partition 0) asks partition 1 for LTX reads after partition
+// 1's checkpoint; the request is still in partition 1's inbox when it
+// crashes. Once partition 0 hears of the restart it asks again, and the
+// restarted partition serves the read (the LTX's snapshot is the
+// checkpoint's epoch, which it holds): the LTX commits instead of hanging
+// until its timeout with its write area blocking short txns.
+TEST(LtxRestartTest, AReadRequestLostInAParticipantsCrashIsAskedAgainAndServed) {
+  LtxBench bench(TwoPartitions());
+  const TxnId ltx = bench.Sequence(1, {LtxBench::Long({1, 3}, {4})}, /*origin=*/0)[0];
+  bench.Drain(/*ltx_threads=*/false);
+  const LtxCheckpoint checkpoint = bench.Checkpoint(1);
+  ASSERT_EQ(checkpoint.epoch, 1u);
+  // The LTX's first round: requests to partition 1 (keys 1, 3) and itself.
+  ASSERT_GT(bench.scheduler(0).RunQueuedLtxWork(), 0u);
+  ASSERT_EQ(bench.Restart(checkpoint), "");  // the request in its inbox is lost
+  bench.Drain();
+  const Txn commit = OnlyRecord(&bench, LTX_COMMIT);
+  EXPECT_EQ(commit.ltx().ltx_id(), ltx) << "the LTX never got its reads";
+  bench.Sequence(2, {commit, LtxBench::Rmw({4})});
+  bench.Drain();
+  Result result;
+  ASSERT_TRUE(bench.Result(ltx, &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_EQ(bench.TakeRecords().size(), 0u);
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+// The same request lost for an LTX whose snapshot is older than the
+// checkpoint: asked again, the restarted partition refuses it retryably
+// and the LTX aborts at once (`restart`), not at its timeout.
+TEST(LtxRestartTest, AReadRequestLostForAnOlderSnapshotIsRefusedRetryably) {
+  LtxBenchOptions options = TwoPartitions();
+  options.ltx_timeout = 100000;
+  LtxBench bench(options);
+  const TxnId ltx = bench.Sequence(1, {LtxBench::Long({1}, {4})}, /*origin=*/0)[0];
+  bench.Drain(/*ltx_threads=*/false);
+  bench.Sequence(2, {LtxBench::Rmw({3})}, /*origin=*/1);
+  bench.Drain(/*ltx_threads=*/false);
+  const LtxCheckpoint checkpoint = bench.Checkpoint(1);
+  ASSERT_EQ(checkpoint.epoch, 2u);
+  ASSERT_GT(bench.scheduler(0).RunQueuedLtxWork(), 0u);
+  ASSERT_EQ(bench.Restart(checkpoint), "");
+  bench.Drain();
+  const Txn abort = OnlyRecord(&bench, LTX_ABORT);
+  EXPECT_EQ(abort.ltx().ltx_id(), ltx);
+  EXPECT_EQ(abort.ltx().reason().rfind("restart: partition 1: it restarted", 0), 0u)
+      << abort.ltx().reason();
+  bench.Sequence(3, {abort});
+  bench.Drain();
+  Result result;
+  ASSERT_TRUE(bench.Result(ltx, &result));
+  EXPECT_TRUE(result.outcome.aborted);
+  EXPECT_TRUE(result.outcome.retryable);
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+// A request that had reached the participant's inbox when its checkpoint
+// was taken is in the lane's saved state: the restarted partition takes it
+// up by itself, even if the origin never hears of the restart.
+TEST(LtxRestartTest, ARequestInTheInboxAtTheCheckpointIsTakenUpAfterTheRestart) {
+  LtxBench bench(TwoPartitions());
+  bench.set_announce_restarts(false);
+  const TxnId ltx = bench.Sequence(1, {LtxBench::Long({1}, {4})}, /*origin=*/0)[0];
+  bench.Drain(/*ltx_threads=*/false);
+  ASSERT_GT(bench.scheduler(0).RunQueuedLtxWork(), 0u);  // the request waits in 1's inbox
+  const LtxCheckpoint checkpoint = bench.Checkpoint(1);
+  ASSERT_EQ(bench.Restart(checkpoint), "");
+  bench.Sequence(2, {});
+  bench.Drain();
+  const Txn commit = OnlyRecord(&bench, LTX_COMMIT);
+  EXPECT_EQ(commit.ltx().ltx_id(), ltx) << "the request in the inbox was lost";
+  bench.Sequence(3, {commit});
+  bench.Drain();
+  Result result;
+  ASSERT_TRUE(bench.Result(ltx, &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+// A partition restarted with no checkpoint (killed before the first one,
+// or checkpoint_every=0) replays its log from the initial state without
+// acting: no LTX procedure runs again, no result is reported again, no
+// guard or commit record is sequenced again. After the replay it aborts
+// the LTX that began there and has no commit record in the log.
+TEST(LtxRestartTest, AReplayWithoutACheckpointNeverActs) {
+  LtxBenchOptions options;
+  options.ltx_max_deferrals = 1;
+  struct Run {
+    TxnId first = 0, starving = 0, second = 0;
+  };
+  auto scenario = [](LtxBench* bench) {
+    Run run;
+    run.first = bench->Sequence(1, {LtxBench::LongKv({}, {{5, "a"}}, {{5, 5}})})[0];
+    bench->Drain();
+    const Txn commit = OnlyRecord(bench, LTX_COMMIT);
+    const auto ids =
+        bench->Sequence(2, {LtxBench::Rmw({5}), LtxBench::LongKv({}, {{7, "b"}}, {{7, 7}})});
+    run.starving = ids[0];
+    run.second = ids[1];
+    bench->Drain();
+    const std::vector<Txn> records = bench->TakeRecords();
+    EXPECT_EQ(RecordsOfKind(records, LTX_GUARD).size(), 1u);
+    EXPECT_EQ(RecordsOfKind(records, LTX_COMMIT).size(), 1u);  // the second LTX's, not sequenced
+    bench->Sequence(3, {commit, RecordsOfKind(records, LTX_GUARD)[0]});
+    bench->Drain();
+    return run;
+  };
+  LtxBench bench(options);
+  const Run run = scenario(&bench);
+  Result result;
+  ASSERT_TRUE(bench.Result(run.first, &result));
+  ASSERT_TRUE(bench.Result(run.starving, &result));
+  const uint64_t digest = bench.Digest(3);
+
+  bench.RestartWithoutCheckpoint(0, /*replay_through=*/3);
+  bench.Redeliver(0, 1, 3);
+  bench.Drain();
+  EXPECT_EQ(bench.TakeRecords().size(), 0u) << "the replay ran procedures or sequenced guards";
+  EXPECT_EQ(bench.Digest(3), digest);
+  EXPECT_EQ(ResultsOf(bench, run.first), 1u);
+  EXPECT_EQ(ResultsOf(bench, run.starving), 1u);
+  EXPECT_FALSE(bench.Result(run.second, &result));
+
+  bench.Sequence(4, {});
+  bench.Drain();
+  const Txn abort = OnlyRecord(&bench, LTX_ABORT);
+  EXPECT_EQ(abort.ltx().ltx_id(), run.second);
+  EXPECT_NE(abort.ltx().reason().find("restarted (with no checkpoint)"), std::string::npos)
+      << abort.ltx().reason();
+  bench.Sequence(5, {abort});
+  bench.Drain();
+  ASSERT_TRUE(bench.Result(run.second, &result));
+  EXPECT_TRUE(result.outcome.aborted);
+  EXPECT_TRUE(result.outcome.retryable);
+  EXPECT_EQ(bench.TakeRecords().size(), 0u);
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+// The oracle counts replies: a txn with two results, or none, is an error
+// even when the state and every read are right.
+TEST(LtxRestartTest, TheOracleRequiresExactlyOneResultPerTxn) {
+  LtxBench bench(LtxBenchOptions{});
+  const auto ids = bench.Sequence(1, {LtxBench::Rmw({1}), LtxBench::Read({2})});
+  bench.Drain();
+  ASSERT_EQ(bench.CheckSerialOrder(), "");
+  std::vector<testing::ResultLog::Result> results = bench.results().all();
+  ASSERT_EQ(results.size(), 2u);
+  std::map<TxnId, bool> submitted = {{ids[0], true}, {ids[1], true}};
+  auto check = [&](std::vector<testing::ResultLog::Result> r,
+                   const std::map<TxnId, bool>& s) {
+    return testing::ExecuteInPositionOrder(bench.workload(), 1, std::move(r), &s).error;
+  };
+  EXPECT_EQ(check(results, submitted), "");
+  auto twice = results;
+  twice.push_back(results[1]);
+  EXPECT_NE(check(twice, submitted).find("got 2 results"), std::string::npos);
+  auto none = results;
+  none.pop_back();
+  EXPECT_NE(check(none, submitted).find("got no result"), std::string::npos);
+  submitted[ids[1]] = false;  // its client went with a crashed origin
+  EXPECT_EQ(check(none, submitted), "");
+  submitted.erase(ids[1]);
+  EXPECT_NE(check(results, submitted).find("never submitted"), std::string::npos);
 }
 
 TEST(LtxRestartTest, AGarbledOrForeignStateIsRefusedWithAClearError) {
@@ -811,7 +1007,8 @@ TEST(LtxRestartTest, AGarbledOrForeignStateIsRefusedWithAClearError) {
   flipped[flipped.size() / 2] ^= 0x5a;
   refused(flipped, "a flipped byte");
   refused("not a state at all", "garbage");
-  refused(std::string(), "empty");
+  // (An empty one is a checkpoint without a lane state, calvin mode's:
+  // Scheduler::RestoreAt takes it as none.)
   // Another partition's state.
   LtxBench fresh(TwoPartitions());
   LtxCheckpoint other = checkpoint;

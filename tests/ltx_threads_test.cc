@@ -27,10 +27,14 @@ TEST_P(LtxThreadsTest, CommittedTxnsMatchASerialExecutionInTheirOrder) {
   params.engine.ltx_timeout = 200;
   if (c.partitions > 1) params.workload.multi_partition_pct = 30;
   testing::ResultLog results;
-  testing::EngineHarness engine(params, c.partitions, &results);
+  testing::TempDir logs;
+  testing::EngineHarness engine(params, c.partitions, &results, logs.path());
   ASSERT_TRUE(engine.RunLive(60));
+  std::string error;
+  const std::map<TxnId, bool> submitted = testing::SubmittedTxns(logs.path(), 0, &error);
+  ASSERT_EQ(error, "");
   testing::OrderResult order =
-      testing::ExecuteInPositionOrder(params.workload, c.partitions, results.all());
+      testing::ExecuteInPositionOrder(params.workload, c.partitions, results.all(), &submitted);
   ASSERT_EQ(order.error, "");
   EXPECT_EQ(order.digest, engine.DatabaseDigest());
   EXPECT_GT(order.long_txns, 2u) << "no long txn committed";

@@ -107,8 +107,32 @@ SerialResult SerialExecute(const std::string& dir, const WorkloadParams& workloa
 }
 
 OrderResult ExecuteInPositionOrder(const WorkloadParams& workload, uint32_t partitions,
-                                   std::vector<ResultLog::Result> results) {
+                                   std::vector<ResultLog::Result> results,
+                                   const std::map<TxnId, bool>* submitted) {
   OrderResult result;
+  if (submitted) {
+    // Exactly one reply each: a txn run twice (a replay that acted, a
+    // restart that lost one) or never shows here, not in the state.
+    std::map<TxnId, size_t> replies;
+    for (const ResultLog::Result& r : results) ++replies[r.txn.id()];
+    for (const auto& [id, count] : replies) {
+      auto it = submitted->find(id);
+      if (it == submitted->end()) {
+        result.error = "txn " + TxnIdString(id) + " has a result but was never submitted";
+        return result;
+      }
+      if (count > 1) {
+        result.error = "txn " + TxnIdString(id) + " got " + std::to_string(count) + " results";
+        return result;
+      }
+    }
+    for (const auto& [id, must] : *submitted) {
+      if (must && !replies.count(id)) {
+        result.error = "txn " + TxnIdString(id) + " got no result";
+        return result;
+      }
+    }
+  }
   std::unique_ptr<Application> app = MakeApplication(workload);
   std::map<Key, std::string> state;
   MapLoader loader(&state);
@@ -186,6 +210,29 @@ OrderResult ExecuteInPositionOrder(const WorkloadParams& workload, uint32_t part
   }
   result.digest = Digest(state);
   return result;
+}
+
+std::map<TxnId, bool> SubmittedTxns(const std::string& dir, uint32_t replica,
+                                    std::string* error) {
+  std::map<TxnId, bool> submitted;
+  for (const std::string& path : ListInputLogs(dir)) {
+    InputLogReader reader;
+    *error = reader.Open(path);
+    if (!error->empty()) return {};
+    if (reader.header().replica() != replica) continue;
+    LogEpoch epoch;
+    while (reader.Next(&epoch)) {
+      for (const Batch& batch : epoch.batch()) {
+        for (const Txn& txn : batch.txns()) {
+          const bool record = txn.txn_class() == LTX && txn.ltx().kind() != LTX_BEGIN &&
+                              txn.ltx().kind() != LTX_SCAN;
+          if (!record) submitted[txn.id()] = true;
+        }
+      }
+    }
+  }
+  if (submitted.empty()) *error = "no txn in the logs of replica " + std::to_string(replica);
+  return submitted;
 }
 
 Epoch SerialResult::ReadVersionFor(Epoch epoch) const {

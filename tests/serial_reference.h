@@ -47,7 +47,17 @@ struct OrderResult {
   size_t txns = 0;       // txns executed
   size_t long_txns = 0;  // of them, LTXs and long scans
 };
+// With `submitted` (every txn submitted, not the LTX lane's records: true
+// if it must have a result, false if it may have none, its client gone with
+// a crashed process), it also checks that none has two results, that each
+// one that must has one, and that no result is for a txn never submitted.
 OrderResult ExecuteInPositionOrder(const WorkloadParams& workload, uint32_t partitions,
-                                   std::vector<ResultLog::Result> results);
+                                   std::vector<ResultLog::Result> results,
+                                   const std::map<TxnId, bool>* submitted = nullptr);
+// What ExecuteInPositionOrder's `submitted` is for a run without restarts:
+// every txn in the input logs of `replica` in `dir` but the LTX lane's
+// records (commits, aborts, guards), each needing a result. Empty, with
+// `error` set, if the logs cannot be read.
+std::map<TxnId, bool> SubmittedTxns(const std::string& dir, uint32_t replica, std::string* error);
 
 }  // namespace paxflow::testing

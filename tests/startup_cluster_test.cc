@@ -211,6 +211,18 @@ TEST(StartupClusterTest, RecoverRefusesADirectoryOrParametersNotItsOwn) {
       << output;
   EXPECT_NE(output.find("--ltx_timeout=77 (recorded: ltx_timeout=500)"), std::string::npos)
       << output;
+  // The LTX lane's other cluster parameters too: a restarted lane with
+  // other bounds would decide busy aborts and guards unlike its log.
+  EXPECT_NE(RunRefused(cluster.NodeCommand(1, {"--recover", "--max_active_ltx=5"}), &output), 0)
+      << output;
+  EXPECT_NE(output.find("--max_active_ltx=5 (recorded: max_active_ltx="), std::string::npos)
+      << output;
+  EXPECT_NE(
+      RunRefused(cluster.NodeCommand(1, {"--recover", "--ltx_max_deferrals=9"}), &output), 0)
+      << output;
+  EXPECT_NE(output.find("--ltx_max_deferrals=9 (recorded: ltx_max_deferrals="),
+            std::string::npos)
+      << output;
   EXPECT_EQ(Show(Listing(cluster.input(), "node-1")), Show(before));
 
   cluster.Restart(1);

@@ -303,6 +303,8 @@ std::string Node::StartTransport() {
       request.set_partition(self_->partition());
       request.set_after_epoch(scheduler_->Status().published_epoch);
       transport_->Send(from, READS_REQUEST, request.SerializeAsString());
+      // And the LTX read requests it had not answered.
+      scheduler_->PartitionRestarted(peer->partition());
     }
   });
   transport_->Subscribe(BATCH_REQUEST, [this, garbled](NodeId from, std::string&& payload) {
@@ -656,6 +658,12 @@ void Node::OnHello(NodeId from, std::string&& payload) {
       }
     }
     transport_->Send(from, HELLO, answer.SerializeAsString());
+    // A peer saying hello after this node started is restarting: LTXs begun
+    // here ask its partition again for the reads it had not answered (the
+    // requests wait in its scheduler's inbox until it runs).
+    if (started_ && peer && peer->replica() == self_->replica()) {
+      scheduler_->PartitionRestarted(peer->partition());
+    }
   }
   LearnRemoved(from, hello.removed());
   std::lock_guard<std::mutex> lock(hello_mu_);

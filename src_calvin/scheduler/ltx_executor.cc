@@ -22,6 +22,7 @@ struct LtxExecutor::Run {
   std::unordered_set<Key> unanswered;
   std::set<PartitionId> scans_unanswered;
   std::vector<LtxReads::Rows> scan_rows;
+  std::vector<KeyRange> round_scans;  // the round in flight's scans (AskAgain)
   bool waiting() const { return !unanswered.empty() || !scans_unanswered.empty(); }
   bool finished = false;  // its record went to the sequencer, or its result out
   int64_t started_us = 0;
@@ -83,8 +84,7 @@ void LtxExecutor::Loop(size_t index) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (stop_) return;
-      task.reset(queue_.top());
-      queue_.pop();
+      task.reset(PopLocked());
     }
     Execute(task.get(), index);
   }
@@ -97,8 +97,7 @@ size_t LtxExecutor::RunQueued() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (queue_.empty()) return ran;
-      task.reset(queue_.top());
-      queue_.pop();
+      task.reset(PopLocked());
     }
     Execute(task.get(), options_.threads);
     ++ran;
@@ -110,11 +109,20 @@ size_t LtxExecutor::running() const {
   return runs_.size();
 }
 
+LtxExecutor::Task* LtxExecutor::PopLocked() {
+  Task* task = queue_.top();
+  queue_.pop();
+  // A serve taken off the queue is still owed until it ran (QueuedServes).
+  if (task->kind == Task::kServe) running_serves_.insert(task);
+  return task;
+}
+
 void LtxExecutor::Execute(Task* task, size_t index) {
   if (task->kind == Task::kServe) {
     ServeReads(*task->serve, store_slots_[index]);
     std::lock_guard<std::mutex> lock(mu_);
     serving_.erase(serving_.find(task->serve->snapshot));
+    running_serves_.erase(task);
   } else if (task->kind == Task::kReport) {
     ReportScan(task->run.get(), task->outcome, index);
   } else {
@@ -243,6 +251,7 @@ void LtxExecutor::AskForReads(const std::shared_ptr<Run>& run, const LtxRound& r
     run->unanswered.clear();
     run->scans_unanswered.clear();
     run->scan_rows.assign(round.scans.size(), {});
+    run->round_scans = round.scans;
     for (PartitionId p = 0; p < options_.partitions; ++p) {
       std::sort(keys[p].begin(), keys[p].end());
       keys[p].erase(std::unique(keys[p].begin(), keys[p].end()), keys[p].end());
@@ -311,6 +320,52 @@ void LtxExecutor::OnReply(LtxReadReply&& reply) {
   Absorb(std::move(result));
 }
 
+bool LtxExecutor::OwesLocked(const Run& run, PartitionId p) const {
+  if (run.scans_unanswered.count(p)) return true;
+  for (Key key : run.unanswered) {
+    if (PartitionOf(key, options_.partitions) == p) return true;
+  }
+  return false;
+}
+
+void LtxExecutor::AskAgain(PartitionId p) {
+  if (p >= options_.partitions) return;
+  std::vector<LtxReadRequest> requests;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, run] : runs_) {
+      // A long scan's shares come from the log, not from requests: a
+      // restarted participant serves them again as it replays, or owes them.
+      if (run->scan || run->finished || !OwesLocked(*run, p)) continue;
+      LtxReadRequest request;
+      request.set_ltx_id(id);
+      request.set_round(run->round);
+      request.set_from_partition(options_.partition);
+      std::vector<Key> keys;
+      for (Key key : run->unanswered) {
+        if (PartitionOf(key, options_.partitions) == p) keys.push_back(key);
+      }
+      std::sort(keys.begin(), keys.end());
+      request.mutable_keys()->Add(keys.begin(), keys.end());
+      if (run->scans_unanswered.count(p)) {
+        for (const KeyRange& scan : run->round_scans) *request.add_scans() = scan;
+      }
+      requests.push_back(std::move(request));
+    }
+  }
+  if (!requests.empty()) {
+    LOG(INFO) << "partition " << options_.partition << ": partition " << p
+              << " restarted; asking it again for the reads of " << requests.size() << " LTXs";
+  }
+  for (LtxReadRequest& request : requests) {
+    if (p == options_.partition) {
+      callbacks_.deliver_request(std::move(request));
+    } else {
+      peers_->SendLtxReadRequest(p, request);
+    }
+  }
+}
+
 void LtxExecutor::Absorb(LtxReadResult&& result) {
   std::shared_ptr<Run> run;
   bool complete = false;
@@ -322,6 +377,11 @@ void LtxExecutor::Absorb(LtxReadResult&& result) {
     run = it->second;
     const PartitionId from = result.from;
     if (run->finished || result.round != run->round || !run->waiting()) return;
+    if (!result.error.empty() && !OwesLocked(*run, from)) {
+      // It answered this round already (before it restarted, say): its
+      // error for a request asked again changes nothing.
+      return;
+    }
     if (!result.error.empty()) {
       failure = "partition " + std::to_string(from) + ": " + result.error;
       run->finished = true;
@@ -498,9 +558,11 @@ void LtxExecutor::ServingSnapshots(std::vector<Epoch>* pins) const {
 std::vector<LtxReadTask> LtxExecutor::QueuedServes() const {
   std::vector<LtxReadTask> owed;
   std::lock_guard<std::mutex> lock(mu_);
-  auto queue = queue_;  // a copy of the pointers; the tasks stay queued
-  for (; !queue.empty(); queue.pop()) {
-    const Task* task = queue.top();
+  std::vector<const Task*> serves(running_serves_.begin(), running_serves_.end());
+  for (auto queue = queue_; !queue.empty(); queue.pop()) {  // copies of the pointers
+    serves.push_back(queue.top());
+  }
+  for (const Task* task : serves) {
     if (task->kind != Task::kServe || !task->serve) continue;
     LtxReadTask copy;
     copy.ltx = task->serve->ltx;

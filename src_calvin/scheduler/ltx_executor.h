@@ -116,10 +116,14 @@ class LtxExecutor {
   void ServingSnapshots(std::vector<Epoch>* pins) const;
   // Origin: a participant's reads arrived.
   void OnReply(LtxReadReply&& reply);
+  // Origin: partition `p` restarted, and with it went the requests it had
+  // not answered: each LTX still waiting for `p` in its current round asks
+  // again (a repeated answer is ignored). Any thread.
+  void AskAgain(PartitionId p);
 
   size_t running() const;
-  // Read tasks handed to Serve and not run yet (a checkpoint lists them as
-  // reads this partition owes).
+  // Read tasks handed to Serve and not done yet, queued or running (a
+  // checkpoint lists them as reads this partition owes).
   std::vector<LtxReadTask> QueuedServes() const;
 
  private:
@@ -142,6 +146,10 @@ class LtxExecutor {
   };
 
   void Push(std::unique_ptr<Task> task);
+  // Takes the next task (mu_ held); a serve counts as running until done.
+  Task* PopLocked();
+  // Whether partition `p` still owes `run` reads of its round (mu_ held).
+  bool OwesLocked(const Run& run, PartitionId p) const;
   void Loop(size_t index);
   void Execute(Task* task, size_t index);
   void RunRound(const std::shared_ptr<Run>& run, size_t index);
@@ -172,6 +180,7 @@ class LtxExecutor {
   // there, so those snapshots stay pinned until they are done, whatever
   // became of the LTX meanwhile (ServingSnapshots).
   std::multiset<Epoch> serving_;
+  std::set<const Task*> running_serves_;  // serves taken off the queue, not done
   std::map<TxnId, std::shared_ptr<Run>> runs_;
   uint64_t next_sequence_ = 0;
   bool stop_ = false;

@@ -62,7 +62,7 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
   current_epoch_ = epoch;
   resolved_this_epoch_ = false;
   begun_this_epoch_.clear();
-  if (!owed_.empty()) AnswerOwedReads();
+  if (!owed_.empty() || !unread_.empty()) AnswerOwedReads();
   // Timeouts first, in LTX order. A held install counts as committed.
   uint64_t chain = 0;
   std::vector<TxnId> expired;

@@ -29,11 +29,15 @@
 //   at the checkpoint are not served again: their origins get a retryable
 //   error (so do later requests of an LTX whose snapshot predates the
 //   checkpoint: the restored store has no older versions; requests for LTXs
-//   begun after it are kept and served). A parked RO is kept (it may owe
+//   begun after it are kept and served). Requests that had reached the
+//   partition unread at the checkpoint are in the state and taken up after
+//   the restart; those lost in the crash are asked again by their origins,
+//   which hear of the restart (OnPartitionRestarted). A parked RO is kept (it may owe
 //   its reads to a live partition) with its reads of this partition at its
 //   snapshot, read when the state is saved; it reports no result here. Epochs up to
 //   SetReplayThrough's bound are replayed: every decision as live, but no
-//   procedure, record or result. At the first epoch after that bound, a
+//   procedure, record or result (a restart with no checkpoint replays from
+//   the initial state the same way). At the first epoch after that bound, a
 //   replica-0 lane aborts, through its sequencer, every LTX begun here that
 //   has no commit record (its procedure's state is gone), and sequences
 //   again the guards the log may owe.
@@ -47,6 +51,7 @@
 // run in the current epoch; read tasks to the executor; guard records.
 // Threads: the scheduler thread, except the executor's own threads.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -133,6 +138,10 @@ class LtxLane {
 
   // A reply from a participant, for an LTX or scan that started here.
   void OnReadReply(LtxReadReply&& reply) { executor_.OnReply(std::move(reply)); }
+  // Partition `p` restarted (its node said hello again, or a heartbeat
+  // came from a new incarnation): the requests it had not answered went
+  // with it, so LTXs begun here ask it again. Any thread.
+  void OnPartitionRestarted(PartitionId p) { executor_.AskAgain(p); }
 
   // Checkpoints (scheduler thread). SaveState: right after EndEpoch of the
   // checkpoint epoch, before the next BeginEpoch; the bytes are an
@@ -144,12 +153,20 @@ class LtxLane {
   // snapshot is published here; true once the checkpoint epoch itself is
   // published). Before that, those ROs are saved without their reads and
   // would read the checkpoint's state after a restart (logged as an error).
+  // `unread`: requests that reached the partition and that OnReadRequest
+  // has not seen yet (the scheduler's inbox); the restored lane takes them up.
   bool SaveStateReady() const;
-  std::string SaveState() const;
+  std::string SaveState(const std::vector<LtxReadRequest>& unread = {}) const;
   bool RestoreState(const std::string& bytes, std::string* error);
-  // After RestoreState: epochs <= `epoch` are replayed (they were sequenced
-  // before the restart). Without it, no epoch is replayed.
-  void SetReplayThrough(Epoch epoch) { replay_through_ = epoch; }
+  // A restarted partition (after RestoreState, or on a fresh lane when
+  // there was no checkpoint): epochs <= `epoch` are replayed (they were
+  // sequenced before the restart), and the first epoch after them aborts
+  // what lost its procedure (AfterRestart). Without it, only the epochs up
+  // to a restored checkpoint count as replayed.
+  void SetReplayThrough(Epoch epoch) {
+    replay_through_ = std::max(replay_through_, epoch);
+    restart_pending_ = true;
+  }
 
   size_t active() const { return unresolved_.size(); }
   // LTXs and long scans begun at this partition, not resolved yet.
@@ -239,8 +256,9 @@ class LtxLane {
   void ReplyError(const LtxReadRequest& request, const std::string& error);
   void ReplyError(TxnId ltx, uint32_t round, PartitionId reply_to, const std::string& error);
 
-  // Restarts. Whether `epoch` is replayed (no procedures, records, results).
-  bool Replaying(Epoch epoch) const { return restored_ && epoch <= replay_through_; }
+  // Restarts. Whether `epoch` is replayed (no procedures, records, results):
+  // with a checkpoint or without one.
+  bool Replaying(Epoch epoch) const { return epoch <= replay_through_; }
   // Whether this lane sequences records and reports results at `epoch`.
   bool Acts(Epoch epoch) const { return options_.runs_procedures && !Replaying(epoch); }
   // The first epoch after the replay: abort what lost its procedure, guard
@@ -299,6 +317,7 @@ class LtxLane {
     PartitionId reply_to = 0;
   };
   std::vector<OwedRead> owed_;    // from before the restart, not answered yet
+  std::vector<LtxReadRequest> unread_;  // had reached it before the restart, not taken up yet
 };
 
 }  // namespace paxflow

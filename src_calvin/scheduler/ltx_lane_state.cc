@@ -61,7 +61,7 @@ void LtxLane::SaveSnapshotReads(const TxnWork& work, LtxStateParkedRead* out) co
   store_->ExitSnapshot(store_slot_);
 }
 
-std::string LtxLane::SaveState() const {
+std::string LtxLane::SaveState(const std::vector<LtxReadRequest>& unread) const {
   LtxLaneState state;
   state.set_format(kLtxStateFormat);
   state.set_partition(options_.partition);
@@ -147,6 +147,8 @@ std::string LtxLane::SaveState() const {
     owe(task.ltx, task.round, task.reply_to);
   }
   for (const OwedRead& read : owed_) owe(read.ltx, read.round, read.reply_to);
+  for (const LtxReadRequest& request : unread_) *state.add_unread_requests() = request;
+  for (const LtxReadRequest& request : unread) *state.add_unread_requests() = request;
 
   LtxLaneStateFile file;
   file.set_state(state.SerializeAsString());
@@ -260,6 +262,13 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
                   " is not for an LTX after the checkpoint");
     }
   }
+  for (const LtxReadRequest& request : state.unread_requests()) {
+    if (request.from_partition() >= options_.partitions) {
+      return fail("an unread read request for LTX " + TxnIdString(request.ltx_id()) +
+                  " comes from partition " + std::to_string(request.from_partition()) +
+                  ", beyond the " + std::to_string(options_.partitions) + " partitions");
+    }
+  }
   for (const LtxStateOwedRead& owed : state.owed()) {
     if (owed.reply_to() >= options_.partitions) {
       return fail("a read is owed to partition " + std::to_string(owed.reply_to()) +
@@ -363,6 +372,7 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
   for (const LtxReadRequest& request : state.early_requests()) {
     early_requests_[request.ltx_id()].push_back(request);
   }
+  unread_.assign(state.unread_requests().begin(), state.unread_requests().end());
   ended_epoch_ = state.ended_epoch();
   current_epoch_ = state.current_epoch();
   published_ = state.published();
@@ -374,7 +384,8 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
   LOG(INFO) << "partition " << options_.partition << ": LTX lane restored at epoch "
             << restored_at_ << ": " << unresolved_.size() << " unresolved LTXs, "
             << deferred_.size() << " deferred txns, " << parked_.size() << " parked readers, "
-            << guards_.size() << " guards, " << owed_.size() << " reads owed";
+            << guards_.size() << " guards, " << owed_.size() << " reads owed, " << unread_.size()
+            << " read requests to take up";
   return true;
 }
 
@@ -387,6 +398,11 @@ void LtxLane::AnswerOwedReads() {
                    " and lost the reads it owed; try again");
   }
   owed_.clear();
+  // Requests that had come and were not taken up: served if their snapshot
+  // is still here, else refused retryably (OnReadRequest).
+  std::vector<LtxReadRequest> unread;
+  unread.swap(unread_);
+  for (LtxReadRequest& request : unread) OnReadRequest(std::move(request));
 }
 
 void LtxLane::AfterRestart(Epoch epoch) {
@@ -402,8 +418,9 @@ void LtxLane::AfterRestart(Epoch epoch) {
     if (!entry.origin_here || entry.state != State::kActive) continue;
     records_->SubmitRecord(LtxAbortRecord(
         *entry.begin, kAbortRestart,
-        "its origin partition " + std::to_string(options_.partition) +
-            " restarted (from a checkpoint at epoch " + std::to_string(restored_at_) +
+        "its origin partition " + std::to_string(options_.partition) + " restarted (" +
+            (restored_ ? "from a checkpoint at epoch " + std::to_string(restored_at_)
+                       : std::string("with no checkpoint")) +
             ") before it committed; try again"));
     ++aborted;
   }

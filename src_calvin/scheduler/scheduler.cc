@@ -362,13 +362,20 @@ bool Scheduler::AdmissionBlocked(Epoch epoch) const {
   return false;
 }
 
+std::vector<LtxReadRequest> Scheduler::UnreadLtxRequests() {
+  std::vector<LtxReadRequest> unread = ltx_requests_;
+  std::lock_guard<std::mutex> lock(inbox_mu_);
+  unread.insert(unread.end(), inbox_ltx_requests_.begin(), inbox_ltx_requests_.end());
+  return unread;
+}
+
 void Scheduler::TakeLaneStates() {
   const Epoch admitted = admitted_.load(std::memory_order_relaxed);
   for (SnapshotRequest& request : snapshots_) {
     if (request.epoch > admitted || request.lane_taken || !ltx_lane_.SaveStateReady()) continue;
     // The lane's state right after the checkpoint epoch's records (nothing
     // later was admitted): what the store's snapshot at that epoch goes with.
-    request.info.lane_state = ltx_lane_.SaveState();
+    request.info.lane_state = ltx_lane_.SaveState(UnreadLtxRequests());
     request.lane_taken = true;
   }
 }

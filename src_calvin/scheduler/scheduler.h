@@ -181,11 +181,14 @@ class Scheduler {
   // before Start; epochs up to SetLtxReplayThrough's are replayed (no LTX
   // procedure, record or result).
   bool LtxLaneStateReady() const { return ltx_lane_.SaveStateReady(); }
-  std::string SaveLtxLaneState() const { return ltx_lane_.SaveState(); }
+  std::string SaveLtxLaneState() { return ltx_lane_.SaveState(UnreadLtxRequests()); }
   bool RestoreLtxLaneState(const std::string& state, std::string* error) {
     return ltx_lane_.RestoreState(state, error);
   }
   void SetLtxReplayThrough(Epoch epoch) { ltx_lane_.SetReplayThrough(epoch); }
+  // Partition `p` restarted: the LTXs begun here ask it again for the reads
+  // it had not answered (LtxLane::OnPartitionRestarted). Any thread.
+  void PartitionRestarted(PartitionId p) { ltx_lane_.OnPartitionRestarted(p); }
   // Work of the LTX lane that this node's sequencer owes the log: an LTX or
   // long scan begun here is unresolved, or an epoch up to `sequenced` is
   // not admitted yet (it may begin one). Any thread.
@@ -226,6 +229,9 @@ class Scheduler {
 
   void SchedulerLoop();
   // Moves the inbox's contents out; caller holds inbox_mu_.
+  // LTX read requests that reached this partition and that the lane has
+  // not taken up (a checkpoint's lane state keeps them). Scheduler thread.
+  std::vector<LtxReadRequest> UnreadLtxRequests();
   void TakeInbox(std::vector<std::unique_ptr<Batch>>* batches, std::vector<DoneMessage>* done);
   void ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches, std::vector<DoneMessage>* done);
   void Admit(std::unique_ptr<MergedEpoch> merged);
