@@ -563,5 +563,34 @@ TEST(SummaryJsonTest, RoundTripsThroughProtobufJson) {
   EXPECT_NE(RunSummary::FromJson("{\"digest\": \"0xnothex\"}", &back), "");
 }
 
+// Starvation both ways: the most deferrals of one short txn, and the share
+// of LTXs aborted by guards, told apart from busy aborts (and calvin mode's
+// OLLP restarts), in the text and through the JSON the launcher combines.
+TEST(SummaryJsonTest, StarvationBothWaysAndOllpRestartsAreReported) {
+  RunSummary summary;
+  summary.mode = "paxflow";
+  summary.workload = "long";
+  summary.seconds = 1;
+  summary.kinds[kKindLong].committed = 96;
+  summary.kinds[kKindLong].aborted = 4;
+  summary.ltx.aborts[kAbortGuard] = 1;
+  summary.ltx.aborts[kAbortBusy] = 2;
+  summary.ltx.aborts[kAbortRecon] = 1;
+  summary.ltx.max_deferrals = 7;
+  const std::string text = summary.ToText();
+  EXPECT_NE(text.find("starvation: most deferrals of one short txn 7; LTXs aborted by guards 1 "
+                      "of 100 (1.00%)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("busy 2, guard 1, recon 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("OLLP restarts"), std::string::npos) << text;
+  RunSummary back;
+  ASSERT_EQ(RunSummary::FromJson(summary.ToJson(), &back), "");
+  EXPECT_EQ(back.ltx.aborts[kAbortGuard], 1u);
+  EXPECT_EQ(back.ltx.aborts[kAbortRecon], 1u);
+  EXPECT_EQ(back.ltx.max_deferrals, 7u);
+  EXPECT_DOUBLE_EQ(RunSummary::Combine({back, back}).ltx.GuardAbortShare(200), 0.01);
+}
+
 }  // namespace
 }  // namespace paxflow

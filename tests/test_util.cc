@@ -124,6 +124,24 @@ NodeParams TestParams(const std::string& preset, Mode mode, uint64_t run_epochs)
     w.ltx_ops = 60;
     w.long_kind = preset == "long" ? "update" : "scan";
     w.scan_length = 300;
+  } else if (preset == "report") {
+    // Reports over 10% of the keys, often, beside short updates.
+    w.distribution = "uniform";
+    w.ro_fraction = 0.1;
+    w.read_proportion = 0.5;
+    w.ltx_fraction = 0.02;
+    w.long_kind = "report";
+    w.report_fraction = 0.1;
+  } else if (preset == "bom") {
+    // Small trees (1 + 3 + 9 parts), re-linked often: walks change under
+    // the LTXs, and calvin mode's reconnaissance is now and then out of date.
+    w.application = "bom";
+    w.bom_products = 60;
+    w.bom_fanout = 3;
+    w.bom_levels = 3;
+    w.ro_fraction = 0;
+    w.ops_per_rw_txn = 2;
+    w.ltx_fraction = 0.03;
   } else if (preset == "rmw") {
     w.ro_fraction = 0;
   } else if (preset == "ro") {

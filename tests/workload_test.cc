@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -12,6 +13,9 @@
 
 #include "applications/application.h"
 #include "applications/bank.h"
+#include "applications/bom.h"
+#include "applications/long_run.h"
+#include "common/key_area.h"
 #include "applications/workload.h"
 #include "applications/ycsb.h"
 
@@ -145,6 +149,10 @@ std::string ApplyPreset(const WorkloadPreset& preset, WorkloadParams* params) {
     else if (name == "long_kind") params->long_kind = value;
     else if (name == "ltx_ops") params->ltx_ops = std::stoul(value);
     else if (name == "scan_length") params->scan_length = std::stoull(value);
+    else if (name == "report_fraction") params->report_fraction = std::stod(value);
+    else if (name == "bom_products") params->bom_products = std::stoull(value);
+    else if (name == "bom_fanout") params->bom_fanout = std::stoul(value);
+    else if (name == "bom_levels") params->bom_levels = std::stoul(value);
     else if (name == "max_batch") continue;
     else return "unknown setting '" + name + "'";
   }
@@ -580,6 +588,301 @@ TEST(BankTest, GeneratedLoadKeepsTheInvariantWhenRunSerially) {
   EXPECT_GT(transfers, 2000);
   // Long random walks drain some accounts; the declined path must have been exercised.
   EXPECT_GT(declined, 0);
+}
+
+
+// ---------------------------------------------------------------- report and bom
+
+class MapLoader : public Loader {
+ public:
+  void Put(Key key, std::string_view value) override { table[key] = std::string(value); }
+  std::map<Key, std::string> table;
+};
+
+// Runs a long procedure to its end over `table` (every read answered).
+LtxRound RunOver(const Application& app, const Txn& txn, const std::map<Key, std::string>& table,
+                 std::set<Key>* read = nullptr) {
+  LtxRound last;
+  std::string reason;
+  RunLongProcedure(app, txn, [&](const std::vector<Key>& keys, const std::vector<KeyRange>& scans,
+                                 LtxReads* out) {
+    for (Key key : keys) {
+      auto it = table.find(key);
+      out->SetPoint(key, it != table.end(), it != table.end() ? it->second : std::string());
+      if (read) read->insert(key);
+    }
+    for (const KeyRange& range : scans) {
+      LtxReads::Rows rows;
+      for (auto it = table.lower_bound(range.lo()); it != table.end() && it->first <= range.hi(); ++it) {
+        rows.emplace_back(it->first, it->second);
+      }
+      out->AddScan(std::move(rows));
+    }
+    return std::string();
+  }, &last, &reason);
+  EXPECT_EQ(reason, "");
+  return last;
+}
+
+TEST(ReportTest, ReportsReadADeclaredRangeOfTheKeysAndWriteTheirSummaryKeys) {
+  WorkloadParams params;
+  ApplyPreset(*FindWorkloadPreset("report"), &params);
+  params.records = 20000;
+  params.ltx_fraction = 0.05;
+  ASSERT_EQ(params.Validate(3), "");
+  auto app = MakeApplication(params);
+  for (PartitionId p = 0; p < 3; ++p) {
+    auto generator = app->NewGenerator(p, 3, 5 + p);
+    int reports = 0, shorts = 0;
+    for (int i = 0; i < 4000; ++i) {
+      Txn txn;
+      generator->Next(&txn);
+      if (txn.txn_class() != LTX) {
+        ++shorts;
+        EXPECT_EQ(txn.procedure(), YcsbApplication::kReadModifyWrite);
+        for (Key k : txn.read_write_set()) EXPECT_LT(k, params.records);
+        continue;
+      }
+      ++reports;
+      ASSERT_EQ(txn.procedure(), YcsbApplication::kReport);
+      EXPECT_TRUE(app->IsLongProcedure(txn.procedure()));
+      EXPECT_FALSE(app->NeedsRecon(txn.procedure())) << "a report's reads are declared";
+      EXPECT_EQ(app->CheckClientTxn(txn), "");
+      ASSERT_EQ(txn.ltx().read_area_size(), 1);
+      const KeyRange& range = txn.ltx().read_area(0);
+      EXPECT_EQ(range.hi() - range.lo() + 1, 2000u) << "10% of the keys";
+      EXPECT_LT(range.hi(), params.records);
+      // Its write area: the summary keys, above every loaded key, so short
+      // txns never meet it.
+      const KeyArea area(txn.ltx().write_area());
+      ASSERT_EQ(area.ranges().size(), 1u);
+      EXPECT_EQ(area.ranges()[0].second - area.ranges()[0].first + 1,
+                YcsbApplication::kReportSummaryKeys);
+      EXPECT_GE(area.ranges()[0].first, params.records);
+    }
+    EXPECT_NEAR(reports, 200, 60);
+    EXPECT_GT(shorts, 3500);
+  }
+}
+
+TEST(ReportTest, ProcedureSummarisesWhatItScannedDeterministically) {
+  WorkloadParams params;
+  ApplyPreset(*FindWorkloadPreset("report"), &params);
+  params.records = 1000;
+  params.ltx_fraction = 1;
+  auto app = MakeApplication(params);
+  MapLoader loader;
+  app->Load(0, 1, &loader);
+  Txn txn;
+  app->NewGenerator(0, 1, 3)->Next(&txn);
+  ASSERT_EQ(txn.procedure(), YcsbApplication::kReport);
+  const LtxRound first = RunOver(*app, txn, loader.table);
+  ASSERT_EQ(first.writes.size(), YcsbApplication::kReportSummaryKeys);
+  uint64_t rows = 0;
+  std::memcpy(&rows, first.writes.value(0).data(), 8);
+  EXPECT_EQ(rows, 100u);
+  EXPECT_NE(first.outcome.checksum, 0u);
+  // The same state, the same summary; another value in the range, another.
+  EXPECT_EQ(RunOver(*app, txn, loader.table).outcome.checksum, first.outcome.checksum);
+  loader.table[txn.ltx().read_area(0).lo()] = "changed";
+  EXPECT_NE(RunOver(*app, txn, loader.table).outcome.checksum, first.outcome.checksum);
+}
+
+WorkloadParams SmallBom() {
+  WorkloadParams params;
+  ApplyPreset(*FindWorkloadPreset("bom"), &params);
+  params.bom_products = 6;
+  params.bom_fanout = 3;
+  params.bom_levels = 3;
+  return params;
+}
+
+TEST(BomTest, LayoutLoadsEveryTreeOnOnePartition) {
+  WorkloadParams params = SmallBom();
+  ASSERT_EQ(params.Validate(3), "");
+  params.bom_products = 7;
+  EXPECT_TRUE(Contains(params.Validate(3), "bom_products")) << "7 trees on 3 partitions";
+  params = SmallBom();
+  const BomLayout layout(params);
+  EXPECT_EQ(layout.tree_parts(), 13u);  // 1 + 3 + 9
+  auto app = MakeApplication(params);
+  EXPECT_EQ(app->DenseKeys(), layout.dense_keys());
+  for (PartitionId p = 0; p < 3; ++p) {
+    MapLoader loader;
+    app->Load(p, 3, &loader);
+    EXPECT_EQ(loader.table.size(), 2 * (13u + 3u)) << "two trees and their roll-ups";
+    for (const auto& [key, value] : loader.table) {
+      EXPECT_EQ(key % 3, p);
+      EXPECT_LT(key, app->DenseKeys());
+      uint64_t product, index;
+      uint32_t level;
+      if (!layout.DecodePart(key, &product, &level, &index)) continue;
+      EXPECT_EQ(layout.PartKey(product, level, index), key);
+      // Children: in the next level, on the same partition.
+      for (uint32_t j = 0; level + 1 < layout.levels() && j < layout.fanout(); ++j) {
+        const Key child = BomLayout::Word(value, 1 + j);
+        uint64_t child_product, child_index;
+        uint32_t child_level;
+        ASSERT_TRUE(layout.DecodePart(child, &child_product, &child_level, &child_index));
+        EXPECT_EQ(child_level, level + 1);
+        EXPECT_EQ(child % 3, p);
+      }
+    }
+  }
+}
+
+TEST(BomTest, GeneratedTxnsRelinkWithinTheLevelsAndRollupsWalkTheTree) {
+  WorkloadParams params = SmallBom();
+  params.ltx_fraction = 0.03;
+  const BomLayout layout(params);
+  auto app = MakeApplication(params);
+  MapLoader loader;
+  app->Load(1, 3, &loader);
+  auto generator = app->NewGenerator(1, 3, 9);
+  int rollups = 0, relinks = 0, costs = 0;
+  for (int i = 0; i < 3000; ++i) {
+    Txn txn;
+    generator->Next(&txn);
+    EXPECT_EQ(app->CheckClientTxn(txn), "") << i;
+    if (txn.txn_class() == LTX) {
+      ++rollups;
+      ASSERT_EQ(txn.procedure(), BomApplication::kRollup);
+      EXPECT_TRUE(app->NeedsRecon(txn.procedure()));
+      EXPECT_EQ(txn.ltx().read_area_size(), 0) << "paxflow needs no declared reads";
+      // A roll-up of the walk, summed over every path, into the write area.
+      std::set<Key> read;
+      const LtxRound last = RunOver(*app, txn, loader.table, &read);
+      const KeyArea area(txn.ltx().write_area());
+      ASSERT_EQ(last.writes.size(), layout.levels());
+      for (size_t w = 0; w < last.writes.size(); ++w) EXPECT_TRUE(area.Contains(last.writes.key(w)));
+      for (Key key : read) {
+        EXPECT_EQ(key % 3, 1u);
+        EXPECT_FALSE(area.Contains(key));
+      }
+      EXPECT_LE(read.size(), 13u);
+      uint64_t leaves = 0;
+      std::memcpy(&leaves, last.writes.value(layout.levels() - 1).data(), 8);
+      EXPECT_GE(leaves, 9u) << "9 leaf paths of cost >= 1";
+      continue;
+    }
+    ASSERT_EQ(txn.procedure(), BomApplication::kUpdate);
+    ASSERT_EQ(txn.read_write_set_size(), 4);
+    ReadValues reads;
+    reads.Reset(4);
+    for (int k = 0; k < 4; ++k) reads.Set(k, loader.table.at(txn.read_write_set(k)));
+    WriteSet writes;
+    TxnOutcome outcome;
+    app->Execute(txn, reads, &writes, &outcome);
+    ASSERT_TRUE(outcome.committed) << outcome.detail;
+    ASSERT_EQ(writes.size(), 4u);
+    for (size_t w = 0; w < writes.size(); ++w) {
+      uint64_t product, index;
+      uint32_t level;
+      ASSERT_TRUE(layout.DecodePart(writes.key(w), &product, &level, &index));
+      EXPECT_EQ(writes.key(w) % 3, 1u);
+      const std::string& old = loader.table.at(writes.key(w));
+      const std::string now(writes.value(w));
+      if (level + 1 == layout.levels()) {
+        ++costs;
+      } else {
+        // A re-link: still a pointer into the next level, on this partition.
+        ++relinks;
+        for (uint32_t j = 0; j < layout.fanout(); ++j) {
+          uint64_t cp, ci;
+          uint32_t cl;
+          ASSERT_TRUE(layout.DecodePart(BomLayout::Word(now, 1 + j), &cp, &cl, &ci));
+          EXPECT_EQ(cl, level + 1);
+          EXPECT_EQ(BomLayout::Word(now, 1 + j) % 3, 1u);
+        }
+        EXPECT_EQ(BomLayout::Word(now, 0), BomLayout::Word(old, 0)) << "a re-link keeps the cost";
+      }
+      loader.table[writes.key(w)] = now;
+    }
+  }
+  EXPECT_NEAR(rollups, 90, 40);
+  EXPECT_GT(relinks, 1000);
+  EXPECT_GT(costs, 3000);
+}
+
+// OLLP: the reconnaissance declares exactly what the walk reads; the locked
+// run commits while the state is the one reconnoitered, and aborts with
+// reason recon (retryable) once a re-link changed the walk.
+TEST(OllpTest, ReconDeclaresTheWalkAndALockedRunOfAnotherWalkAbortsWithRecon) {
+  const WorkloadParams params = SmallBom();
+  const BomLayout layout(params);
+  auto app = MakeApplication(params);
+  MapLoader loader;
+  app->Load(0, 1, &loader);
+  Txn begin;
+  begin.set_txn_class(LTX);
+  begin.set_procedure(BomApplication::kRollup);
+  begin.set_args(BomApplication::RollupArgs(layout.PartKey(0, 0, 0)));
+  begin.mutable_ltx()->set_kind(LTX_BEGIN);
+  for (uint32_t l = 0; l < layout.levels(); ++l) {
+    KeyRange* range = begin.mutable_ltx()->add_write_area();
+    range->set_lo(layout.RollupKey(0, l));
+    range->set_hi(range->lo());
+  }
+  auto read = [&](Key key, std::string* value) {
+    auto it = loader.table.find(key);
+    if (it == loader.table.end()) return false;
+    *value = it->second;
+    return true;
+  };
+  Txn reconnoitered = begin;
+  EXPECT_EQ(Reconnoiter(*app, &reconnoitered, read), 13u);
+  EXPECT_TRUE(reconnoitered.ltx().recon());
+  std::set<Key> walked;
+  RunOver(*app, begin, loader.table, &walked);
+  const KeyArea declared(reconnoitered.ltx().read_area());
+  for (Key key : walked) EXPECT_TRUE(declared.Contains(key));
+
+  // The locked run, as calvin mode's scheduler expands it: every declared
+  // key read, in read_set, and the write area in read_write_set.
+  auto locked = [&](const Txn& txn, TxnOutcome* outcome) {
+    Txn expanded;
+    std::vector<Key> keys;
+    const KeyArea area(txn.ltx().read_area()), writes(txn.ltx().write_area());
+    for (const auto& [lo, hi] : area.ranges()) {
+      for (Key k = lo; k <= hi; ++k) expanded.add_read_set(k);
+    }
+    for (const auto& [lo, hi] : writes.ranges()) {
+      for (Key k = lo; k <= hi; ++k) expanded.add_read_write_set(k);
+    }
+    ReadValues values;
+    values.Reset(expanded.read_set_size() + expanded.read_write_set_size());
+    size_t position = 0;
+    for (Key k : expanded.read_set()) values.Set(position++, loader.table.at(k));
+    for (Key k : expanded.read_write_set()) values.Set(position++, loader.table.at(k));
+    WriteSet out;
+    std::vector<Key> deletes;
+    ExecuteLongLocked(*app, txn, expanded, values, &out, &deletes, outcome);
+    return out.size();
+  };
+  TxnOutcome outcome;
+  EXPECT_EQ(locked(reconnoitered, &outcome), layout.levels());
+  EXPECT_FALSE(outcome.aborted) << outcome.abort_reason;
+
+  // A re-link of the root's first child to another level-1 part of another
+  // product: the walk now reads parts the reconnaissance did not.
+  std::string root = loader.table.at(layout.PartKey(0, 0, 0));
+  BomLayout::SetWord(&root, 1, layout.PartKey(5, 1, 2));
+  loader.table[layout.PartKey(0, 0, 0)] = root;
+  EXPECT_EQ(locked(reconnoitered, &outcome), 0u);
+  EXPECT_TRUE(outcome.aborted);
+  EXPECT_EQ(LtxAbortReasonOf(outcome.abort_reason), kAbortRecon) << outcome.abort_reason;
+  // A fresh reconnaissance of the new state commits.
+  Txn again = begin;
+  Reconnoiter(*app, &again, read);
+  EXPECT_EQ(locked(again, &outcome), layout.levels());
+  EXPECT_FALSE(outcome.aborted) << outcome.abort_reason;
+  // Fewer keys than reconnoitered (a child re-linked to a sibling already
+  // walked) is a different read set too.
+  BomLayout::SetWord(&root, 1, layout.PartKey(0, 1, 1));
+  loader.table[layout.PartKey(0, 0, 0)] = root;
+  locked(again, &outcome);
+  EXPECT_TRUE(outcome.aborted);
+  EXPECT_EQ(LtxAbortReasonOf(outcome.abort_reason), kAbortRecon) << outcome.abort_reason;
 }
 
 }  // namespace

@@ -183,6 +183,11 @@ class Application {
   // A procedure that is not a long one runs as an LTX too, in two rounds:
   // its declared keys (read_set, read_write_set), then Execute on them.
   virtual bool IsLongProcedure(uint32_t procedure) const { return false; }
+  // A long procedure whose keys come from values it reads (a dependent
+  // txn): calvin mode cannot lock what it will read up front, so its
+  // generator runs it first on a recent state to learn its reads (OLLP's
+  // reconnaissance, long_run.h's Reconnoiter).
+  virtual bool NeedsRecon(uint32_t procedure) const { return false; }
   virtual void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                            LtxRound* out) const;
 };

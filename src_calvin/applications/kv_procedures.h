@@ -33,6 +33,7 @@ class WithKvProcedures : public Application {
   bool IsLongProcedure(uint32_t procedure) const override {
     return procedure == kLongKv || inner_->IsLongProcedure(procedure);
   }
+  bool NeedsRecon(uint32_t procedure) const override { return inner_->NeedsRecon(procedure); }
   void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                    LtxRound* out) const override;
   const Application& inner() const { return *inner_; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "common/key_area.h"
 #include "common/types.h"
@@ -39,6 +40,36 @@ void RunLongProcedure(const Application& app, const Txn& txn, const LtxFetch& fe
   *abort_reason = Reason(kAbortProcedure, "more than " + std::to_string(kMaxRounds) + " rounds");
 }
 
+size_t Reconnoiter(const Application& app, Txn* begin, const ReconRead& read) {
+  std::vector<Key> keys;
+  std::vector<KeyRange> scans;
+  std::string value;
+  auto fetch = [&](const std::vector<Key>& wanted, const std::vector<KeyRange>& ranges,
+                   LtxReads* out) -> std::string {
+    for (Key key : wanted) {
+      const bool found = read(key, &value);
+      out->SetPoint(key, found, value);
+      keys.push_back(key);
+    }
+    // Scans are declared as they are: a range's keys need no recon.
+    for (const KeyRange& range : ranges) {
+      scans.push_back(range);
+      out->AddScan({});
+    }
+    return "";
+  };
+  LtxRound last;
+  std::string reason;
+  RunLongProcedure(app, *begin, fetch, &last, &reason);
+  LtxRecord* ltx = begin->mutable_ltx();
+  ltx->clear_read_area();
+  const size_t declared = keys.size();
+  KeyArea::OfKeys(std::move(keys)).AppendTo(ltx->mutable_read_area());
+  for (const KeyRange& range : scans) *ltx->add_read_area() = range;
+  ltx->set_recon(true);
+  return declared;
+}
+
 void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expanded,
                        const ReadValues& reads, WriteSet* writes, std::vector<Key>* deletes,
                        TxnOutcome* outcome) {
@@ -48,18 +79,29 @@ void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expa
   for (Key key : expanded.read_write_set()) position[key] = next++;
   const KeyArea write_area(begin.ltx().write_area());
   KeyArea declared(begin.ltx().read_area());
+  const bool recon = begin.ltx().recon();
+  std::string recon_mismatch;  // OLLP: why its reads differ from the reconnaissance
+  std::set<Key> read_keys;     // OLLP: the distinct keys it read
+  bool scanned = false;
   auto fetch = [&](const std::vector<Key>& keys, const std::vector<KeyRange>& scans,
                    LtxReads* out) -> std::string {
     for (Key key : keys) {
       auto it = position.find(key);
       if (it == position.end()) {
+        if (recon) {
+          recon_mismatch = "it read key " + std::to_string(key) +
+                           ", which its reconnaissance did not read (the state changed between)";
+          return recon_mismatch;
+        }
         return "it read key " + std::to_string(key) +
                ", outside the areas it declared (calvin mode locks only those)";
       }
+      if (recon && declared.Contains(key)) read_keys.insert(key);
       out->SetPoint(key, reads.Found(it->second),
                     reads.Found(it->second) ? reads.Get(it->second) : std::string_view());
     }
     for (const KeyRange& scan : scans) {
+      scanned = true;
       if (!declared.Covers(scan.lo(), scan.hi()) && !write_area.Covers(scan.lo(), scan.hi())) {
         return "it scanned [" + std::to_string(scan.lo()) + ", " + std::to_string(scan.hi()) +
                "], outside the areas it declared (calvin mode locks only those)";
@@ -76,6 +118,21 @@ void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expa
   LtxRound last;
   std::string reason;
   RunLongProcedure(app, begin, fetch, &last, &reason);
+  if (recon && reason.empty()) {
+    // Every key it declared must have been read too: fewer reads mean the
+    // walk changed as well. (With scans, whose ranges the reconnaissance
+    // declared whole, only reads outside them are checked.)
+    uint64_t declared_points = 0;
+    for (const KeyRange& range : begin.ltx().read_area()) {
+      declared_points += range.hi() - range.lo() + 1;
+    }
+    if (read_keys.size() != declared_points && !scanned) {
+      recon_mismatch = "it read " + std::to_string(read_keys.size()) + " of the " +
+                       std::to_string(declared_points) +
+                       " keys its reconnaissance read (the state changed between)";
+    }
+  }
+  if (!recon_mismatch.empty()) reason = Reason(kAbortRecon, recon_mismatch);
   if (reason.empty()) {
     for (size_t i = 0; i < last.writes.size() && reason.empty(); ++i) {
       if (!write_area.Contains(last.writes.key(i))) {

@@ -23,10 +23,21 @@ using LtxFetch = std::function<std::string(const std::vector<Key>& keys,
 void RunLongProcedure(const Application& app, const Txn& txn, const LtxFetch& fetch,
                       LtxRound* last, std::string* abort_reason);
 
+// Calvin mode's OLLP reconnaissance (the Calvin paper's answer to
+// dependent txns): runs `begin`'s procedure over the values `read` gives
+// (a recent state, read outside the order, without locks; false: the key
+// has no value) and declares every key it read as `begin`'s read area,
+// marking it `recon`. The locked run at its position then checks that it
+// read exactly those keys. Returns how many keys it declared.
+using ReconRead = std::function<bool(Key key, std::string* value)>;
+size_t Reconnoiter(const Application& app, Txn* begin, const ReconRead& read);
+
 // Calvin mode: `expanded` is `begin` with every key of its declared areas
 // in read_set (read area) and read_write_set (write area), all locked and
 // read into `reads`. Runs the procedure over them: a read outside the
-// declared areas or a write (or delete) outside the write area aborts it.
+// declared areas or a write (or delete) outside the write area aborts it;
+// for a `recon` begin, reading other keys than its declared read area
+// aborts it with reason recon (retryable).
 // Fills `writes` and `deletes` (a committed LTX's) and `outcome`.
 void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expanded,
                        const ReadValues& reads, WriteSet* writes, std::vector<Key>* deletes,

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "applications/bank.h"
+#include "applications/bom.h"
 #include "applications/kv_procedures.h"
 #include "applications/ycsb.h"
 
@@ -20,14 +21,17 @@ bool IsFraction(double x) { return std::isfinite(x) && x >= 0.0 && x <= 1.0; }
 
 std::string WorkloadParams::Validate(uint32_t partitions) const {
   if (partitions == 0) return "a cluster needs at least one partition";
-  if (application != "ycsb" && application != "bank") {
-    return "unknown application '" + application + "' (expected ycsb or bank)";
+  if (application != "ycsb" && application != "bank" && application != "bom") {
+    return "unknown application '" + application + "' (expected ycsb, bank or bom)";
   }
   if (!IsFraction(ltx_fraction)) {
     return OutOfRange("ltx_fraction", std::to_string(ltx_fraction), "0..1");
   }
-  if (long_kind != "update" && long_kind != "scan") {
-    return "unknown long_kind '" + long_kind + "' (expected update or scan)";
+  if (long_kind != "update" && long_kind != "scan" && long_kind != "report") {
+    return "unknown long_kind '" + long_kind + "' (expected update, scan or report)";
+  }
+  if (!(IsFraction(report_fraction) && report_fraction > 0)) {
+    return OutOfRange("report_fraction", std::to_string(report_fraction), "above 0, at most 1");
   }
   if (ltx_ops < 1 || ltx_ops > 1000000) {
     return OutOfRange("ltx_ops", std::to_string(ltx_ops), "1..1000000");
@@ -44,6 +48,36 @@ std::string WorkloadParams::Validate(uint32_t partitions) const {
     }
     if (!IsFraction(audit_fraction)) {
       return OutOfRange("audit_fraction", std::to_string(audit_fraction), "0..1");
+    }
+    return "";
+  }
+  if (application == "bom") {
+    if (bom_levels < 2 || bom_levels > 8) {
+      return OutOfRange("bom_levels", std::to_string(bom_levels), "2..8");
+    }
+    if (bom_fanout < 1 || bom_fanout > 64) {
+      return OutOfRange("bom_fanout", std::to_string(bom_fanout), "1..64");
+    }
+    double parts = 0, level = 1;
+    for (uint32_t l = 0; l < bom_levels; ++l, level *= bom_fanout) parts += level;
+    if (parts > 1e6) {
+      return "a bom tree of bom_levels=" + std::to_string(bom_levels) + " and bom_fanout=" +
+             std::to_string(bom_fanout) + " has more than 1,000,000 parts";
+    }
+    // A tree lives on one partition: calvin mode's reconnaissance (OLLP)
+    // reads it where its LTX is generated.
+    if (bom_products < partitions || bom_products % partitions != 0) {
+      return "bom_products=" + std::to_string(bom_products) +
+             " must be a positive multiple of the " + std::to_string(partitions) +
+             " partitions (each partition holds the same number of part trees)";
+    }
+    if (parts * static_cast<double>(bom_products) > 1e8) {
+      return "bom_products=" + std::to_string(bom_products) + " trees of " +
+             std::to_string(static_cast<uint64_t>(parts)) + " parts exceed 100,000,000 keys";
+    }
+    if (ops_per_rw_txn < 1 || ops_per_rw_txn > parts * static_cast<double>(bom_products / partitions)) {
+      return OutOfRange("ops_per_rw_txn", std::to_string(ops_per_rw_txn),
+                        "1..the parts of a partition");
     }
     return "";
   }
@@ -149,6 +183,22 @@ const std::vector<WorkloadPreset>& WorkloadPresets() {
         {"ro_fraction", "0"}, {"ops_per_rw_txn", "10"}, {"read_proportion", "0"},
         {"ltx_fraction", "0.001"}, {"long_kind", "scan"}, {"scan_length", "10000"},
         {"max_batch", "2000"}}},
+      {"report",
+       "reports beside updates: 100,000 records, uniform keys; short txns of 10 ops (50% read, "
+       "50% update); 1 in 5,000 txns is a report LTX that reads a range of report_fraction of "
+       "the keys (default 10%) and writes 4 summary keys (its write area)",
+       {{"application", "ycsb"}, {"records", "100000"}, {"distribution", "uniform"},
+        {"ro_fraction", "0"}, {"ops_per_rw_txn", "10"}, {"read_proportion", "0.5"},
+        {"ltx_fraction", "0.0002"}, {"long_kind", "report"}, {"report_fraction", "0.1"},
+        {"max_batch", "2000"}}},
+      {"bom",
+       "bill of materials: 100 products, each a part tree of 4 levels with 10 children per "
+       "part (1,111 parts); short txns change 4 parts each (re-link a child pointer, or a "
+       "leaf's cost); 1 in 1,000 txns is an LTX that walks a product's tree, each level's keys "
+       "read from the one above, and writes its cost roll-up",
+       {{"application", "bom"}, {"bom_products", "100"}, {"bom_fanout", "10"},
+        {"bom_levels", "4"}, {"ro_fraction", "0"}, {"ops_per_rw_txn", "4"},
+        {"ltx_fraction", "0.001"}, {"max_batch", "2000"}}},
   };
   return kPresets;
 }
@@ -172,6 +222,7 @@ std::string WorkloadPresetNames() {
 std::unique_ptr<Application> MakeApplication(const WorkloadParams& params) {
   std::unique_ptr<Application> app;
   if (params.application == "bank") app = std::make_unique<BankApplication>(params);
+  else if (params.application == "bom") app = std::make_unique<BomApplication>(params);
   else app = std::make_unique<YcsbApplication>(params);
   return std::make_unique<WithKvProcedures>(std::move(app));
 }

@@ -14,7 +14,7 @@ namespace paxflow {
 
 struct WorkloadParams {
   std::string workload = "mixed";   // preset the values came from (informational)
-  std::string application = "ycsb"; // ycsb | bank
+  std::string application = "ycsb"; // ycsb | bank | bom
 
   // YCSB
   uint64_t records = 1000000;        // YCSB recordcount
@@ -30,15 +30,27 @@ struct WorkloadParams {
 
   // Long transactions (the LTX lane; Shirakami's WL1 and WL2)
   double ltx_fraction = 0.0;         // share of generated txns that are long
-  std::string long_kind = "update";  // update: LTXs of ltx_ops ops (WL1); scan: long scans (WL2)
+  // update: LTXs of ltx_ops ops (WL1); scan: long scans (WL2); report: LTXs
+  // that read a range of report_fraction of the keys and write a few
+  // summary keys (the report preset)
+  std::string long_kind = "update";
   uint32_t ltx_ops = 1000;           // WL1: ops per LTX, half reads, half read-modify-writes
   uint64_t scan_length = 10000;      // WL2: consecutive keys per long scan
   // WL2's short txns insert ops_per_rw_txn new keys instead of updating.
+  double report_fraction = 0.1;      // report: share of the records one report LTX reads
 
   // Bank
   uint64_t bank_accounts = 100;
   int64_t bank_initial_balance = 1000;
   double audit_fraction = 0.1;       // share of audit (read-all) txns
+
+  // Bill of materials (applications/bom.h): part trees of bom_levels levels,
+  // each part with bom_fanout child pointers; short txns (ops_per_rw_txn
+  // parts each) re-link parts and change costs, LTXs (ltx_fraction) walk a
+  // product's tree and write its cost roll-up.
+  uint64_t bom_products = 100;       // trees, over all partitions (a multiple of them)
+  uint32_t bom_fanout = 10;
+  uint32_t bom_levels = 4;
 
   // Empty when the set is usable on `partitions` partitions, else what is wrong.
   std::string Validate(uint32_t partitions) const;

@@ -14,7 +14,12 @@ class YcsbApplication : public Application {
     kLong = 3,    // ycsb-ltx: reads read_set, read-modify-writes read_write_set (WL1)
     kScan = 4,    // ycsb-scan: a long read-only scan of its read area (WL2)
     kInsert = 5,  // ycsb-insert: writes new values to write_set (WL2's short txns)
+    kReport = 6,  // ycsb-report: scans its read area, writes a summary to its write area
   };
+  // Summary keys a generated report writes (its write area), and the slots
+  // they are drawn from: above the loaded keys, where no short txn goes.
+  static constexpr uint32_t kReportSummaryKeys = 4;
+  static constexpr uint32_t kReportSlots = 64;
 
   explicit YcsbApplication(const WorkloadParams& params) : params_(params) {}
   const char* name() const override { return "ycsb"; }
@@ -28,7 +33,7 @@ class YcsbApplication : public Application {
   std::vector<std::pair<std::string, uint32_t>> Procedures() const override;
   std::string CheckClientTxn(const Txn& txn) const override;
   bool IsLongProcedure(uint32_t procedure) const override {
-    return procedure == kLong || procedure == kScan;
+    return procedure == kLong || procedure == kScan || procedure == kReport;
   }
   void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                    LtxRound* out) const override;

@@ -133,10 +133,16 @@ DEFINE_double(multi_partition_pct, 0.0, "Percent of txns that span two partition
 DEFINE_double(ltx_fraction, 0.0, "Share of generated txns that are long (the LTX lane), 0..1");
 DEFINE_string(long_kind, "update",
               "Long txns the generator makes: update (WL1: ltx_ops ops, half read-modify-writes, "
-              "whose keys form the write area) or scan (WL2: read-only scans of scan_length keys; "
-              "short txns then insert new keys)");
+              "whose keys form the write area), scan (WL2: read-only scans of scan_length keys; "
+              "short txns then insert new keys) or report (a range of report_fraction of the "
+              "keys read, 4 summary keys written)");
 DEFINE_uint32(ltx_ops, 1000, "Operations per generated long txn (WL1; bank-ltx: accounts)");
 DEFINE_uint64(scan_length, 10000, "Consecutive keys per generated long scan (WL2)");
+DEFINE_double(report_fraction, 0.1,
+              "long_kind=report: share of the records one report LTX reads (a range), 0..1");
+DEFINE_uint64(bom_products, 100, "Bom: part trees (products), a multiple of the partitions");
+DEFINE_uint32(bom_fanout, 10, "Bom: child pointers per part");
+DEFINE_uint32(bom_levels, 4, "Bom: levels of a part tree (the root is level 0)");
 DEFINE_uint64(bank_accounts, 100, "Bank: number of accounts");
 DEFINE_int64(bank_initial_balance, 1000, "Bank: initial balance of every account");
 DEFINE_double(audit_fraction, 0.1, "Bank: share of audit txns (read every account)");
@@ -192,8 +198,8 @@ const std::vector<std::string>& NodeFlagNames() {
       "ltx_max_deferrals", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
-      "ltx_ops", "scan_length", "bank_accounts",
-      "bank_initial_balance", "audit_fraction"};
+      "ltx_ops", "scan_length", "report_fraction", "bank_accounts",
+      "bank_initial_balance", "audit_fraction", "bom_products", "bom_fanout", "bom_levels"};
   return kNames;
 }
 
@@ -292,6 +298,10 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   w.bank_accounts = FLAGS_bank_accounts;
   w.bank_initial_balance = FLAGS_bank_initial_balance;
   w.audit_fraction = FLAGS_audit_fraction;
+  w.report_fraction = FLAGS_report_fraction;
+  w.bom_products = FLAGS_bom_products;
+  w.bom_fanout = FLAGS_bom_fanout;
+  w.bom_levels = FLAGS_bom_levels;
 
   error = p.Validate(partitions);
   if (!error.empty()) return error;

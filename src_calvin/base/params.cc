@@ -49,6 +49,10 @@ std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() con
       {"bank_accounts", std::to_string(w.bank_accounts)},
       {"bank_initial_balance", std::to_string(w.bank_initial_balance)},
       {"audit_fraction", Number(w.audit_fraction)},
+      {"report_fraction", Number(w.report_fraction)},
+      {"bom_products", std::to_string(w.bom_products)},
+      {"bom_fanout", std::to_string(w.bom_fanout)},
+      {"bom_levels", std::to_string(w.bom_levels)},
   };
 }
 
@@ -111,7 +115,17 @@ uint64_t NodeParams::LargestPeerMessageBytes() const {
   if (w.ltx_fraction > 0) ops = std::max<uint64_t>(ops, w.ltx_ops);
   if (w.application == "bank") ops = std::max<uint64_t>(ops, w.bank_accounts);
   const uint64_t batch = uint64_t{engine.max_batch} * (64 + ops * per_key);
-  const uint64_t scan = w.ltx_fraction > 0 ? uint64_t{w.scan_length} * per_key + 4096 : 0;
+  uint64_t scanned = w.scan_length;
+  if (w.long_kind == "report") {
+    scanned = std::max<uint64_t>(scanned, static_cast<uint64_t>(w.report_fraction * w.records) + 1);
+  }
+  if (w.application == "bom") {
+    // A bom LTX's reads of one level (fanout^(levels-1) parts at most).
+    uint64_t level = 1;
+    for (uint32_t l = 1; l < w.bom_levels; ++l) level *= w.bom_fanout;
+    scanned = std::max<uint64_t>(scanned, level * (16 + 8 * uint64_t{w.bom_fanout}) / per_key + 1);
+  }
+  const uint64_t scan = w.ltx_fraction > 0 ? scanned * per_key + 4096 : 0;
   return std::max(batch, scan);
 }
 

@@ -120,6 +120,19 @@ std::string RunSummary::ToText() const {
     }
     out << "\n";
   }
+  if (long_txns.committed + long_txns.aborted > 0 || ltx.deferred_txns > 0) {
+    // Starvation both ways: how often the short side was set aside at worst,
+    // and how much of the long side the guards against that cost.
+    const uint64_t begun = long_txns.committed + long_txns.aborted;
+    out << "starvation: most deferrals of one short txn " << ltx.max_deferrals
+        << "; LTXs aborted by guards " << ltx.aborts[kAbortGuard] << " of " << begun << " ("
+        << Fixed(100.0 * ltx.GuardAbortShare(begun), 2) << "%)\n";
+  }
+  if (ltx.aborts[kAbortRecon] > 0) {
+    out << "OLLP restarts (calvin mode: the read set at its position differed from the "
+           "reconnaissance; resubmitted): "
+        << ltx.aborts[kAbortRecon] << "\n";
+  }
   if (ltx.deferred_txns > 0) {
     out << "short txns deferred by an LTX's write area: " << ltx.deferred_txns << " ("
         << ltx.deferrals << " deferrals, at most " << ltx.max_deferrals

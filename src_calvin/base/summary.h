@@ -35,6 +35,11 @@ struct LtxSummary {
   Histogram parked_wait_us;     // how long a read-only txn waited for an LTX
   bool any() const;
   void Add(const LtxSummary& other);
+  // Starvation of the long side: the share of the `begun` LTXs (committed +
+  // aborted) that a guard aborted, in 0..1 (0 when none began).
+  double GuardAbortShare(uint64_t begun) const {
+    return begun ? static_cast<double>(aborts[kAbortGuard]) / begun : 0;
+  }
 };
 
 struct RunSummary {

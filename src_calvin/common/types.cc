@@ -20,13 +20,27 @@ bool ParseMode(const std::string& text, Mode* mode) {
   return true;
 }
 
+int LtxAbortReasonOf(const std::string& text) {
+  for (int code = 0; code < kLtxAbortReasons; ++code) {
+    const std::string name = LtxAbortReasonName(code);
+    if (text.compare(0, name.size(), name) == 0 &&
+        (text.size() == name.size() || text[name.size()] == ':')) {
+      return code;
+    }
+  }
+  return kAbortProcedure;
+}
+
 const char* LtxAbortReasonName(int reason) {
   switch (reason) {
     case kAbortBusy: return "busy";
     case kAbortTimeout: return "timeout";
     case kAbortWriteArea: return "write-area";
     case kAbortProcedure: return "procedure";
-    default: return "restart";
+    case kAbortRestart: return "restart";
+    case kAbortGuard: return "guard";
+    case kAbortRecon: return "recon";
+    default: return "unknown";
   }
 }
 

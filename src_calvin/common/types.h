@@ -39,14 +39,18 @@ bool ParseMode(const std::string& text, Mode* mode);
 
 // Why an LTX did not commit.
 enum LtxAbortReason : int {
-  kAbortBusy = 0,        // max_active_ltx reached, or its area touches a guard
+  kAbortBusy = 0,        // max_active_ltx LTXs were unresolved at its begin
   kAbortTimeout = 1,     // not committed within ltx_timeout epochs
   kAbortWriteArea = 2,   // wrote outside its write-preservation area
   kAbortProcedure = 3,   // its procedure gave up (bad arguments, undeclared read, ...)
   kAbortRestart = 4,     // a participant restarted and lost its reads
+  kAbortGuard = 5,       // its write area touched keys guarded for a starving short txn
+  kAbortRecon = 6,       // calvin mode (OLLP): it read other keys than its reconnaissance
 };
-constexpr int kLtxAbortReasons = 5;
+constexpr int kLtxAbortReasons = 7;
 const char* LtxAbortReasonName(int reason);  // "busy", "timeout", ...
+// The reason an abort text starts with ("recon: ..."); procedure if none.
+int LtxAbortReasonOf(const std::string& text);
 
 // The partition that owns a key.
 inline PartitionId PartitionOf(Key key, uint32_t partitions) {

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 
+#include "applications/long_run.h"
 #include "checkpoint/checkpoint.h"
 #include "common/clock.h"
 #include "common/paths.h"
@@ -390,9 +391,33 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
   // together), takes client txns from the shared client port, and runs on
   // its own thread; the first also sequences the LTX lane's records.
   const uint32_t per_node = params.engine.sequencers_per_node;
+  OllpHooks ollp;
   if (params.engine.generate) {
     generated_window_ = std::make_unique<InflightWindow>(
         params.engine.max_inflight * per_node, [this] { return stats_->GeneratedDone(); });
+    if (params.engine.mode == Mode::kCalvin) {
+      // OLLP (the Calvin paper's way with dependent txns): a generated LTX
+      // whose reads depend on values is first run on this partition's
+      // current state, outside the order and without locks, to declare what
+      // it reads; at its position it aborts (recon) if that changed, and
+      // OnResult hands it back to the generators. Calvin's store has no
+      // snapshots: the recon reads values in place, possibly mid-write (a
+      // torn value only costs a restart); they are read only, never freed
+      // under it (a key's fixed-size value stays where it is).
+      resubmits_ = std::make_unique<ResubmitQueue>();
+      ollp.resubmit = resubmits_.get();
+      ollp.recon = [this, partition, partitions](Txn* txn) {
+        if (!app_->NeedsRecon(txn->procedure())) return;
+        Reconnoiter(*app_, txn, [&](Key key, std::string* value) {
+          std::string_view view;
+          if (PartitionOf(key, partitions) != partition || !store_->ReadAt(0, key, 0, &view)) {
+            return false;
+          }
+          value->assign(view.data(), view.size());
+          return true;
+        });
+      };
+    }
   }
   // Every node computes the same start from the same hellos (a margin
   // later, so that none has to catch up). A restarted one starts now, and
@@ -413,7 +438,7 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
       generators_.push_back(std::make_unique<GeneratorSource>(
           app_->NewGenerator(partition, partitions,
                              params.engine.seed + options_.id + (uint64_t{index} << 32)),
-          generated_window_.get()));
+          generated_window_.get(), ollp));
       sources.push_back(generators_.back().get());
     }
     SequencerOptions sequencer_options;
@@ -573,6 +598,18 @@ void Node::RequestStop() {
 
 void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
                     const ReadValues& reads) {
+  if (resubmits_ && outcome.aborted && txn.txn_class() == LTX && txn.client_request_id() == 0 &&
+      LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon) {
+    // OLLP: the generated LTX goes again, with a fresh reconnaissance.
+    Txn again;
+    again.set_txn_class(LTX);
+    again.set_procedure(txn.procedure());
+    again.set_args(txn.args());
+    again.set_submit_time_us(txn.submit_time_us());
+    again.mutable_ltx()->set_kind(LTX_BEGIN);
+    *again.mutable_ltx()->mutable_write_area() = txn.ltx().write_area();
+    resubmits_->Push(std::move(again));
+  }
   if (clients_) clients_->OnResult(txn, outcome, read_version, reads);
   if (options_.result_tap) options_.result_tap->OnResult(txn, outcome, read_version, reads);
 }
@@ -942,6 +979,17 @@ void Node::ReportLoop() {
       line += " | LTX active " + std::to_string(status.active_ltx) + "  aborted " +
               std::to_string(aborted) + "  deferred " + std::to_string(status.deferred) +
               "  parked-RO " + std::to_string(status.parked);
+      // Starvation both ways: the most deferrals one short txn took, and the
+      // share of this node's LTXs that guards aborted.
+      const uint64_t begun = stats_->Committed(kKindLong) + stats_->Aborted(kKindLong);
+      const uint64_t guarded = ltx.aborts[kAbortGuard].load(std::memory_order_relaxed);
+      char starvation[96];
+      snprintf(starvation, sizeof(starvation), "  max-deferrals %llu  guard-aborted %.1f%%",
+               static_cast<unsigned long long>(ltx.max_deferrals.load(std::memory_order_relaxed)),
+               begun ? 100.0 * guarded / begun : 0.0);
+      line += starvation;
+      const uint64_t restarts = ltx.aborts[kAbortRecon].load(std::memory_order_relaxed);
+      if (restarts > 0) line += "  OLLP-restarts " + std::to_string(restarts);
     }
     if (state_.load() == State::kRecovering) {
       line += " | recovering (to epoch " + std::to_string(rejoin_epoch_) + ")";

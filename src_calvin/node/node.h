@@ -210,6 +210,9 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<InflightWindow> generated_window_;  // shared by the generators
   std::vector<std::unique_ptr<GeneratorSource>> generators_;
+  // Calvin mode: generated LTXs a recon abort sends back (OLLP), taken by
+  // the generators; filled from worker threads (OnResult).
+  std::unique_ptr<ResubmitQueue> resubmits_;
   std::unique_ptr<ClientService> clients_;
   // Last progress period's rates, for status requests.
   std::atomic<double> ro_rate_{0}, rw_rate_{0};

@@ -36,8 +36,9 @@ DEFINE_bool(matrix, false,
             "size and with the batch cap lifted, plus ro and mixed with two sequencers per node");
 DEFINE_bool(ltx_sweep, false,
             "Run the long-transaction sweep instead of --runs: long (Shirakami's WL1) over "
-            "ltx_ops 125..8000 and long-scan (WL2) over scan_length 100..100000, each next to "
-            "the same workload without long txns; writes ltx.txt/ltx.md and ltx_*.png");
+            "ltx_ops 125..8000, long-scan (WL2) over scan_length 100..100000, and the report and "
+            "bom presets, each next to the same workload without long txns; writes "
+            "ltx.txt/ltx.md and ltx_*.png");
 DEFINE_uint32(repeat, 1,
               "Run every (workload, mode) this many times, alternating modes; each row is the "
               "run with the median throughput (1..9)");

@@ -28,8 +28,14 @@ Point PointOf(const std::string& label) {
   Point point;
   const size_t colon = label.find(':');
   point.workload = label.substr(0, colon);
-  if (point.workload != "long" && point.workload != "long-scan") return point;
   const std::string setting = colon == std::string::npos ? "" : label.substr(colon + 1);
+  if (point.workload == "report" || point.workload == "bom") {
+    // The presets as they are (size 1: with long txns), or without them.
+    point.valid = true;
+    point.size = setting == "ltx_fraction=0" ? 0 : 1;
+    return point;
+  }
+  if (point.workload != "long" && point.workload != "long-scan") return point;
   const std::string size_flag = point.workload == "long" ? "ltx_ops=" : "scan_length=";
   if (setting == "ltx_fraction=0") {
     point.valid = true;
@@ -72,7 +78,8 @@ std::string Format(const char* format, double x) {
 }
 
 struct Cells {
-  std::string label, mode, short_rate, share, long_rate, ratio, p50, deferred, failed;
+  std::string label, mode, short_rate, share, long_rate, ratio, p50, deferred, max_deferrals,
+      guard_share, restarts, failed;
 };
 
 std::vector<Cells> TableCells(const std::vector<BenchRow>& rows) {
@@ -97,6 +104,10 @@ std::vector<Cells> TableCells(const std::vector<BenchRow>& rows) {
     c.deferred = point.size > 0 && shorts
                      ? Format("%.1f%%", 100.0 * s.ltx.deferred_txns / shorts)
                      : "-";
+    // Starvation both ways, and calvin mode's OLLP restarts.
+    c.max_deferrals = point.size > 0 ? std::to_string(s.ltx.max_deferrals) : "-";
+    c.guard_share = longs ? Format("%.1f%%", 100.0 * s.ltx.GuardAbortShare(longs)) : "-";
+    c.restarts = longs ? std::to_string(s.ltx.aborts[kAbortRecon]) : "-";
     c.failed = row.code != 0 ? "  (FAILED)" : "";
     cells.push_back(c);
   }
@@ -112,6 +123,11 @@ std::vector<std::string> LtxSweepRuns() {
   for (uint64_t length : kScanLengths) {
     runs.push_back("long-scan:scan_length=" + std::to_string(length));
   }
+  // What the lane is for: reports beside updates, and dependent walks.
+  for (const char* preset : {"report", "bom"}) {
+    runs.push_back(std::string(preset) + ":ltx_fraction=0");
+    runs.push_back(preset);
+  }
   return runs;
 }
 
@@ -120,31 +136,37 @@ bool HasLtxSweepRows(const std::vector<BenchRow>& rows) { return !TableCells(row
 std::string LtxTable(const std::vector<BenchRow>& rows) {
   std::ostringstream out;
   char line[256];
-  snprintf(line, sizeof(line), "%-28s %-8s %11s %7s %8s %7s %9s %9s\n", "run", "mode",
-           "short/s", "vs none", "LTX/s", "commit", "LTX p50", "deferred");
+  snprintf(line, sizeof(line), "%-28s %-8s %11s %7s %8s %7s %9s %9s %7s %7s %8s\n", "run",
+           "mode", "short/s", "vs none", "LTX/s", "commit", "LTX p50", "deferred", "max def",
+           "guard", "restarts");
   out << line;
   for (const Cells& c : TableCells(rows)) {
-    snprintf(line, sizeof(line), "%-28s %-8s %11s %7s %8s %7s %9s %9s%s\n", c.label.c_str(),
-             c.mode.c_str(), c.short_rate.c_str(), c.share.c_str(), c.long_rate.c_str(),
-             c.ratio.c_str(), c.p50.c_str(), c.deferred.c_str(), c.failed.c_str());
+    snprintf(line, sizeof(line), "%-28s %-8s %11s %7s %8s %7s %9s %9s %7s %7s %8s%s\n",
+             c.label.c_str(), c.mode.c_str(), c.short_rate.c_str(), c.share.c_str(),
+             c.long_rate.c_str(), c.ratio.c_str(), c.p50.c_str(), c.deferred.c_str(),
+             c.max_deferrals.c_str(), c.guard_share.c_str(), c.restarts.c_str(), c.failed.c_str());
     out << line;
   }
   out << "short/s: committed short txns (RO + RW) per second; vs none: that, as a share of the "
          "same workload without long txns in the same mode; LTX/s: long txns committed per "
          "second; commit: committed / (committed + aborted); LTX p50: begin to commit, ms; "
-         "deferred: short txns an LTX's write area deferred, as a share of all\n";
+         "deferred: short txns an LTX's write area deferred, as a share of all; max def: the "
+         "most deferrals one short txn took; guard: LTXs aborted by guards, as a share of LTXs "
+         "begun; restarts: calvin mode's OLLP restarts (recon aborts)\n";
   return out.str();
 }
 
 std::string LtxMarkdown(const std::vector<BenchRow>& rows, const std::string& preamble) {
   std::ostringstream out;
   out << preamble << "\n"
-      << "| run | mode | short txn/s | vs no LTX | LTX/s | commit ratio | LTX p50 ms | deferred |\n"
-      << "|---|---|---:|---:|---:|---:|---:|---:|\n";
+      << "| run | mode | short txn/s | vs no LTX | LTX/s | commit ratio | LTX p50 ms | deferred "
+         "| max deferrals | guard aborts | OLLP restarts |\n"
+      << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Cells& c : TableCells(rows)) {
     out << "| `" << c.label << "` | " << c.mode << " | " << c.short_rate << " | " << c.share
         << " | " << c.long_rate << " | " << c.ratio << " | " << c.p50 << " | " << c.deferred
-        << " |" << (c.failed.empty() ? "" : " FAILED") << "\n";
+        << " | " << c.max_deferrals << " | " << c.guard_share << " | " << c.restarts << " |"
+        << (c.failed.empty() ? "" : " FAILED") << "\n";
   }
   return out.str();
 }

@@ -1,11 +1,13 @@
 // The long-transaction sweep of paxflow-bench --ltx_sweep, in the spirit of
 // the Shirakami paper's figures: Shirakami's WL1 (`long`) over the size of
 // its long txns (--ltx_ops, 125 to 8,000) and WL2 (`long-scan`) over the
-// length of its scans (--scan_length, 100 to 100,000), each next to the same
-// workload without long txns, in both modes. For every run: short-txn
-// throughput (and its share of the no-LTX run's), long-txn throughput, the
-// long txns' commit ratio and latency, and how many short txns an LTX's
-// write area deferred.
+// length of its scans (--scan_length, 100 to 100,000), and the `report` and
+// `bom` presets, each next to the same workload without long txns, in both
+// modes. For every run: short-txn throughput (and its share of the no-LTX
+// run's), long-txn throughput, the long txns' commit ratio and latency, how
+// many short txns an LTX's write area deferred, starvation both ways (most
+// deferrals of one short txn, share of LTXs guards aborted) and calvin
+// mode's OLLP restarts.
 //
 // Owns nothing; functions of their inputs. Any thread (WriteLtxPlots forks
 // gnuplot and waits for it).

@@ -18,7 +18,8 @@ int ReasonCode(const std::string& reason) {
 }
 
 bool Retryable(int code) {
-  return code == kAbortBusy || code == kAbortTimeout || code == kAbortRestart;
+  return code == kAbortBusy || code == kAbortTimeout || code == kAbortRestart ||
+         code == kAbortGuard || code == kAbortRecon;
 }
 
 }  // namespace
@@ -169,7 +170,10 @@ void LtxLane::OnRecord(const TxnWork& work, std::vector<Action>* actions) {
 void LtxLane::Begin(const Txn& txn, Epoch epoch) {
   const bool origin_here = txn.origin_partition() == options_.partition;
   KeyArea area(txn.ltx().write_area());
+  // Busy and guard aborts are counted apart: the share of LTXs that guards
+  // abort is how much starvation protection costs the long side.
   std::string busy;
+  int code = kAbortBusy;
   if (unresolved_.size() >= options_.max_active_ltx) {
     busy = std::to_string(unresolved_.size()) + " LTXs are unresolved (max_active_ltx=" +
            std::to_string(options_.max_active_ltx) + ")";
@@ -177,13 +181,14 @@ void LtxLane::Begin(const Txn& txn, Epoch epoch) {
     for (const Guard& guard : guards_) {
       if (guard.keys.Intersects(area)) {
         busy = "its write area touches keys guarded for a txn the LTX lane deferred too often";
+        code = kAbortGuard;
         break;
       }
     }
   }
   if (!busy.empty()) {
     if (origin_here && Acts(epoch)) {
-      ReportAbort(txn, std::string(LtxAbortReasonName(kAbortBusy)) + ": " + busy, epoch);
+      ReportAbort(txn, std::string(LtxAbortReasonName(code)) + ": " + busy, epoch);
     }
     return;
   }

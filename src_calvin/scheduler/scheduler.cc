@@ -506,7 +506,8 @@ void Scheduler::DispatchLockedLtx(TxnWork* work) {
                              ": its areas hold more than " +
                              std::to_string(options_.max_locked_ltx_keys) +
                              " keys, too many to lock in calvin mode";
-      LtxCounters::Add(stats_->ltx().aborts[kAbortProcedure]);
+      // Workers count calvin-mode LTX aborts too (worker.cc): fetch_add.
+      stats_->ltx().aborts[kAbortProcedure].fetch_add(1, std::memory_order_relaxed);
       WorkerStats::Add(stats_->worker(options_.workers).aborted[kKindLong]);
       if (begin.client_request_id() == 0) {
         WorkerStats::Add(stats_->worker(options_.workers).generated_done);

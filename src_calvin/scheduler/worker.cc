@@ -263,6 +263,14 @@ void WorkerPool::RunProcedure(TxnWork* work, const ReadValues& reads, Context* c
   if (work->origin && work->epoch->epoch > recovered_through_) {
     outcome.position = work->position;
     outcome.deferrals = work->deferrals;
+    if (work->procedure_txn && outcome.aborted) {
+      // A calvin-mode LTX aborted under its locks: counted by reason (OLLP
+      // restarts are the recon ones). Workers share these counters with
+      // the scheduler thread, hence fetch_add.
+      const int code = LtxAbortReasonOf(outcome.abort_reason);
+      stats_->ltx().aborts[code].fetch_add(1, std::memory_order_relaxed);
+      outcome.retryable = code == kAbortRecon;
+    }
     Report(work, outcome, reads, context);
   }
   Finish(work, true);

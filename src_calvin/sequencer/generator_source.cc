@@ -23,16 +23,21 @@ size_t InflightWindow::Claim(size_t want) {
 }
 
 GeneratorSource::GeneratorSource(std::unique_ptr<TxnGenerator> generator,
-                                 InflightWindow* window)
-    : generator_(std::move(generator)), window_(window) {}
+                                 InflightWindow* window, OllpHooks ollp)
+    : generator_(std::move(generator)), window_(window), ollp_(std::move(ollp)) {}
 
 size_t GeneratorSource::Fill(size_t max, int64_t now_us, Batch* batch) {
   const size_t count = window_ ? window_->Claim(max) : max;
   batch->mutable_txns()->Reserve(batch->txns_size() + static_cast<int>(count));
   for (size_t i = 0; i < count; ++i) {
     Txn* txn = batch->add_txns();
-    generator_->Next(txn);
-    txn->set_submit_time_us(now_us);
+    // A resubmitted LTX keeps its first submit time: its latency counts
+    // its restarts.
+    if (!ollp_.resubmit || !ollp_.resubmit->Pop(txn)) {
+      generator_->Next(txn);
+      txn->set_submit_time_us(now_us);
+    }
+    if (ollp_.recon && txn->txn_class() == LTX) ollp_.recon(txn);
   }
   return count;
 }

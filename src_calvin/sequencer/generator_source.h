@@ -5,8 +5,10 @@
 // bounded when the engine is slower than the offered load.
 #pragma once
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 
 #include "applications/application.h"
 #include "sequencer/txn_source.h"
@@ -28,15 +30,48 @@ class InflightWindow {
   std::atomic<uint64_t> generated_{0};
 };
 
+// Generated LTXs to submit again: calvin mode's OLLP resubmits an LTX whose
+// reads at its position differed from its reconnaissance. Any thread.
+class ResubmitQueue {
+ public:
+  void Push(Txn txn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    txns_.push_back(std::move(txn));
+  }
+  bool Pop(Txn* txn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (txns_.empty()) return false;
+    txn->Swap(&txns_.front());
+    txns_.pop_front();
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<Txn> txns_;
+};
+
+// Calvin mode's OLLP for dependent LTXs (Application::NeedsRecon): each
+// generated LTX goes through `recon` (which declares what it reads, from a
+// recent state, outside the order) before it is sequenced, and LTXs in
+// `resubmit` are sequenced again (reconnoitered afresh) before new ones.
+struct OllpHooks {
+  std::function<void(Txn*)> recon;
+  ResubmitQueue* resubmit = nullptr;
+};
+
 class GeneratorSource : public TxnSource {
  public:
-  // `window` (shared by the node's generators; null: unbounded) outlives this.
-  GeneratorSource(std::unique_ptr<TxnGenerator> generator, InflightWindow* window);
+  // `window` (shared by the node's generators; null: unbounded) and the
+  // hooks' queue outlive this.
+  GeneratorSource(std::unique_ptr<TxnGenerator> generator, InflightWindow* window,
+                  OllpHooks ollp = {});
   size_t Fill(size_t max, int64_t now_us, Batch* batch) override;
 
  private:
   std::unique_ptr<TxnGenerator> generator_;
   InflightWindow* const window_;
+  OllpHooks ollp_;
 };
 
 }  // namespace paxflow
