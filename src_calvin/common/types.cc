@@ -26,6 +26,7 @@ const char* LtxAbortReasonName(int reason) {
     case kAbortTimeout: return "timeout";
     case kAbortWriteArea: return "write-area";
     case kAbortProcedure: return "procedure";
+    case kAbortCascade: return "cascade";
     default: return "restart";
   }
 }

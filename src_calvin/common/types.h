@@ -44,8 +44,11 @@ enum LtxAbortReason : int {
   kAbortWriteArea = 2,   // wrote outside its write-preservation area
   kAbortProcedure = 3,   // its procedure gave up (bad arguments, undeclared read, ...)
   kAbortRestart = 4,     // a participant restarted and lost its reads
+  // It read the writes of an earlier LTX that had finished but was not yet
+  // resolved, and that LTX was then aborted (docs/ltx.md, early reads).
+  kAbortCascade = 5,
 };
-constexpr int kLtxAbortReasons = 5;
+constexpr int kLtxAbortReasons = 6;
 const char* LtxAbortReasonName(int reason);  // "busy", "timeout", ...
 
 // The partition that owns a key.
