@@ -41,7 +41,7 @@ std::string DigestHex(uint64_t digest) {
 bool LtxSummary::any() const {
   uint64_t aborted = 0;
   for (uint64_t n : aborts) aborted += n;
-  return aborted + deferrals + parked_reads + guards + late_records > 0;
+  return aborted + deferrals + parked_reads + guards + late_records + stage_us[kLtxRun].count() > 0;
 }
 
 void LtxSummary::Add(const LtxSummary& other) {
@@ -51,10 +51,12 @@ void LtxSummary::Add(const LtxSummary& other) {
   max_deferrals = std::max(max_deferrals, other.max_deferrals);
   parked_reads += other.parked_reads;
   held_installs += other.held_installs;
+  early_reads += other.early_reads;
   guards += other.guards;
   late_records += other.late_records;
   deferred_wait_us.Merge(other.deferred_wait_us);
   parked_wait_us.Merge(other.parked_wait_us);
+  for (int stage = 0; stage < kLtxStages; ++stage) stage_us[stage].Merge(other.stage_us[stage]);
 }
 
 bool ParseDigestHex(const std::string& text, uint64_t* digest) {
@@ -146,8 +148,20 @@ std::string RunSummary::ToText() const {
         << Millis(ltx.parked_wait_us.Quantile(0.99)) << "  max "
         << Millis(ltx.parked_wait_us.max()) << "\n";
   }
+  if (ltx.stage_us[kLtxRun].count() > 0) {
+    // Where an LTX's life goes at its origin (what short txns deferred by
+    // its write area wait for), stage by stage.
+    out << "LTX life at its origin (ms, p50/p99):";
+    for (int stage = 0; stage < kLtxStages; ++stage) {
+      const Histogram& h = ltx.stage_us[stage];
+      out << (stage ? "," : "") << " " << LtxStageName(stage) << " " << Millis(h.Quantile(0.5))
+          << "/" << Millis(h.Quantile(0.99));
+    }
+    out << "\n";
+  }
   if (ltx.held_installs + ltx.guards + ltx.late_records > 0) {
     out << "LTX installs held behind an earlier LTX: " << ltx.held_installs
+        << "; LTXs that read an unresolved LTX's writes early: " << ltx.early_reads
         << "; guards against starvation: " << ltx.guards
         << "; commit/abort records too late: " << ltx.late_records << "\n";
   }
@@ -212,10 +226,15 @@ SummaryFile RunSummary::ToFile() const {
     out->set_max_deferrals(ltx.max_deferrals);
     out->set_parked_reads(ltx.parked_reads);
     out->set_held_installs(ltx.held_installs);
+    out->set_early_reads(ltx.early_reads);
     out->set_guards(ltx.guards);
     out->set_late_records(ltx.late_records);
     out->set_deferred_wait_us(ltx.deferred_wait_us.Encode());
     out->set_parked_wait_us(ltx.parked_wait_us.Encode());
+    for (int stage = 0; stage < kLtxStages; ++stage) {
+      if (ltx.stage_us[stage].count() == 0) continue;
+      (*out->mutable_stage_us())[LtxStageName(stage)] = ltx.stage_us[stage].Encode();
+    }
   }
   file.set_digest_epoch(digest_epoch);
   file.set_digest(DigestHex(digest));
@@ -269,6 +288,7 @@ std::string RunSummary::FromFile(const SummaryFile& file, RunSummary* out) {
     s.ltx.max_deferrals = in.max_deferrals();
     s.ltx.parked_reads = in.parked_reads();
     s.ltx.held_installs = in.held_installs();
+    s.ltx.early_reads = in.early_reads();
     s.ltx.guards = in.guards();
     s.ltx.late_records = in.late_records();
     for (auto [text, histogram] : {std::make_pair(&in.deferred_wait_us(), &s.ltx.deferred_wait_us),
@@ -276,6 +296,12 @@ std::string RunSummary::FromFile(const SummaryFile& file, RunSummary* out) {
       if (!histogram->Decode(text->empty() ? "0;0;0;" : *text)) {
         return "bad LTX wait histogram";
       }
+    }
+    for (const auto& [name, text] : in.stage_us()) {
+      int stage = 0;
+      while (stage < kLtxStages && name != LtxStageName(stage)) ++stage;
+      if (stage == kLtxStages) return "unknown LTX stage '" + name + "'";
+      if (!s.ltx.stage_us[stage].Decode(text)) return "bad LTX stage histogram '" + name + "'";
     }
   }
   s.digest_epoch = file.digest_epoch();

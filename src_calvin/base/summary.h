@@ -29,10 +29,12 @@ struct LtxSummary {
   uint64_t max_deferrals = 0;   // most deferrals any one txn took
   uint64_t parked_reads = 0;    // read-only txns that waited for an LTX to resolve
   uint64_t held_installs = 0;   // installs held behind an earlier overlapping LTX
+  uint64_t early_reads = 0;     // LTXs that read an unresolved (finished) LTX's writes
   uint64_t guards = 0;          // guard records against starvation
   uint64_t late_records = 0;    // commit or abort records for an LTX already resolved
   Histogram deferred_wait_us;   // what deferral added to a short txn's latency
   Histogram parked_wait_us;     // how long a read-only txn waited for an LTX
+  Histogram stage_us[kLtxStages];  // an LTX's life at its origin, by stage
   bool any() const;
   void Add(const LtxSummary& other);
   // Starvation of the long side: the share of the `begun` LTXs (committed +

@@ -10,6 +10,19 @@ const char* TxnKindName(int kind) {
   }
 }
 
+const char* LtxStageName(int stage) {
+  switch (stage) {
+    case kLtxSequencing: return "sequencing";
+    case kLtxStartWait: return "start wait";
+    case kLtxReadWait: return "reads wait";
+    case kLtxRun: return "run";
+    case kLtxCommitWait: return "commit record wait";
+    case kLtxParkedRead: return "read parked for earlier LTXs";
+    case kLtxSnapshotWait: return "read waiting for its snapshot";
+    default: return "install";
+  }
+}
+
 NodeStats::NodeStats(size_t slots) {
   for (size_t i = 0; i < slots; ++i) slots_.push_back(std::make_unique<WorkerStats>());
 }
@@ -65,6 +78,12 @@ Histogram NodeStats::Visibility() const {
 Histogram NodeStats::LtxWait(int kind) const {
   Histogram merged;
   for (const auto& slot : slots_) merged.Merge(slot->ltx_wait_us[kind]);
+  return merged;
+}
+
+Histogram NodeStats::LtxStage(int stage) const {
+  Histogram merged;
+  for (const auto& slot : slots_) merged.Merge(slot->ltx_stage_us[stage]);
   return merged;
 }
 

@@ -19,6 +19,21 @@ enum TxnKind : int { kKindReadOnly = 0, kKindReadWrite = 1, kKindLong = 2 };
 constexpr int kTxnKinds = 3;
 const char* TxnKindName(int kind);  // "RO", "RW", "LTX"
 
+// The stages of an LTX's life at its origin, each measured separately.
+enum LtxStage : int {
+  kLtxSequencing = 0,  // submitted -> its begin record reaches the scheduler
+  kLtxStartWait = 1,   // end of its begin epoch -> its first round runs (snapshot, thread)
+  kLtxReadWait = 2,    // rounds waiting for reads (earlier LTXs, other partitions)
+  kLtxRun = 3,         // its procedure's rounds running on an LTX thread
+  kLtxCommitWait = 4,  // finished -> its commit record reaches the scheduler
+  kLtxInstall = 5,     // commit record reached -> installed (held installs included)
+  // Parts of the reads wait, per read task on the partition serving it:
+  kLtxParkedRead = 6,    // parked until earlier LTXs' writes were known
+  kLtxSnapshotWait = 7,  // waiting for the LTX's snapshot to be published here
+};
+constexpr int kLtxStages = 8;
+const char* LtxStageName(int stage);  // "sequencing", "start wait", ...
+
 struct alignas(64) WorkerStats {
   // Single writer: bump with Add(), never fetch_add.
   std::atomic<uint64_t> committed[kTxnKinds] = {};
@@ -32,6 +47,7 @@ struct alignas(64) WorkerStats {
   // Time a txn spent set aside by the LTX lane: RW deferred by an LTX's
   // write area, RO parked until an LTX resolved.
   Histogram ltx_wait_us[kTxnKinds];
+  Histogram ltx_stage_us[kLtxStages];  // LTXs at their origin, by stage
 
   static void Add(std::atomic<uint64_t>& counter, uint64_t n = 1) {
     counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -48,6 +64,7 @@ struct LtxCounters {
   std::atomic<uint64_t> guards{0};          // guard records applied
   std::atomic<uint64_t> late_records{0};    // commit/abort for an LTX already resolved
   std::atomic<uint64_t> held_installs{0};   // installs held behind an earlier LTX
+  std::atomic<uint64_t> early_reads{0};     // LTXs that read an unresolved LTX's writes
 
   static void Add(std::atomic<uint64_t>& counter, uint64_t n = 1) {
     counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -72,6 +89,7 @@ class NodeStats {
   Histogram Latency(int kind) const;
   Histogram Visibility() const;
   Histogram LtxWait(int kind) const;
+  Histogram LtxStage(int stage) const;
   LtxCounters& ltx() { return ltx_; }
   const LtxCounters& ltx() const { return ltx_; }
 

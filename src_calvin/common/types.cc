@@ -40,6 +40,7 @@ const char* LtxAbortReasonName(int reason) {
     case kAbortRestart: return "restart";
     case kAbortGuard: return "guard";
     case kAbortRecon: return "recon";
+    case kAbortCascade: return "cascade";
     default: return "unknown";
   }
 }

@@ -46,8 +46,11 @@ enum LtxAbortReason : int {
   kAbortRestart = 4,     // a participant restarted and lost its reads
   kAbortGuard = 5,       // its write area touched keys guarded for a starving short txn
   kAbortRecon = 6,       // calvin mode (OLLP): it read other keys than its reconnaissance
+  // It read the writes of an earlier LTX that had finished but was not yet
+  // resolved, and that LTX was then aborted (docs/ltx.md, early reads).
+  kAbortCascade = 7,
 };
-constexpr int kLtxAbortReasons = 7;
+constexpr int kLtxAbortReasons = 8;
 const char* LtxAbortReasonName(int reason);  // "busy", "timeout", ...
 // The reason an abort text starts with ("recon: ..."); procedure if none.
 int LtxAbortReasonOf(const std::string& text);

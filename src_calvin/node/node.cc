@@ -1050,10 +1050,14 @@ RunSummary Node::Summary() const {
   summary.ltx.max_deferrals = ltx.max_deferrals.load();
   summary.ltx.parked_reads = ltx.parked_reads.load();
   summary.ltx.held_installs = ltx.held_installs.load();
+  summary.ltx.early_reads = ltx.early_reads.load();
   summary.ltx.guards = ltx.guards.load();
   summary.ltx.late_records = ltx.late_records.load();
   summary.ltx.deferred_wait_us = stats_->LtxWait(kKindReadWrite);
   summary.ltx.parked_wait_us = stats_->LtxWait(kKindReadOnly);
+  for (int stage = 0; stage < kLtxStages; ++stage) {
+    summary.ltx.stage_us[stage] = stats_->LtxStage(stage);
+  }
   summary.digest_epoch = final_epoch_;
   summary.digest = final_digest_;
   std::lock_guard<std::mutex> lock(digest_mu_);

@@ -44,6 +44,18 @@ void LockManager::FreeEntry(LockEntry* entry) {
   free_entries_ = entry;
 }
 
+const LockedTxn* LockManager::Oldest(Key key) const {
+  size_t i = Home(key);
+  while (slots_[i].entry) {
+    if (slots_[i].key == key) {
+      const LockRequest* head = slots_[i].entry->head;
+      return head ? head->owner : nullptr;
+    }
+    i = (i + 1) & mask_;
+  }
+  return nullptr;
+}
+
 LockEntry* LockManager::FindOrInsert(Key key) {
   size_t i = Home(key);
   while (slots_[i].entry) {

@@ -33,6 +33,9 @@ class LockManager {
   void Release(LockedTxn* txn, std::vector<LockedTxn*>* ready);
 
   size_t locked_keys() const { return size_; }
+  // The txn at the head of `key`'s queue (the oldest that holds or waits
+  // for it), or nullptr if no txn asked for the key.
+  const LockedTxn* Oldest(Key key) const;
 
  private:
   struct Slot {

@@ -26,6 +26,9 @@ struct LtxExecutor::Run {
   bool waiting() const { return !unanswered.empty() || !scans_unanswered.empty(); }
   bool finished = false;  // its record went to the sequencer, or its result out
   int64_t started_us = 0;
+  int64_t first_round_us = 0;  // its first round began on an LTX thread
+  int64_t run_us = 0;          // its rounds' running time, reads waits excluded
+  std::set<TxnId> read_from;   // LtxReadTask::read_from, over every round
 };
 
 LtxExecutor::LtxExecutor(const LtxExecutorOptions& options, Store* store,
@@ -201,7 +204,10 @@ void LtxExecutor::RunRound(const std::shared_ptr<Run>& run, size_t index) {
     if (run->finished || !runs_.count(run->txn->id())) return;  // resolved meanwhile
   }
   LtxRound round;
+  const int64_t round_start = NowMicros();
+  if (run->first_round_us == 0) run->first_round_us = round_start;
   app_->ExecuteLong(*run->txn, run->round, run->reads, &round);
+  run->run_us += NowMicros() - round_start;
   if (run->scan) {
     if (!round.done() && !round.abort) {
       round.abort = true;
@@ -228,7 +234,7 @@ void LtxExecutor::RunRound(const std::shared_ptr<Run>& run, size_t index) {
     return;
   }
   if (round.done()) {
-    Finish(run, round);
+    Finish(run, round, index);
     return;
   }
   AskForReads(run, round);
@@ -308,6 +314,7 @@ void LtxExecutor::OnReply(LtxReadReply&& reply) {
   result.found.assign(reply.found().begin(), reply.found().end());
   for (std::string& value : *reply.mutable_value()) result.values.push_back(std::move(value));
   result.scans_included = reply.scans_included();
+  result.read_from.assign(reply.read_from().begin(), reply.read_from().end());
   const int scans = reply.scan_begin_size();
   result.scans.resize(static_cast<size_t>(scans));
   for (int s = 0; s < scans; ++s) {
@@ -387,6 +394,7 @@ void LtxExecutor::Absorb(LtxReadResult&& result) {
       run->finished = true;
     } else {
       // Only keys asked and not answered yet count (a repeat is ignored).
+      run->read_from.insert(result.read_from.begin(), result.read_from.end());
       run->reads.Reserve(result.keys.size());
       for (size_t i = 0; i < result.keys.size(); ++i) {
         const Key key = result.keys[i];
@@ -443,7 +451,7 @@ void LtxExecutor::Absorb(LtxReadResult&& result) {
   }
 }
 
-void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round) {
+void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round, size_t index) {
   const Txn& begin = *run->txn;
   // The last write of each key wins; a delete after a write deletes. In key
   // order: (key, order made, index; deletes index past the writes).
@@ -470,6 +478,7 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round)
   ltx->set_ltx_id(begin.id());
   ltx->set_checksum(round.outcome.checksum);
   ltx->set_origin_node(begin.origin_node());
+  ltx->mutable_read_from()->Add(run->read_from.begin(), run->read_from.end());
   ltx->mutable_writes()->Reserve(static_cast<int>(finals.size()));
   for (size_t i = 0; i < finals.size(); ++i) {
     if (i + 1 < finals.size() && finals[i + 1].key == finals[i].key) continue;  // overwritten
@@ -492,6 +501,19 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round)
     std::lock_guard<std::mutex> lock(mu_);
     if (run->finished) return;
     run->finished = true;
+  }
+  const int64_t now = NowMicros();
+  WorkerStats& stats =
+      stats_->worker(options_.first_stats_slot + std::min<size_t>(index, options_.threads - 1));
+  auto record_stage = [&](int stage, int64_t micros) {
+    stats.ltx_stage_us[stage].Record(micros > 0 ? static_cast<uint64_t>(micros) : 0);
+  };
+  record_stage(kLtxStartWait, run->first_round_us - run->started_us);
+  record_stage(kLtxRun, run->run_us);
+  record_stage(kLtxReadWait, now - run->first_round_us - run->run_us);
+  if (callbacks_.finished) {
+    auto shared = std::make_shared<Txn>(record);
+    callbacks_.finished(std::move(shared));
   }
   if (records_) records_->SubmitRecord(std::move(record));
 }
@@ -584,6 +606,7 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
   result.found.reserve(task.keys.size());
   result.values.reserve(task.keys.size());
   result.scans_included = !task.scans.empty();
+  result.read_from = task.read_from;
   store_->EnterSnapshot(slot);
   for (size_t i = 0; i < task.keys.size(); ++i) {
     if (task.key_chosen[i]) {
@@ -638,6 +661,7 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
         reply.add_value(std::move(result.values[i]));
       }
       reply.set_scans_included(result.scans_included);
+      reply.mutable_read_from()->Add(result.read_from.begin(), result.read_from.end());
       for (auto& rows : result.scans) {
         reply.add_scan_begin(static_cast<uint32_t>(reply.scan_key_size()));
         for (auto& [key, value] : rows) {

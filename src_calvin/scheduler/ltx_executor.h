@@ -50,6 +50,9 @@ struct LtxReadTask {
   // Per scan: keys whose value the lane chose (found=false: deleted), ascending.
   std::vector<std::map<Key, std::pair<bool, std::string>>> scan_values;
   bool long_scan = false;  // a long scan's share: tell the lane when served
+  int64_t waiting_since_us = 0;  // parked, or waiting for its snapshot: since
+  // LTXs, finished but not resolved, whose writes the lane chose (early reads).
+  std::vector<TxnId> read_from;
 };
 
 // A participant's answer to (part of) a read request: what LtxReadReply
@@ -63,6 +66,7 @@ struct LtxReadResult {
   std::vector<std::string> values;
   bool scans_included = false;
   std::vector<LtxReads::Rows> scans;
+  std::vector<TxnId> read_from;  // LtxReadTask::read_from
   std::string error;
 };
 
@@ -86,6 +90,9 @@ class LtxExecutor {
     std::function<void(TxnId id)> scan_served;
     // Origin: long scan `id` has its result (or failed).
     std::function<void(TxnId id)> scan_finished;
+    // Origin: an LTX finished with this commit record, now on its way to
+    // the sequencer (LTXs after it may read its writes early).
+    std::function<void(std::shared_ptr<const Txn> record)> finished;
   };
 
   LtxExecutor(const LtxExecutorOptions& options, Store* store, const Application* app,
@@ -154,7 +161,7 @@ class LtxExecutor {
   void Execute(Task* task, size_t index);
   void RunRound(const std::shared_ptr<Run>& run, size_t index);
   void AskForReads(const std::shared_ptr<Run>& run, const LtxRound& round);
-  void Finish(const std::shared_ptr<Run>& run, const LtxRound& round);
+  void Finish(const std::shared_ptr<Run>& run, const LtxRound& round, size_t index);
   void SubmitAbort(const Run& run, int reason, const std::string& text);
   void ServeReads(const LtxReadTask& task, size_t slot);
   // Takes a participant's answer into the LTX (or scan) it is for.

@@ -19,7 +19,7 @@ int ReasonCode(const std::string& reason) {
 
 bool Retryable(int code) {
   return code == kAbortBusy || code == kAbortTimeout || code == kAbortRestart ||
-         code == kAbortGuard || code == kAbortRecon;
+         code == kAbortGuard || code == kAbortRecon || code == kAbortCascade;
 }
 
 }  // namespace
@@ -201,6 +201,11 @@ void LtxLane::Begin(const Txn& txn, Epoch epoch) {
   unresolved_.insert(txn.id());
   areas_.Add(txn.id(), entry.area);
   begun_this_epoch_.push_back(txn.id());
+  if (origin_here && Acts(epoch)) {
+    const int64_t waited = NowMicros() - txn.submit_time_us();
+    stats_->worker(stats_slot_).ltx_stage_us[kLtxSequencing].Record(
+        waited > 0 ? static_cast<uint64_t>(waited) : 0);
+  }
 }
 
 void LtxLane::Commit(const Txn& record, Epoch epoch, std::vector<Action>* actions) {
@@ -214,18 +219,135 @@ void LtxLane::Commit(const Txn& record, Epoch epoch, std::vector<Action>* action
     return;
   }
   entry->commit = std::make_shared<const Txn>(record);
-  for (const LtxWrite& write : entry->commit->ltx().writes()) {
-    if (PartitionOf(write.key(), options_.partitions) == options_.partition) {
-      entry->local_writes[write.key()] = &write;
+  TakeLocalWrites(entry, *entry->commit);
+  if (entry->origin_here && record.ltx().read_from_size() > 0) {
+    LtxCounters::Add(stats_->ltx().early_reads);
+  }
+  if (entry->origin_here && Acts(epoch)) {
+    entry->commit_seen_us = NowMicros();
+    if (entry->finished_us > 0) {
+      const int64_t waited = entry->commit_seen_us - entry->finished_us;
+      stats_->worker(stats_slot_).ltx_stage_us[kLtxCommitWait].Record(
+          waited > 0 ? static_cast<uint64_t>(waited) : 0);
     }
   }
   if (HeldBack(*entry)) {
     entry->state = State::kHeld;
     if (entry->origin_here) LtxCounters::Add(stats_->ltx().held_installs);
+    // Its writes are known: later LTXs may read them early.
+    MarkFinished(entry);
     return;
   }
   uint64_t chain = 0;
-  Resolve(entry, /*install=*/true, epoch, record.id(), &chain, actions);
+  InstallOrCascade(entry, epoch, record.id(), &chain, actions);
+}
+
+void LtxLane::TakeLocalWrites(Entry* entry, const Txn& record) {
+  entry->local_writes.clear();
+  for (const LtxWrite& write : record.ltx().writes()) {
+    if (PartitionOf(write.key(), options_.partitions) == options_.partition) {
+      entry->local_writes[write.key()] = &write;
+    }
+  }
+}
+
+void LtxLane::IndexWrites(Entry* entry) {
+  if (entry->indexed) return;
+  entry->indexed = true;
+  // Ascending LTX order per key: an LTX may finish before an earlier one.
+  for (const auto& [key, write] : entry->local_writes) {
+    std::vector<TxnId>& writers = written_[key];
+    writers.insert(std::upper_bound(writers.begin(), writers.end(), entry->id), entry->id);
+  }
+}
+
+void LtxLane::UnindexWrites(Entry* entry) {
+  if (!entry->indexed) return;
+  entry->indexed = false;
+  for (const auto& [key, write] : entry->local_writes) {
+    auto writers = written_.find(key);
+    if (writers == written_.end()) continue;
+    auto& ltxs = writers->second;
+    ltxs.erase(std::remove(ltxs.begin(), ltxs.end(), entry->id), ltxs.end());
+    if (ltxs.empty()) written_.erase(writers);
+  }
+}
+
+void LtxLane::OnFinished(std::shared_ptr<const Txn> record) {
+  Entry* entry = Find(record->ltx().ltx_id());
+  if (!entry || entry->state != State::kActive || entry->finished) return;
+  entry->finished_record = std::move(record);
+  entry->finished_us = NowMicros();
+  TakeLocalWrites(entry, *entry->finished_record);
+  MarkFinished(entry);
+}
+
+void LtxLane::MarkFinished(Entry* entry) {
+  entry->finished = true;
+  IndexWrites(entry);
+  // LTX reads parked on it may go on; every other waiter (deferred short
+  // txns, read-only txns, long scans) still waits for its resolution.
+  auto waiting = waiters_.find(entry->id);
+  if (waiting == waiters_.end()) return;
+  std::vector<uint64_t> still_waiting;
+  std::vector<ParkedRead> ready;
+  for (uint64_t waiter : waiting->second) {
+    auto parked = parked_.find(waiter);
+    if (parked == parked_.end() || !parked->second.task || parked->second.task->long_scan) {
+      still_waiting.push_back(waiter);
+      continue;
+    }
+    if (--parked->second.waiting == 0) {
+      ready.push_back(std::move(parked->second));
+      parked_.erase(parked);
+    }
+  }
+  if (still_waiting.empty()) {
+    waiters_.erase(waiting);
+  } else {
+    waiting->second = std::move(still_waiting);
+  }
+  for (ParkedRead& read : ready) ServeParkedTask(std::move(read));
+}
+
+void LtxLane::ServeParkedTask(ParkedRead read) {
+  if (!read.task->long_scan) RecordWait(kLtxParkedRead, read.task->waiting_since_us);
+  ReadPlan plan;
+  plan.snapshot = read.task->snapshot;
+  if (!read.task->long_scan) plan.pending = &read.ltx_pending;
+  PrepareTask(read.task.get(), plan);
+  ServeWhenPublished(std::move(read.task));
+}
+
+bool LtxLane::ReadFromAborted(const Entry& entry, TxnId* culprit) const {
+  if (!entry.commit) return false;
+  for (TxnId id : entry.commit->ltx().read_from()) {
+    const Entry* other = Find(id);
+    // An LTX it read from is forgotten only long after its resolution,
+    // never while this one is unresolved; an unknown one is not trusted.
+    if (!other || other->state == State::kAborted) {
+      *culprit = id;
+      return true;
+    }
+  }
+  return false;
+}
+
+void LtxLane::InstallOrCascade(Entry* entry, Epoch epoch, uint64_t anchor, uint64_t* chain,
+                               std::vector<Action>* actions) {
+  TxnId culprit = 0;
+  if (ReadFromAborted(*entry, &culprit)) {
+    if (entry->origin_here && Acts(epoch)) {
+      ReportAbort(*entry->begin,
+                  std::string(LtxAbortReasonName(kAbortCascade)) + ": it read the writes of LTX " +
+                      TxnIdString(culprit) +
+                      " before that LTX was resolved, and that LTX was aborted; try again",
+                  entry->begin_epoch);
+    }
+    Resolve(entry, /*install=*/false, epoch, anchor, chain, actions);
+    return;
+  }
+  Resolve(entry, /*install=*/true, epoch, anchor, chain, actions);
 }
 
 void LtxLane::Abort(TxnId id, const std::string& reason, Epoch epoch, uint64_t anchor,
@@ -258,6 +380,12 @@ bool LtxLane::HeldBack(const Entry& entry) const {
     if (id >= entry.id) break;
     if (ltxs_.at(id).area.Intersects(entry.area)) return true;
   }
+  // It installs only once every LTX it read early from is resolved.
+  if (entry.commit) {
+    for (TxnId id : entry.commit->ltx().read_from()) {
+      if (unresolved_.count(id)) return true;
+    }
+  }
   return false;
 }
 
@@ -270,6 +398,9 @@ void LtxLane::Resolve(Entry* entry, bool install, Epoch epoch, uint64_t anchor, 
     Install(entry, epoch, actions);
   } else {
     entry->state = State::kAborted;
+    // Writes it made known early (finished, or held) are no one's to read.
+    UnindexWrites(entry);
+    entry->local_writes.clear();
   }
   entry->resolved_epoch = epoch;
   unresolved_.erase(id);
@@ -324,11 +455,7 @@ void LtxLane::Resolve(Entry* entry, bool install, Epoch epoch, uint64_t anchor, 
       FillOverrides(read.work.get(), &read.snapshot_reads);
       actions->push_back(Action{std::move(read.work)});
     } else {
-      ReadPlan plan;
-      plan.snapshot = read.task->snapshot;
-      if (!read.task->long_scan) plan.pending = &read.ltx_pending;
-      PrepareTask(read.task.get(), plan);
-      ServeWhenPublished(std::move(read.task));
+      ServeParkedTask(std::move(read));
     }
   }
   // Held installs this resolution frees, in LTX order, each with its own
@@ -342,13 +469,13 @@ void LtxLane::Resolve(Entry* entry, bool install, Epoch epoch, uint64_t anchor, 
     Entry* held = Find(other);
     if (!held || held->state != State::kHeld) continue;
     ++*chain;
-    Resolve(held, /*install=*/true, epoch, anchor, chain, actions);
+    InstallOrCascade(held, epoch, anchor, chain, actions);
   }
 }
 
 void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
   entry->state = State::kInstalled;
-  for (const auto& [key, write] : entry->local_writes) written_[key].push_back(entry->id);
+  IndexWrites(entry);
   const bool report = entry->origin_here && Acts(epoch);
   TxnOutcome outcome;
   outcome.checksum = entry->commit->ltx().checksum();
@@ -376,6 +503,7 @@ void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
   for (const auto& [key, write] : entry->local_writes) install.writes.push_back(write);
   install.report = report;
   install.outcome = outcome;
+  install.commit_seen_us = entry->commit_seen_us;
   work->txn = entry->begin.get();
   work->kind = kKindLong;
   work->origin = entry->origin_here;
@@ -476,11 +604,22 @@ bool LtxLane::IsPendingFor(const Entry& entry, const ReadPlan& plan) const {
   return entry.begin_epoch < plan.snapshot && (unresolved || entry.resolved_epoch > plan.snapshot);
 }
 
+bool LtxLane::WritesVisible(const Entry& entry, const ReadPlan& plan) const {
+  return entry.state == State::kInstalled || (plan.pending && entry.finished &&
+                                              entry.state != State::kAborted);
+}
+
+bool LtxLane::Blocks(const Entry& entry, const ReadPlan& plan) const {
+  const bool unresolved = entry.state == State::kActive || entry.state == State::kHeld;
+  return unresolved && !(plan.pending && entry.finished);
+}
+
 bool LtxLane::KeyCoveredUnresolved(Key key, const ReadPlan& plan,
                                    std::vector<TxnId>* covering) const {
   bool any = false;
   areas_.ForEachCovering(key, [&](TxnId id) {
-    if (!IsPendingFor(ltxs_.at(id), plan)) return;
+    const Entry& entry = ltxs_.at(id);
+    if (!IsPendingFor(entry, plan) || !Blocks(entry, plan)) return;
     if (std::find(covering->begin(), covering->end(), id) == covering->end()) {
       covering->push_back(id);
     }
@@ -494,7 +633,7 @@ bool LtxLane::RangeCoveredUnresolved(Key lo, Key hi, const ReadPlan& plan,
   bool any = false;
   for (TxnId id : unresolved_) {
     const Entry& entry = ltxs_.at(id);
-    if (IsPendingFor(entry, plan) && entry.area.Intersects(lo, hi)) {
+    if (IsPendingFor(entry, plan) && Blocks(entry, plan) && entry.area.Intersects(lo, hi)) {
       if (std::find(covering->begin(), covering->end(), id) == covering->end()) {
         covering->push_back(id);
       }
@@ -504,13 +643,15 @@ bool LtxLane::RangeCoveredUnresolved(Key lo, Key hi, const ReadPlan& plan,
   return any;
 }
 
-bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::string* value) const {
+bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::string* value,
+                          std::vector<TxnId>* read_from) const {
   // The last LTX (in LTX order) pending for the reader that wrote the key.
   auto writers = written_.find(key);
   if (writers == written_.end()) return false;
   for (auto it = writers->second.rbegin(); it != writers->second.rend(); ++it) {
     const Entry& entry = ltxs_.at(*it);
-    if (!IsPendingFor(entry, plan)) continue;
+    if (!IsPendingFor(entry, plan) || !WritesVisible(entry, plan)) continue;
+    if (read_from && entry.state != State::kInstalled) read_from->push_back(entry.id);
     const LtxWrite* write = entry.local_writes.at(key);
     *found = !write->deleted();
     *value = *found ? write->value() : std::string();
@@ -586,7 +727,7 @@ void LtxLane::PrepareTask(LtxReadTask* task, const ReadPlan& plan) const {
   for (size_t i = 0; i < task->keys.size(); ++i) {
     bool found = false;
     std::string value;
-    if (ChosenValue(task->keys[i], plan, &found, &value)) {
+    if (ChosenValue(task->keys[i], plan, &found, &value, &task->read_from)) {
       task->key_chosen[i] = true;
       task->key_values[i] = {found, std::move(value)};
     }
@@ -595,16 +736,20 @@ void LtxLane::PrepareTask(LtxReadTask* task, const ReadPlan& plan) const {
   for (size_t s = 0; s < task->scans.size(); ++s) {
     const Key lo = task->scans[s].lo(), hi = task->scans[s].hi();
     for (const auto& [id, entry] : ltxs_) {  // LTX order: the last writer wins
-      if (entry.state != State::kInstalled || !IsPendingFor(entry, plan) ||
+      if (!WritesVisible(entry, plan) || !IsPendingFor(entry, plan) ||
           !entry.area.Intersects(lo, hi)) {
         continue;
       }
+      if (entry.state != State::kInstalled) task->read_from.push_back(entry.id);
       for (auto it = entry.local_writes.lower_bound(lo);
            it != entry.local_writes.end() && it->first <= hi; ++it) {
         task->scan_values[s][it->first] = {!it->second->deleted(), it->second->value()};
       }
     }
   }
+  std::sort(task->read_from.begin(), task->read_from.end());
+  task->read_from.erase(std::unique(task->read_from.begin(), task->read_from.end()),
+                        task->read_from.end());
 }
 
 void LtxLane::ServeWhenPublished(std::unique_ptr<LtxReadTask> task) {
@@ -612,13 +757,48 @@ void LtxLane::ServeWhenPublished(std::unique_ptr<LtxReadTask> task) {
     executor_.Serve(std::move(*task));
     return;
   }
+  if (settled_ && !task->long_scan && task->scans.empty()) {
+    // An LTX's snapshot is its begin epoch, admitted everywhere it is
+    // served (EndEpoch came first): a key no txn of that epoch or before
+    // still locks has its final value there. Those are read now; the
+    // others (and scans) wait for the snapshot's publication.
+    LtxReadTask now;
+    auto later = std::make_unique<LtxReadTask>();
+    for (LtxReadTask* part : {&now, later.get()}) {
+      part->ltx = task->ltx;
+      part->round = task->round;
+      part->reply_to = task->reply_to;
+      part->snapshot = task->snapshot;
+      part->read_from = task->read_from;
+    }
+    for (size_t i = 0; i < task->keys.size(); ++i) {
+      LtxReadTask* part =
+          task->key_chosen[i] || settled_(task->keys[i], task->snapshot) ? &now : later.get();
+      part->keys.push_back(task->keys[i]);
+      part->key_values.push_back(std::move(task->key_values[i]));
+      part->key_chosen.push_back(task->key_chosen[i]);
+    }
+    if (!now.keys.empty()) executor_.Serve(std::move(now));
+    if (later->keys.empty()) return;
+    task = std::move(later);
+  }
   const Epoch snapshot = task->snapshot;
+  task->waiting_since_us = NowMicros();
   unpublished_.emplace(snapshot, std::move(task));
+}
+
+void LtxLane::RecordWait(int stage, int64_t since_us) {
+  const int64_t waited = NowMicros() - since_us;
+  stats_->worker(stats_slot_).ltx_stage_us[stage].Record(
+      waited > 0 ? static_cast<uint64_t>(waited) : 0);
 }
 
 void LtxLane::OnPublish(Epoch published) {
   published_ = published;
   while (!unpublished_.empty() && unpublished_.begin()->first <= published) {
+    if (!unpublished_.begin()->second->long_scan) {
+      RecordWait(kLtxSnapshotWait, unpublished_.begin()->second->waiting_since_us);
+    }
     executor_.Serve(std::move(*unpublished_.begin()->second));
     unpublished_.erase(unpublished_.begin());
   }
@@ -705,6 +885,7 @@ void LtxLane::ServeRequest(LtxReadRequest&& request) {
   }
   if (covering.empty()) return;
   const uint64_t waiter = next_waiter_++;
+  waiting->waiting_since_us = NowMicros();
   ParkedRead& read = parked_[waiter];
   read.task = std::move(waiting);
   read.ltx_pending = entry.pending;

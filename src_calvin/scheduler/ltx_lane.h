@@ -54,6 +54,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -96,6 +97,11 @@ class LtxLane {
           PeerSender* peers, RecordSubmitter* records, NodeStats* stats, ResultSink* results,
           size_t stats_slot, LtxExecutor::Callbacks executor_callbacks);
 
+  // How the lane learns that a key's value at an epoch is final on this
+  // partition before the epoch is published (RwLane::Settled): LTX reads of
+  // such keys are served at once. Without it they wait for publication.
+  void SetSettledCheck(std::function<bool(Key, Epoch)> settled) { settled_ = std::move(settled); }
+
   void Start() { executor_.Start(); }
   void Stop() { executor_.Stop(); }
   size_t RunQueued() { return executor_.RunQueued(); }
@@ -135,6 +141,13 @@ class LtxLane {
   // snapshot of ROs admitted from now on).
   void CollectPins(std::vector<Epoch>* pins) const;
   void Forget(Epoch read_only_snapshot);
+
+  // Origin: LTX `record.ltx_id` finished with this commit record, not yet
+  // sequenced. Later LTXs' reads here may take its writes before it is
+  // resolved (early reads: their commit records name it, and install only
+  // if it does). Read-only txns and deferred short txns still wait for its
+  // resolution.
+  void OnFinished(std::shared_ptr<const Txn> record);
 
   // A reply from a participant, for an LTX or scan that started here.
   void OnReadReply(LtxReadReply&& reply) { executor_.OnReply(std::move(reply)); }
@@ -188,6 +201,15 @@ class LtxLane {
     std::vector<TxnId> pending;  // LTXs pending for this one (after EndEpoch of its begin)
     bool pending_known = false;
     bool origin_here = false;
+    // Its writes are known before it is resolved: it finished here (its
+    // origin; `finished_record`), or its commit record is held. LTX
+    // readers may then read them early; `local_writes` points into the
+    // record that gave them, and they are in `written_`.
+    bool finished = false;
+    std::shared_ptr<const Txn> finished_record;
+    bool indexed = false;  // its local writes are in written_
+    int64_t finished_us = 0;
+    int64_t commit_seen_us = 0;
   };
   // Someone waiting for LTXs to resolve: a deferred txn, a parked RO, a
   // parked LTX read task or scan share.
@@ -235,6 +257,23 @@ class LtxLane {
                std::vector<Action>* actions);
   void Install(Entry* entry, Epoch epoch, std::vector<Action>* actions);
   bool HeldBack(const Entry& entry) const;
+  // An LTX it read early from (its commit record's read_from) was aborted
+  // (or is unknown here): it must abort too. Its id into `*culprit`.
+  bool ReadFromAborted(const Entry& entry, TxnId* culprit) const;
+  // Installs a commit record whose install is due, or aborts it (cascade)
+  // if an LTX it read early from was aborted.
+  void InstallOrCascade(Entry* entry, Epoch epoch, uint64_t anchor, uint64_t* chain,
+                        std::vector<Action>* actions);
+  void IndexWrites(Entry* entry);
+  void UnindexWrites(Entry* entry);
+  void TakeLocalWrites(Entry* entry, const Txn& record);
+  // Serves an LTX read task whose every covering LTX has resolved or finished.
+  void ServeParkedTask(ParkedRead read);
+  // Records the time since `since_us` as LTX life stage `stage`.
+  void RecordWait(int stage, int64_t since_us);
+  // Its writes are known (finished, or its commit record held): index them
+  // and let LTX reads parked on it go on.
+  void MarkFinished(Entry* entry);
   void ReportAbort(const Txn& begin, const std::string& reason, Epoch snapshot);
   void ReportLocalInstall(Entry* entry);
 
@@ -244,7 +283,16 @@ class LtxLane {
                               std::vector<TxnId>* covering) const;
   // The value a reader sees for `key` from the LTXs pending for it: false
   // if none of them wrote it (read the snapshot).
-  bool ChosenValue(Key key, const ReadPlan& plan, bool* found, std::string* value) const;
+  // An LTX reader may get a value from a finished, unresolved LTX: its id
+  // goes into `*read_from` (when given).
+  bool ChosenValue(Key key, const ReadPlan& plan, bool* found, std::string* value,
+                   std::vector<TxnId>* read_from = nullptr) const;
+  // Whether `entry`'s writes may be read by this reader: installed, or (for
+  // an LTX reader) finished.
+  bool WritesVisible(const Entry& entry, const ReadPlan& plan) const;
+  // Whether a pending `entry` still blocks this reader: unresolved and, for
+  // an LTX reader, not finished.
+  bool Blocks(const Entry& entry, const ReadPlan& plan) const;
   bool IsPendingFor(const Entry& entry, const ReadPlan& plan) const;
   // `snapshot_reads`: a restored RO's saved reads, for keys no LTX chose.
   void FillOverrides(TxnWork* work,
@@ -318,6 +366,7 @@ class LtxLane {
   };
   std::vector<OwedRead> owed_;    // from before the restart, not answered yet
   std::vector<LtxReadRequest> unread_;  // had reached it before the restart, not taken up yet
+  std::function<bool(Key, Epoch)> settled_;
 };
 
 }  // namespace paxflow

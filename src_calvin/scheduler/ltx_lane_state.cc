@@ -308,7 +308,7 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
     // Installs happened in LTX order on each key (an overlapping earlier
     // LTX holds a later one back), so readers' lists come out as live.
     if (entry.state == State::kInstalled) {
-      for (const auto& [key, write] : entry.local_writes) written_[key].push_back(id);
+      IndexWrites(&entry);
     }
   }
   for (const LtxStateDeferred& saved : state.deferred()) {

@@ -2,6 +2,12 @@
 
 namespace paxflow {
 
+bool RwLane::Settled(Key key, Epoch epoch) const {
+  // The queue is in global order: its head is its oldest txn.
+  const LockedTxn* oldest = locks_.Oldest(key);
+  return !oldest || static_cast<const TxnWork*>(oldest)->epoch->epoch > epoch;
+}
+
 void RwLane::BuildRequests(TxnWork* work) {
   auto add = [&](Key key, bool exclusive) {
     LockRequest request;

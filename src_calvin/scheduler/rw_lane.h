@@ -28,6 +28,10 @@ class RwLane {
   void Release(TxnWork* work, std::vector<TxnWork*>* ready);
 
   size_t locked_keys() const { return locks_.locked_keys(); }
+  // Whether `key`'s value at `epoch` is final here: no txn of `epoch` or
+  // before holds or waits for its lock. Valid once every epoch up to
+  // `epoch` is admitted (their txns asked for their locks in order).
+  bool Settled(Key key, Epoch epoch) const;
 
  private:
   void BuildRequests(TxnWork* work);

@@ -51,12 +51,16 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
                       DeliverLtxReadRequest(std::move(request));
                     },
                     [this](TxnId id) { PostScanEvent(&inbox_scans_served_, id); },
-                    [this](TxnId id) { PostScanEvent(&inbox_scans_finished_, id); }}),
+                    [this](TxnId id) { PostScanEvent(&inbox_scans_finished_, id); },
+                    [this](std::shared_ptr<const Txn> record) {
+                      PostToInbox([&] { inbox_ltx_finished_.push_back(std::move(record)); });
+                    }}),
       workers_(WorkerOptionsOf(options), store, app, peers, stats, results,
                WorkerPool::Callbacks{
                    [this](TxnWork* work, bool finished) { PostDone(work, finished); },
                    [this] { Wake(); }}) {
   merger_.set_window(options.max_buffered_epochs);
+  ltx_lane_.SetSettledCheck([this](Key key, Epoch epoch) { return rw_lane_.Settled(key, epoch); });
   store_slot_ = store_->RegisterThread();
   CHECK_GE(stats_->workers(), options_.stats_slots())
       << "NodeStats needs SchedulerOptions::stats_slots() slots";
@@ -222,6 +226,8 @@ void Scheduler::TakeInbox(std::vector<std::unique_ptr<Batch>>* batches,
   inbox_releases_.clear();
   for (auto& request : inbox_ltx_requests_) ltx_requests_.push_back(std::move(request));
   inbox_ltx_requests_.clear();
+  for (auto& record : inbox_ltx_finished_) ltx_finished_.push_back(std::move(record));
+  inbox_ltx_finished_.clear();
   for (TxnId id : inbox_scans_served_) ltx_lane_.OnScanServed(id);
   inbox_scans_served_.clear();
   for (TxnId id : inbox_scans_finished_) ltx_lane_.OnScanFinished(id);
@@ -294,6 +300,9 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
     Admit(std::move(merged));
     TakeLaneStates();
   }
+  // Finished LTXs first: the requests then find their writes.
+  for (auto& record : ltx_finished_) ltx_lane_.OnFinished(std::move(record));
+  ltx_finished_.clear();
   for (LtxReadRequest& request : ltx_requests_) ltx_lane_.OnReadRequest(std::move(request));
   ltx_requests_.clear();
   AdvancePublish();

@@ -302,6 +302,8 @@ class Scheduler {
   std::vector<LtxLane::Action> actions_;  // scratch
   std::vector<LtxReadRequest> inbox_ltx_requests_, ltx_requests_;
   std::vector<TxnId> inbox_scans_served_, inbox_scans_finished_;
+  // LTXs finished at this origin (LtxLane::OnFinished), inbox and taken.
+  std::vector<std::shared_ptr<const Txn>> inbox_ltx_finished_, ltx_finished_;
   std::vector<TxnWork*> ready_locked_;
   std::vector<WorkItem> ready_rw_, ready_ro_;
   std::vector<DigestRequest> digests_;

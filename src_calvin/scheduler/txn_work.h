@@ -44,6 +44,7 @@ struct LtxInstall {
   // writes here are in.
   bool report = false;
   TxnOutcome outcome;
+  int64_t commit_seen_us = 0;  // origin: when its commit record reached the scheduler
 };
 
 struct TxnWork : LockedTxn {

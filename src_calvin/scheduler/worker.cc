@@ -151,6 +151,12 @@ void WorkerPool::Install(TxnWork* work, Context* context) {
     }
   }
   if (install.report) {
+    if (install.commit_seen_us > 0) {
+      const int64_t took = NowMicros() - install.commit_seen_us;
+      stats_->worker(context->index)
+          .ltx_stage_us[kLtxInstall]
+          .Record(took > 0 ? static_cast<uint64_t>(took) : 0);
+    }
     ReadValues none;
     Report(work, install.outcome, none, context);
   }
