@@ -121,12 +121,7 @@ TEST(RecoveryClusterTest, LongTransfersSurviveAKillAndRestart) {
   TestCluster cluster("ltx", 3, 1,
                       {"--workload=bank-ltx", "--ltx_fraction=0.01", "--checkpoint_every=0.2"});
   cluster.Start();
-  for (int dead : {0, 2}) {
-    cluster.ExpectProgress({0, 1, 2}, 60);
-    cluster.Kill(dead);
-    cluster.Restart(dead);
-    cluster.ExpectProgress({0, 1, 2}, 60);
-  }
+  cluster.KillAndRestartInTurn({0, 2}, {0, 1, 2}, 60);
   const RunSummary summary = cluster.Stop();
   EXPECT_EQ(summary.invariant_failures, 0u);
   EXPECT_GT(summary.kinds[kKindLong].committed, 0u) << "no long transfer committed";
@@ -143,12 +138,7 @@ TEST(RecoveryClusterTest, LtxReadsLostInACrashAreAskedAgainNotLeftToTheTimeout) 
                       {"--workload=bank-ltx", "--ltx_fraction=0.05", "--multi_partition_pct=50",
                        "--checkpoint_every=0.2", "--ltx_timeout=3000"});
   cluster.Start();
-  for (int dead : {1, 2, 1, 0}) {
-    cluster.ExpectProgress({0, 1, 2}, 60);
-    cluster.Kill(dead);
-    cluster.Restart(dead);
-    cluster.ExpectProgress({0, 1, 2}, 60);
-  }
+  cluster.KillAndRestartInTurn({1, 2, 1, 0}, {0, 1, 2}, 60);
   const RunSummary summary = cluster.Stop();
   EXPECT_EQ(summary.invariant_failures, 0u);
   EXPECT_GT(summary.kinds[kKindLong].committed, 0u) << "no long transfer committed";

@@ -90,6 +90,17 @@ class TestCluster {
     ASSERT_EQ(verbs_->Run("restart", flags, &output), 0) << output << Tail(i < 0 ? 0 : i);
     EXPECT_NE(output.find("rejoined"), std::string::npos) << output;
   }
+  // Kills each of `dead` in turn (SIGKILL) and restarts it; every node of
+  // `nodes` admits `epochs` epochs before each kill and after each restart.
+  void KillAndRestartInTurn(const std::vector<int>& dead, const std::vector<int>& nodes,
+                            Epoch epochs) {
+    for (int i : dead) {
+      ExpectProgress(nodes, epochs);
+      Kill(i);
+      Restart(i);
+      ExpectProgress(nodes, epochs);
+    }
+  }
   // Every node in `nodes` admits `epochs` more epochs (within 20 s).
   void ExpectProgress(const std::vector<int>& nodes, Epoch epochs) {
     std::vector<Epoch> from;
