@@ -592,5 +592,40 @@ TEST(SummaryJsonTest, StarvationBothWaysAndOllpRestartsAreReported) {
   EXPECT_DOUBLE_EQ(RunSummary::Combine({back, back}).ltx.GuardAbortShare(200), 0.01);
 }
 
+// An LTX's life by stage, and how many LTXs read early: in the text, and
+// kept through the JSON the launcher combines (a stage histogram lost on
+// the way would silently drop out of the cluster's summary).
+TEST(SummaryJsonTest, LtxLifeStagesAndEarlyReadsRoundTrip) {
+  RunSummary summary;
+  summary.mode = "paxflow";
+  summary.workload = "long";
+  summary.seconds = 1;
+  summary.kinds[kKindLong].committed = 2;
+  summary.ltx.early_reads = 1;
+  summary.ltx.held_installs = 1;
+  for (int stage = 0; stage < kLtxStages; ++stage) {
+    summary.ltx.stage_us[stage].Record(1000 * static_cast<uint64_t>(stage + 1));
+  }
+  const std::string text = summary.ToText();
+  EXPECT_NE(text.find("LTX life at its origin (ms, p50/p99): sequencing "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("read waiting for its snapshot "), std::string::npos) << text;
+  EXPECT_NE(text.find("read an unresolved LTX's writes early: 1"), std::string::npos) << text;
+  RunSummary back;
+  ASSERT_EQ(RunSummary::FromJson(summary.ToJson(), &back), "");
+  EXPECT_EQ(back.ltx.early_reads, 1u);
+  for (int stage = 0; stage < kLtxStages; ++stage) {
+    EXPECT_EQ(back.ltx.stage_us[stage].count(), 1u) << LtxStageName(stage);
+    EXPECT_EQ(back.ltx.stage_us[stage].max(), summary.ltx.stage_us[stage].max())
+        << LtxStageName(stage);
+  }
+  const RunSummary both = RunSummary::Combine({back, back});
+  EXPECT_EQ(both.ltx.stage_us[kLtxRun].count(), 2u);
+  EXPECT_EQ(both.ltx.early_reads, 2u);
+  EXPECT_NE(RunSummary::FromJson(
+                "{\"ltx\": {\"stageUs\": {\"no such stage\": \"0;0;0;\"}}}", &back),
+            "");
+}
+
 }  // namespace
 }  // namespace paxflow
