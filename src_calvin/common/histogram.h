@@ -15,6 +15,9 @@ class Histogram {
 
   Histogram();
   void Record(uint64_t value);
+  // A duration taken as the difference of two clock readings: a negative
+  // one (readings on two threads, a clock step) counts as 0.
+  void RecordElapsed(int64_t micros) { Record(micros > 0 ? static_cast<uint64_t>(micros) : 0); }
   void Merge(const Histogram& other);
   void Clear();
 

@@ -505,12 +505,9 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round,
   const int64_t now = NowMicros();
   WorkerStats& stats =
       stats_->worker(options_.first_stats_slot + std::min<size_t>(index, options_.threads - 1));
-  auto record_stage = [&](int stage, int64_t micros) {
-    stats.ltx_stage_us[stage].Record(micros > 0 ? static_cast<uint64_t>(micros) : 0);
-  };
-  record_stage(kLtxStartWait, run->first_round_us - run->started_us);
-  record_stage(kLtxRun, run->run_us);
-  record_stage(kLtxReadWait, now - run->first_round_us - run->run_us);
+  stats.ltx_stage_us[kLtxStartWait].RecordElapsed(run->first_round_us - run->started_us);
+  stats.ltx_stage_us[kLtxRun].RecordElapsed(run->run_us);
+  stats.ltx_stage_us[kLtxReadWait].RecordElapsed(now - run->first_round_us - run->run_us);
   if (callbacks_.finished) {
     auto shared = std::make_shared<Txn>(record);
     callbacks_.finished(std::move(shared));
@@ -546,7 +543,7 @@ void LtxExecutor::ReportScan(Run* run, const TxnOutcome& outcome, size_t index) 
   WorkerStats& stats =
       stats_->worker(options_.first_stats_slot + std::min<size_t>(index, options_.threads - 1));
   const int64_t latency = NowMicros() - txn.submit_time_us();
-  stats.latency_us[kKindLong].Record(latency > 0 ? static_cast<uint64_t>(latency) : 0);
+  stats.latency_us[kKindLong].RecordElapsed(latency);
   WorkerStats::Add(outcome.aborted ? stats.aborted[kKindLong] : stats.committed[kKindLong]);
   if (txn.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
   if (results_) {

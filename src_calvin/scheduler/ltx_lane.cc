@@ -201,11 +201,7 @@ void LtxLane::Begin(const Txn& txn, Epoch epoch) {
   unresolved_.insert(txn.id());
   areas_.Add(txn.id(), entry.area);
   begun_this_epoch_.push_back(txn.id());
-  if (origin_here && Acts(epoch)) {
-    const int64_t waited = NowMicros() - txn.submit_time_us();
-    stats_->worker(stats_slot_).ltx_stage_us[kLtxSequencing].Record(
-        waited > 0 ? static_cast<uint64_t>(waited) : 0);
-  }
+  if (origin_here && Acts(epoch)) RecordWait(kLtxSequencing, txn.submit_time_us());
 }
 
 void LtxLane::Commit(const Txn& record, Epoch epoch, std::vector<Action>* actions) {
@@ -225,11 +221,7 @@ void LtxLane::Commit(const Txn& record, Epoch epoch, std::vector<Action>* action
   }
   if (entry->origin_here && Acts(epoch)) {
     entry->commit_seen_us = NowMicros();
-    if (entry->finished_us > 0) {
-      const int64_t waited = entry->commit_seen_us - entry->finished_us;
-      stats_->worker(stats_slot_).ltx_stage_us[kLtxCommitWait].Record(
-          waited > 0 ? static_cast<uint64_t>(waited) : 0);
-    }
+    if (entry->finished_us > 0) RecordWait(kLtxCommitWait, entry->finished_us);
   }
   if (HeldBack(*entry)) {
     entry->state = State::kHeld;
@@ -484,7 +476,7 @@ void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
     if (report) {
       WorkerStats& stats = stats_->worker(stats_slot_);
       const int64_t latency = NowMicros() - entry->begin->submit_time_us();
-      stats.latency_us[kKindLong].Record(latency > 0 ? static_cast<uint64_t>(latency) : 0);
+      stats.latency_us[kKindLong].RecordElapsed(latency);
       WorkerStats::Add(stats.committed[kKindLong]);
       if (entry->begin->client_request_id() == 0) WorkerStats::Add(stats.generated_done);
       if (results_) {
@@ -518,7 +510,7 @@ void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch sna
   LtxCounters::Add(stats_->ltx().aborts[code]);
   WorkerStats& stats = stats_->worker(stats_slot_);
   const int64_t latency = NowMicros() - begin.submit_time_us();
-  stats.latency_us[kKindLong].Record(latency > 0 ? static_cast<uint64_t>(latency) : 0);
+  stats.latency_us[kKindLong].RecordElapsed(latency);
   WorkerStats::Add(stats.aborted[kKindLong]);
   if (begin.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
   if (!results_) return;
@@ -788,9 +780,7 @@ void LtxLane::ServeWhenPublished(std::unique_ptr<LtxReadTask> task) {
 }
 
 void LtxLane::RecordWait(int stage, int64_t since_us) {
-  const int64_t waited = NowMicros() - since_us;
-  stats_->worker(stats_slot_).ltx_stage_us[stage].Record(
-      waited > 0 ? static_cast<uint64_t>(waited) : 0);
+  stats_->worker(stats_slot_).ltx_stage_us[stage].RecordElapsed(NowMicros() - since_us);
 }
 
 void LtxLane::OnPublish(Epoch published) {

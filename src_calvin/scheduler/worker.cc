@@ -152,10 +152,9 @@ void WorkerPool::Install(TxnWork* work, Context* context) {
   }
   if (install.report) {
     if (install.commit_seen_us > 0) {
-      const int64_t took = NowMicros() - install.commit_seen_us;
       stats_->worker(context->index)
           .ltx_stage_us[kLtxInstall]
-          .Record(took > 0 ? static_cast<uint64_t>(took) : 0);
+          .RecordElapsed(NowMicros() - install.commit_seen_us);
     }
     ReadValues none;
     Report(work, install.outcome, none, context);
@@ -290,7 +289,7 @@ void WorkerPool::Report(TxnWork* work, const TxnOutcome& outcome, const ReadValu
   WorkerStats& stats = stats_->worker(context->index);
   const int64_t now = NowMicros();
   const int64_t latency = now - txn.submit_time_us();
-  stats.latency_us[work->kind].Record(latency > 0 ? static_cast<uint64_t>(latency) : 0);
+  stats.latency_us[work->kind].RecordElapsed(latency);
   if (outcome.aborted) {
     WorkerStats::Add(stats.aborted[work->kind]);
   } else {
@@ -301,13 +300,13 @@ void WorkerPool::Report(TxnWork* work, const TxnOutcome& outcome, const ReadValu
   if (work->kind == kKindReadOnly && work->epoch->previous_close_time_us > 0 &&
       work->set_aside_us == 0) {
     const int64_t delay = now - work->epoch->previous_close_time_us;
-    stats.visibility_us.Record(delay > 0 ? static_cast<uint64_t>(delay) : 0);
+    stats.visibility_us.RecordElapsed(delay);
   }
   if (work->set_aside_us > 0) {
     // Deferred by an LTX's area (RW) or parked until an LTX resolved (RO):
     // the latency the LTX lane added.
     const int64_t waited = now - work->set_aside_us;
-    stats.ltx_wait_us[work->kind].Record(waited > 0 ? static_cast<uint64_t>(waited) : 0);
+    stats.ltx_wait_us[work->kind].RecordElapsed(waited);
   }
   if (!outcome.invariant_ok) {
     WorkerStats::Add(stats.invariant_failures);
