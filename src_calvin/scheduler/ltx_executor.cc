@@ -283,12 +283,15 @@ void LtxExecutor::AskForReads(const std::shared_ptr<Run>& run, const LtxRound& r
     return;
   }
   for (PartitionId p = 0; p < options_.partitions; ++p) {
-    if (requests[p].ltx_id() == 0) continue;
-    if (p == self) {
-      callbacks_.deliver_request(std::move(requests[p]));
-    } else {
-      peers_->SendLtxReadRequest(p, requests[p]);
-    }
+    if (requests[p].ltx_id() != 0) SendRequest(p, std::move(requests[p]));
+  }
+}
+
+void LtxExecutor::SendRequest(PartitionId p, LtxReadRequest&& request) {
+  if (p == options_.partition) {
+    callbacks_.deliver_request(std::move(request));
+  } else {
+    peers_->SendLtxReadRequest(p, request);
   }
 }
 
@@ -364,13 +367,7 @@ void LtxExecutor::AskAgain(PartitionId p) {
     LOG(INFO) << "partition " << options_.partition << ": partition " << p
               << " restarted; asking it again for the reads of " << requests.size() << " LTXs";
   }
-  for (LtxReadRequest& request : requests) {
-    if (p == options_.partition) {
-      callbacks_.deliver_request(std::move(request));
-    } else {
-      peers_->SendLtxReadRequest(p, request);
-    }
-  }
+  for (LtxReadRequest& request : requests) SendRequest(p, std::move(request));
 }
 
 void LtxExecutor::Absorb(LtxReadResult&& result) {

@@ -161,6 +161,8 @@ class LtxExecutor {
   void Execute(Task* task, size_t index);
   void RunRound(const std::shared_ptr<Run>& run, size_t index);
   void AskForReads(const std::shared_ptr<Run>& run, const LtxRound& round);
+  // To this partition's own scheduler, or to partition `p` over the network.
+  void SendRequest(PartitionId p, LtxReadRequest&& request);
   void Finish(const std::shared_ptr<Run>& run, const LtxRound& round, size_t index);
   void SubmitAbort(const Run& run, int reason, const std::string& text);
   void ServeReads(const LtxReadTask& task, size_t slot);
