@@ -592,8 +592,8 @@ bool LtxLane::IsPendingFor(const Entry& entry, const ReadPlan& plan) const {
     return std::binary_search(plan.pending->begin(), plan.pending->end(), entry.id);
   }
   // Pending at snapshot S: begun before S, and not resolved by S.
-  const bool unresolved = entry.state == State::kActive || entry.state == State::kHeld;
-  return entry.begin_epoch < plan.snapshot && (unresolved || entry.resolved_epoch > plan.snapshot);
+  return entry.begin_epoch < plan.snapshot &&
+         (Unresolved(entry) || entry.resolved_epoch > plan.snapshot);
 }
 
 bool LtxLane::WritesVisible(const Entry& entry, const ReadPlan& plan) const {
@@ -602,8 +602,7 @@ bool LtxLane::WritesVisible(const Entry& entry, const ReadPlan& plan) const {
 }
 
 bool LtxLane::Blocks(const Entry& entry, const ReadPlan& plan) const {
-  const bool unresolved = entry.state == State::kActive || entry.state == State::kHeld;
-  return unresolved && !(plan.pending && entry.finished);
+  return Unresolved(entry) && !(plan.pending && entry.finished);
 }
 
 bool LtxLane::KeyCoveredUnresolved(Key key, const ReadPlan& plan,
@@ -832,7 +831,7 @@ void LtxLane::OnReadRequest(LtxReadRequest&& request) {
     // Otherwise it never began (busy) or is long resolved: nobody waits.
     return;
   }
-  if (entry->state != State::kActive && entry->state != State::kHeld) return;  // resolved
+  if (!Unresolved(*entry)) return;  // resolved
   if (restored_ && entry->begin_epoch < restored_at_) {
     // Its snapshot predates the checkpoint this partition restarted from.
     ReplyError(request, "it restarted from a checkpoint at epoch " +

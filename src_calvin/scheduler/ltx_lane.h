@@ -290,6 +290,10 @@ class LtxLane {
   // Whether `entry`'s writes may be read by this reader: installed, or (for
   // an LTX reader) finished.
   bool WritesVisible(const Entry& entry, const ReadPlan& plan) const;
+  // Active or held: neither installed nor aborted yet.
+  static bool Unresolved(const Entry& entry) {
+    return entry.state == State::kActive || entry.state == State::kHeld;
+  }
   // Whether a pending `entry` still blocks this reader: unresolved and, for
   // an LTX reader, not finished.
   bool Blocks(const Entry& entry, const ReadPlan& plan) const;
