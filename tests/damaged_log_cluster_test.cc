@@ -28,16 +28,11 @@
 namespace paxflow {
 namespace {
 
-using testing::AskStatus;
-using testing::BinaryDir;
 using testing::ReadFile;
-using testing::RunProcess;
-using testing::TempDir;
 using testing::WaitUntil;
 
 // A detached cluster of the test, its logs and input logs in a temporary
-// directory. (A copy of recovery_cluster_test.cc's helper, cut to what
-// this test uses: no shared test cluster helper exists yet on this branch.)
+// directory (the shared tests/test_cluster.h).
 using DamageCluster = testing::TestCluster;
 
 // `paxflow-cluster restart --node=i`; its exit code, its output in `output`.

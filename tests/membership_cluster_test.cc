@@ -29,7 +29,6 @@ using testing::AskStatus;
 using testing::BinaryDir;
 using testing::ReadFile;
 using testing::RunProcess;
-using testing::TempDir;
 using testing::WaitUntil;
 
 // A lighter load than the shared cluster's default (added to its flags).
