@@ -113,6 +113,19 @@ TEST(DeterminismTest, ReplicasReachTheSameDigest) {
   EXPECT_GT(cluster.node(0).Summary().Committed(), 0u);
 }
 
+// One partition, two replicas, LTXs in place: each replica runs every LTX
+// itself (no commit record carries its writes) and reaches the same state.
+TEST(DeterminismTest, ReplicasRunningLtxsInPlaceReachTheSameDigest) {
+  NodeParams params = TestParams("long", Mode::kPaxflow, 120);
+  ASSERT_TRUE(params.engine.ltx_in_place);
+  InProcessCluster cluster(MakeConfig("replicas-ltx", 1, 2, "inproc"), params);
+  ASSERT_EQ(cluster.Start(), "");
+  ASSERT_TRUE(cluster.WaitFinished(120000));
+  EXPECT_EQ(cluster.node(0).FinalDigest(), cluster.node(1).FinalDigest());
+  EXPECT_GT(cluster.node(0).Summary().kinds[kKindLong].committed, 3u) << "no LTX committed";
+  EXPECT_EQ(cluster.node(0).Summary().ltx.deferrals, 0u);
+}
+
 class DigestTest : public ::testing::TestWithParam<Mode> {};
 
 TEST_P(DigestTest, DigestAtRequestedEpochsMatchesSerial) {

@@ -33,6 +33,9 @@ struct LtxBenchOptions {
   uint64_t ltx_timeout = 1000;
   uint32_t max_active_ltx = 16;
   uint32_t ltx_max_deferrals = 3;
+  // One partition only: LTXs install in place (the node's default there).
+  // Off, the step tests drive the commit-record protocol on one partition.
+  bool ltx_in_place = false;
   GcPolicy gc = GcPolicy::kEpo;
 };
 

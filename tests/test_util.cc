@@ -205,7 +205,9 @@ uint64_t InProcessCluster::DatabaseDigest() const {
 
 std::string CaseName(std::initializer_list<std::string> parts) {
   std::string name;
-  for (const std::string& part : parts) name += (name.empty() ? "" : "_") + part;
+  for (const std::string& part : parts) {
+    if (!part.empty()) name += (name.empty() ? "" : "_") + part;
+  }
   for (char& ch : name) {
     if (ch == '-') ch = '_';
   }

@@ -116,6 +116,13 @@ DEFINE_uint32(ltx_max_deferrals, 3,
               "Cluster parameter: after this many deferrals of a short txn by LTX write areas, a "
               "guard record makes new LTXs on its keys abort (busy) until it ran");
 
+DEFINE_bool(ltx_in_place, true,
+            "Cluster parameter, paxflow mode with one partition: an LTX locks its write area at "
+            "its serialization point (the start of the epoch after its begin) and installs its "
+            "writes there once its procedure finished, run by every replica; short txns on that "
+            "area wait in the lock manager instead of being deferred, and no commit record is "
+            "sequenced. false: the commit-record protocol (always used across partitions)");
+
 DEFINE_string(workload, "mixed", "Workload preset (its values apply unless set explicitly)");
 DEFINE_string(application, "ycsb", "Application: ycsb or bank");
 DEFINE_uint64(records, 1000000, "YCSB record count (dense keys 0..records-1)");
@@ -195,7 +202,7 @@ const std::vector<std::string>& NodeFlagNames() {
       "fault_stall_checkpoint", "reads_retry_ms", "fault_drop_peer_messages",
       "fault_drop_channels", "fault_pause_sequencer", "peer_max_message_mb", "wipe", "ltx_workers", "ltx_timeout",
       "max_active_ltx",
-      "ltx_max_deferrals", "workload", "application", "records", "value_size", "ro_fraction",
+      "ltx_max_deferrals", "ltx_in_place", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
       "ltx_ops", "scan_length", "report_fraction", "bank_accounts",
@@ -257,6 +264,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.ltx_timeout = FLAGS_ltx_timeout;
   e.max_active_ltx = FLAGS_max_active_ltx;
   e.ltx_max_deferrals = FLAGS_ltx_max_deferrals;
+  e.ltx_in_place = FLAGS_ltx_in_place;
   e.client_admit_limit = FLAGS_client_admit_limit;
   e.client_buffer_mb = FLAGS_client_buffer_mb;
   e.recover = FLAGS_recover;

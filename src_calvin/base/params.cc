@@ -29,6 +29,7 @@ std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() con
       {"ltx_timeout", std::to_string(engine.ltx_timeout)},
       {"max_active_ltx", std::to_string(engine.max_active_ltx)},
       {"ltx_max_deferrals", std::to_string(engine.ltx_max_deferrals)},
+      {"ltx_in_place", engine.ltx_in_place ? "true" : "false"},
       {"checkpoint_every", Number(engine.checkpoint_every_s)},
       {"workload", w.workload},
       {"application", w.application},

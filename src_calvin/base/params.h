@@ -39,6 +39,9 @@ struct EngineParams {
   uint64_t ltx_timeout = 1000;    // epochs from an LTX's begin to its commit
   uint32_t max_active_ltx = 16;   // unresolved LTXs; a begin beyond them aborts (busy)
   uint32_t ltx_max_deferrals = 3; // deferrals of a short txn before a guard protects it
+  // One partition: an LTX holds its write area's locks from its serialization
+  // point and installs in place (every replica runs it), no commit record.
+  bool ltx_in_place = true;
   // Client port admission (per node, not a cluster parameter).
   uint64_t client_admit_limit = 0;  // admitted, unanswered client txns; 0: max_batch
   uint32_t client_buffer_mb = 16;   // unsent reply bytes per connection before BUSY

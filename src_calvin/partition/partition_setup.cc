@@ -47,6 +47,7 @@ SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId par
   options.ltx_timeout = engine.ltx_timeout;
   options.max_active_ltx = engine.max_active_ltx;
   options.ltx_max_deferrals = engine.ltx_max_deferrals;
+  options.ltx_in_place = engine.ltx_in_place && partitions == 1;
   return options;
 }
 

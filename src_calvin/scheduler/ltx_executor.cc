@@ -29,6 +29,7 @@ struct LtxExecutor::Run {
   int64_t first_round_us = 0;  // its first round began on an LTX thread
   int64_t run_us = 0;          // its rounds' running time, reads waits excluded
   std::set<TxnId> read_from;   // LtxReadTask::read_from, over every round
+  bool in_place = false;       // its record goes to `finished` only
 };
 
 LtxExecutor::LtxExecutor(const LtxExecutorOptions& options, Store* store,
@@ -135,10 +136,11 @@ void LtxExecutor::Execute(Task* task, size_t index) {
 
 // ------------------------------------------------------------- origin side
 
-void LtxExecutor::StartLtx(std::shared_ptr<const Txn> begin, Epoch snapshot) {
+void LtxExecutor::StartLtx(std::shared_ptr<const Txn> begin, Epoch snapshot, bool in_place) {
   auto run = std::make_shared<Run>();
   run->txn = std::move(begin);
   run->snapshot = snapshot;
+  run->in_place = in_place;
   run->write_area = KeyArea(run->txn->ltx().write_area());
   run->started_us = NowMicros();
   const TxnId id = run->txn->id();
@@ -505,11 +507,14 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round,
   stats.ltx_stage_us[kLtxStartWait].RecordElapsed(run->first_round_us - run->started_us);
   stats.ltx_stage_us[kLtxRun].RecordElapsed(run->run_us);
   stats.ltx_stage_us[kLtxReadWait].RecordElapsed(now - run->first_round_us - run->run_us);
-  if (callbacks_.finished) {
-    auto shared = std::make_shared<Txn>(record);
-    callbacks_.finished(std::move(shared));
-  }
-  if (records_) records_->SubmitRecord(std::move(record));
+  Deliver(*run, std::move(record));
+}
+
+void LtxExecutor::Deliver(const Run& run, Txn record) {
+  if (callbacks_.finished) callbacks_.finished(std::make_shared<Txn>(record));
+  // In place, the scheduler installs (or drops) it at its place in the
+  // order; the log never carries it.
+  if (records_ && !run.in_place) records_->SubmitRecord(std::move(record));
 }
 
 void LtxExecutor::SubmitAbort(const Run& run, int reason, const std::string& text) {
@@ -518,7 +523,7 @@ void LtxExecutor::SubmitAbort(const Run& run, int reason, const std::string& tex
     auto it = runs_.find(run.txn->id());
     if (it != runs_.end()) it->second->finished = true;
   }
-  if (records_) records_->SubmitRecord(LtxAbortRecord(*run.txn, reason, text));
+  Deliver(run, LtxAbortRecord(*run.txn, reason, text));
 }
 
 Txn LtxAbortRecord(const Txn& begin, int reason, const std::string& text) {

@@ -51,6 +51,7 @@ struct LtxReadTask {
   std::vector<std::map<Key, std::pair<bool, std::string>>> scan_values;
   bool long_scan = false;  // a long scan's share: tell the lane when served
   int64_t waiting_since_us = 0;  // parked, or waiting for its snapshot: since
+  size_t settled_keys = 0;  // waiting for its snapshot: keys[0..this) are settled
   // LTXs, finished but not resolved, whose writes the lane chose (early reads).
   std::vector<TxnId> read_from;
 };
@@ -108,7 +109,9 @@ class LtxExecutor {
   size_t RunQueued();
 
   // Origin: run LTX `begin` (an LTX_BEGIN record) at snapshot `snapshot`.
-  void StartLtx(std::shared_ptr<const Txn> begin, Epoch snapshot);
+  // `in_place` (one partition, every replica runs it): its commit or abort
+  // record goes only to the `finished` callback, never to the sequencer.
+  void StartLtx(std::shared_ptr<const Txn> begin, Epoch snapshot, bool in_place = false);
   // Origin: gather long scan `scan` (an LTX_SCAN record) from every partition.
   void StartScan(std::shared_ptr<const Txn> scan, Epoch snapshot);
   // The LTX was resolved (or the scan is over): forget it.
@@ -165,6 +168,9 @@ class LtxExecutor {
   void SendRequest(PartitionId p, LtxReadRequest&& request);
   void Finish(const std::shared_ptr<Run>& run, const LtxRound& round, size_t index);
   void SubmitAbort(const Run& run, int reason, const std::string& text);
+  // A finished LTX's commit or abort record: to the `finished` callback,
+  // and to the sequencer unless it runs in place.
+  void Deliver(const Run& run, Txn record);
   void ServeReads(const LtxReadTask& task, size_t slot);
   // Takes a participant's answer into the LTX (or scan) it is for.
   void Absorb(LtxReadResult&& result);

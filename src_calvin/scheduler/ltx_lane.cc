@@ -69,7 +69,9 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
   std::vector<TxnId> expired;
   for (TxnId id : unresolved_) {
     const Entry& entry = ltxs_.at(id);
-    if (entry.state == State::kActive && entry.begin_epoch + options_.ltx_timeout <= epoch) {
+    // In place, it is placed at the epoch after its begin and cannot time out.
+    if (entry.state == State::kActive && !entry.in_place &&
+        entry.begin_epoch + options_.ltx_timeout <= epoch) {
       expired.push_back(id);
     }
   }
@@ -90,6 +92,18 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
   // The timeouts of the first epoch after a restart's replay come first:
   // an LTX they abort needs no abort record.
   if (restart_pending_ && epoch > replay_through_) AfterRestart(epoch);
+  // In place: the LTXs begun in the epoch before take their places, in LTX
+  // order, ahead of this epoch's txns.
+  if (options_.in_place) {
+    std::vector<TxnId> due;
+    for (TxnId id : unresolved_) {
+      const Entry& entry = ltxs_.at(id);
+      if (entry.in_place && entry.state == State::kActive && entry.begin_epoch < epoch) {
+        due.push_back(id);
+      }
+    }
+    for (TxnId id : due) Place(Find(id), epoch, actions);
+  }
   // Long scans that started here and ran out of time fail, retryably.
   for (auto it = scans_here_.begin(); it != scans_here_.end();) {
     if (it->second + options_.ltx_timeout <= epoch) {
@@ -116,7 +130,11 @@ void LtxLane::EndEpoch(Epoch epoch) {
       if (other < id) entry->pending.push_back(other);
     }
     entry->pending_known = true;
-    if (entry->origin_here && Acts(epoch)) {
+    if (entry->in_place) {
+      // Every replica runs it, replays included: its writes come from
+      // nowhere else.
+      executor_.StartLtx(entry->begin, entry->begin_epoch, /*in_place=*/true);
+    } else if (entry->origin_here && Acts(epoch)) {
       executor_.StartLtx(entry->begin, entry->begin_epoch);
     }
   }
@@ -186,6 +204,14 @@ void LtxLane::Begin(const Txn& txn, Epoch epoch) {
       }
     }
   }
+  std::vector<Key> lock_keys;
+  if (busy.empty() && options_.in_place &&
+      !area.KeysOn(options_.partition, options_.partitions, options_.max_locked_keys,
+                   &lock_keys)) {
+    busy = "its write area holds more than " + std::to_string(options_.max_locked_keys) +
+           " keys, too many to lock in place";
+    code = kAbortProcedure;
+  }
   if (!busy.empty()) {
     if (origin_here && Acts(epoch)) {
       ReportAbort(txn, std::string(LtxAbortReasonName(code)) + ": " + busy, epoch);
@@ -193,6 +219,8 @@ void LtxLane::Begin(const Txn& txn, Epoch epoch) {
     return;
   }
   Entry& entry = ltxs_[txn.id()];
+  entry.in_place = options_.in_place;
+  entry.lock_keys = std::move(lock_keys);
   entry.id = txn.id();
   entry.begin_epoch = epoch;
   entry.begin = std::make_shared<const Txn>(txn);
@@ -267,7 +295,25 @@ void LtxLane::UnindexWrites(Entry* entry) {
 
 void LtxLane::OnFinished(std::shared_ptr<const Txn> record) {
   Entry* entry = Find(record->ltx().ltx_id());
-  if (!entry || entry->state != State::kActive || entry->finished) return;
+  if (!entry || entry->finished) return;
+  const bool commit = record->ltx().kind() == LTX_COMMIT;
+  if (entry->in_place) {
+    if (entry->state != State::kActive && entry->state != State::kPlaced) return;
+    entry->finished_us = NowMicros();
+    executor_.Forget(entry->id);
+    if (commit) {
+      entry->commit = std::move(record);
+      TakeLocalWrites(entry, *entry->commit);
+    } else {
+      entry->abort_reason = record->ltx().reason();
+    }
+    // Its writes are final: nothing can abort it any more.
+    MarkFinished(entry);
+    if (entry->state == State::kPlaced) Settle(entry);
+    return;
+  }
+  // Its abort record settles it through the log.
+  if (!commit || entry->state != State::kActive) return;
   entry->finished_record = std::move(record);
   entry->finished_us = NowMicros();
   TakeLocalWrites(entry, *entry->finished_record);
@@ -505,6 +551,52 @@ void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
   actions->push_back(Action{std::move(work)});
 }
 
+void LtxLane::Place(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
+  entry->state = State::kPlaced;
+  entry->resolved_epoch = epoch;
+  unresolved_.erase(entry->id);
+  placed_.insert(entry->id);
+  resolved_this_epoch_ = true;
+  auto work = std::make_unique<TxnWork>();
+  work->install = std::make_unique<LtxInstall>();
+  LtxInstall& install = *work->install;
+  install.ltx = entry->id;
+  install.begin = entry->begin;
+  install.in_place = true;
+  install.lock_keys = std::move(entry->lock_keys);
+  install.awaiting_writes = true;
+  work->txn = entry->begin.get();
+  work->kind = kKindLong;
+  work->origin = entry->origin_here;
+  work->writes_here = true;
+  work->position = SerialPosition{epoch, 0, 0, entry->id};
+  entry->install = work.get();
+  actions->push_back(Action{std::move(work)});
+  if (entry->finished) Settle(entry);
+}
+
+void LtxLane::Settle(Entry* entry) {
+  placed_.erase(entry->id);
+  areas_.Remove(entry->id, entry->area);
+  LtxInstall& install = *entry->install->install;
+  const bool report = entry->origin_here && Acts(entry->resolved_epoch);
+  if (entry->commit) {
+    entry->state = State::kInstalled;
+    install.record = entry->commit;
+    for (const auto& [key, write] : entry->local_writes) install.writes.push_back(write);
+    install.report = report;
+    install.outcome.checksum = entry->commit->ltx().checksum();
+    install.outcome.position = SerialPosition{entry->begin_epoch + 1, 0, 0, entry->id};
+    install.commit_seen_us = entry->finished_us;
+  } else {
+    entry->state = State::kAborted;
+    if (report) ReportAbort(*entry->begin, entry->abort_reason, entry->begin_epoch);
+  }
+  install.awaiting_writes = false;
+  if (install.locks_held) ready_installs_.push_back(entry->install);
+  entry->install = nullptr;
+}
+
 void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch snapshot) {
   const int code = ReasonCode(reason);
   LtxCounters::Add(stats_->ltx().aborts[code]);
@@ -530,8 +622,10 @@ bool LtxLane::Covers(const TxnWork& work) const {
   if (areas_.empty()) return false;
   auto check = [&](Key key) {
     areas_.ForEachCovering(key, [&](TxnId id) {
-      // Active from the epoch after its begin.
-      if (ltxs_.at(id).begin_epoch >= current_epoch_) return;
+      // Active from the epoch after its begin; one in place defers nothing
+      // (its install holds its area's locks).
+      const Entry& entry = ltxs_.at(id);
+      if (entry.in_place || entry.begin_epoch >= current_epoch_) return;
       if (std::find(scratch_covering_.begin(), scratch_covering_.end(), id) ==
           scratch_covering_.end()) {
         scratch_covering_.push_back(id);
@@ -602,7 +696,7 @@ bool LtxLane::WritesVisible(const Entry& entry, const ReadPlan& plan) const {
 }
 
 bool LtxLane::Blocks(const Entry& entry, const ReadPlan& plan) const {
-  return Unresolved(entry) && !(plan.pending && entry.finished);
+  return Running(entry) && !(plan.pending && entry.finished);
 }
 
 bool LtxLane::KeyCoveredUnresolved(Key key, const ReadPlan& plan,
@@ -622,13 +716,15 @@ bool LtxLane::KeyCoveredUnresolved(Key key, const ReadPlan& plan,
 bool LtxLane::RangeCoveredUnresolved(Key lo, Key hi, const ReadPlan& plan,
                                      std::vector<TxnId>* covering) const {
   bool any = false;
-  for (TxnId id : unresolved_) {
-    const Entry& entry = ltxs_.at(id);
-    if (IsPendingFor(entry, plan) && Blocks(entry, plan) && entry.area.Intersects(lo, hi)) {
-      if (std::find(covering->begin(), covering->end(), id) == covering->end()) {
-        covering->push_back(id);
+  for (const std::set<TxnId>* ids : {&unresolved_, &placed_}) {
+    for (TxnId id : *ids) {
+      const Entry& entry = ltxs_.at(id);
+      if (IsPendingFor(entry, plan) && Blocks(entry, plan) && entry.area.Intersects(lo, hi)) {
+        if (std::find(covering->begin(), covering->end(), id) == covering->end()) {
+          covering->push_back(id);
+        }
+        any = true;
       }
-      any = true;
     }
   }
   return any;
@@ -642,7 +738,10 @@ bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::strin
   for (auto it = writers->second.rbegin(); it != writers->second.rend(); ++it) {
     const Entry& entry = ltxs_.at(*it);
     if (!IsPendingFor(entry, plan) || !WritesVisible(entry, plan)) continue;
-    if (read_from && entry.state != State::kInstalled) read_from->push_back(entry.id);
+    // Writes of an LTX in place are final once known: no need to name it.
+    if (read_from && entry.state != State::kInstalled && !entry.in_place) {
+      read_from->push_back(entry.id);
+    }
     const LtxWrite* write = entry.local_writes.at(key);
     *found = !write->deleted();
     *value = *found ? write->value() : std::string();
@@ -731,7 +830,9 @@ void LtxLane::PrepareTask(LtxReadTask* task, const ReadPlan& plan) const {
           !entry.area.Intersects(lo, hi)) {
         continue;
       }
-      if (entry.state != State::kInstalled) task->read_from.push_back(entry.id);
+      if (entry.state != State::kInstalled && !entry.in_place) {
+        task->read_from.push_back(entry.id);
+      }
       for (auto it = entry.local_writes.lower_bound(lo);
            it != entry.local_writes.end() && it->first <= hi; ++it) {
         task->scan_values[s][it->first] = {!it->second->deleted(), it->second->value()};
@@ -793,6 +894,28 @@ void LtxLane::OnPublish(Epoch published) {
   }
 }
 
+void LtxLane::ServeSettled() {
+  if (!settled_) return;
+  for (auto it = unpublished_.begin(); it != unpublished_.end();) {
+    LtxReadTask& task = *it->second;
+    if (task.long_scan || !task.scans.empty()) {
+      ++it;
+      continue;
+    }
+    while (task.settled_keys < task.keys.size() &&
+           settled_(task.keys[task.settled_keys], task.snapshot)) {
+      ++task.settled_keys;
+    }
+    if (task.settled_keys < task.keys.size()) {
+      ++it;
+      continue;
+    }
+    RecordWait(kLtxSnapshotWait, task.waiting_since_us);
+    executor_.Serve(std::move(task));
+    it = unpublished_.erase(it);
+  }
+}
+
 void LtxLane::ReplyError(const LtxReadRequest& request, const std::string& error) {
   ReplyError(request.ltx_id(), request.round(), request.from_partition(), error);
 }
@@ -831,7 +954,7 @@ void LtxLane::OnReadRequest(LtxReadRequest&& request) {
     // Otherwise it never began (busy) or is long resolved: nobody waits.
     return;
   }
-  if (!Unresolved(*entry)) return;  // resolved
+  if (!Running(*entry)) return;  // resolved
   if (restored_ && entry->begin_epoch < restored_at_) {
     // Its snapshot predates the checkpoint this partition restarted from.
     ReplyError(request, "it restarted from a checkpoint at epoch " +
@@ -923,7 +1046,9 @@ void LtxLane::OnScanServed(TxnId id) {
 
 size_t LtxLane::unresolved_here() const {
   size_t count = scans_here_.size();
-  for (TxnId id : unresolved_) count += ltxs_.at(id).origin_here ? 1 : 0;
+  for (const std::set<TxnId>* ids : {&unresolved_, &placed_}) {
+    for (TxnId id : *ids) count += ltxs_.at(id).origin_here ? 1 : 0;
+  }
   return count;
 }
 
@@ -932,6 +1057,7 @@ size_t LtxLane::unresolved_here() const {
 void LtxLane::CollectPins(std::vector<Epoch>* pins) const {
   // An LTX reads its snapshot on every partition: its reads are not declared.
   for (TxnId id : unresolved_) pins->push_back(ltxs_.at(id).begin_epoch);
+  for (TxnId id : placed_) pins->push_back(ltxs_.at(id).begin_epoch);
   for (const auto& [waiter, read] : parked_) {
     pins->push_back(read.work ? read.work->read_version : read.task->snapshot);
   }

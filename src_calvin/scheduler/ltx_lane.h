@@ -83,6 +83,10 @@ struct LtxLaneOptions {
   uint64_t ltx_timeout = 1000;    // epochs from the begin record
   uint32_t max_active_ltx = 16;   // unresolved LTXs; a begin beyond them aborts (busy)
   uint32_t ltx_max_deferrals = 3; // then a guard record protects the txn
+  // One partition: every LTX runs in place (docs/ltx.md, "In place"). Its
+  // write area is locked key by key, at most `max_locked_keys` keys.
+  bool in_place = false;
+  uint64_t max_locked_keys = 1u << 22;
 };
 
 class LtxLane {
@@ -131,6 +135,12 @@ class LtxLane {
   void OnReadRequest(LtxReadRequest&& request);
   // publish_epoch advanced: read tasks waiting for it go to the LTX threads.
   void OnPublish(Epoch published);
+  // Locks were released: a read task waiting for its snapshot whose every
+  // key has settled since (RwLane::Settled) goes to the LTX threads without
+  // waiting for the whole epoch's publication. Keys settle for good (every
+  // txn of the snapshot's epoch or before asked for its locks already), so
+  // each task is checked from where it stopped.
+  void ServeSettled();
   // A participant's share of a long scan was served; a scan begun here
   // has its result.
   void OnScanServed(TxnId id);
@@ -181,14 +191,23 @@ class LtxLane {
     restart_pending_ = true;
   }
 
-  size_t active() const { return unresolved_.size(); }
+  // In place: the installs whose writes became known while they already
+  // held their locks, for the scheduler to run now.
+  void TakeReadyInstalls(std::vector<TxnWork*>* ready) {
+    ready->insert(ready->end(), ready_installs_.begin(), ready_installs_.end());
+    ready_installs_.clear();
+  }
+
+  size_t active() const { return unresolved_.size() + placed_.size(); }
   // LTXs and long scans begun at this partition, not resolved yet.
   size_t unresolved_here() const;
   size_t deferred() const { return deferred_.size(); }
   size_t parked() const { return parked_.size(); }
 
  private:
-  enum class State { kActive, kHeld, kInstalled, kAborted };
+  // kPlaced: in place, at its serialization point (its install holds its
+  // write area's locks) while its procedure has not finished.
+  enum class State { kActive, kHeld, kInstalled, kAborted, kPlaced };
   struct Entry {
     TxnId id = 0;
     Epoch begin_epoch = 0;
@@ -208,6 +227,12 @@ class LtxLane {
     bool finished = false;
     std::shared_ptr<const Txn> finished_record;
     bool indexed = false;  // its local writes are in written_
+    // In place (options_.in_place): its write area's keys here, locked by
+    // `install` from its serialization point until its writes are in.
+    bool in_place = false;
+    std::vector<Key> lock_keys;
+    TxnWork* install = nullptr;  // owned by its epoch; until the writes are handed over
+    std::string abort_reason;    // its procedure aborted (in place)
     int64_t finished_us = 0;
     int64_t commit_seen_us = 0;
   };
@@ -256,6 +281,15 @@ class LtxLane {
   void Resolve(Entry* entry, bool install, Epoch epoch, uint64_t anchor, uint64_t* chain,
                std::vector<Action>* actions);
   void Install(Entry* entry, Epoch epoch, std::vector<Action>* actions);
+  // In place: at the start of the epoch after its begin, it takes its
+  // install's locks (Place); once its procedure finished, the install gets
+  // the writes (or none, and the abort is reported) and runs (Settle).
+  void Place(Entry* entry, Epoch epoch, std::vector<Action>* actions);
+  void Settle(Entry* entry);
+  // Its procedure runs or may still be asked to read: unresolved, or placed.
+  static bool Running(const Entry& entry) {
+    return Unresolved(entry) || entry.state == State::kPlaced;
+  }
   bool HeldBack(const Entry& entry) const;
   // An LTX it read early from (its commit record's read_from) was aborted
   // (or is unknown here): it must abort too. Its id into `*culprit`.
@@ -335,6 +369,8 @@ class LtxLane {
 
   std::map<TxnId, Entry> ltxs_;           // by id = begin order
   std::set<TxnId> unresolved_;            // active or held
+  std::set<TxnId> placed_;                // in place, procedure not finished
+  std::vector<TxnWork*> ready_installs_;  // TakeReadyInstalls
   AreaIndex areas_;                       // the WP areas of unresolved LTXs
   // For each key a known installed LTX wrote on this partition, those
   // LTXs (ascending): where readers look for the values they must see.

@@ -73,12 +73,14 @@ std::string LtxLane::SaveState(const std::vector<LtxReadRequest>& unread) const 
   for (const auto& [id, entry] : ltxs_) {
     LtxStateEntry* saved = state.add_ltxs();
     *saved->mutable_begin() = *entry.begin;
-    if (entry.commit) {
+    // An LTX in place not placed yet runs again after a restart.
+    if (entry.commit && !(entry.in_place && entry.state == State::kActive)) {
       *saved->mutable_commit() = *entry.commit;
     }
-    saved->set_state(entry.state == State::kActive   ? LtxStateEntry::ACTIVE
-                     : entry.state == State::kHeld   ? LtxStateEntry::HELD
+    saved->set_state(entry.state == State::kActive      ? LtxStateEntry::ACTIVE
+                     : entry.state == State::kHeld      ? LtxStateEntry::HELD
                      : entry.state == State::kInstalled ? LtxStateEntry::INSTALLED
+                     : entry.state == State::kPlaced    ? LtxStateEntry::PLACED
                                                         : LtxStateEntry::ABORTED);
     saved->set_begin_epoch(entry.begin_epoch);
     saved->set_resolved_epoch(entry.resolved_epoch);
@@ -210,7 +212,8 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
     if (saved.state() == LtxStateEntry::ACTIVE || saved.state() == LtxStateEntry::HELD) {
       unresolved.insert(id);
     } else if (saved.state() != LtxStateEntry::INSTALLED &&
-               saved.state() != LtxStateEntry::ABORTED) {
+               saved.state() != LtxStateEntry::ABORTED &&
+               !(saved.state() == LtxStateEntry::PLACED && options_.in_place)) {
       return fail("LTX " + TxnIdString(id) + " has an unknown state");
     }
   }
@@ -284,10 +287,13 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
     entry.begin_epoch = saved.begin_epoch();
     entry.begin = std::make_shared<const Txn>(saved.begin());
     entry.area = KeyArea(entry.begin->ltx().write_area());
-    entry.state = saved.state() == LtxStateEntry::ACTIVE   ? State::kActive
-                  : saved.state() == LtxStateEntry::HELD   ? State::kHeld
+    // PLACED: its install is in the restored store.
+    entry.state = saved.state() == LtxStateEntry::ACTIVE      ? State::kActive
+                  : saved.state() == LtxStateEntry::HELD      ? State::kHeld
                   : saved.state() == LtxStateEntry::INSTALLED ? State::kInstalled
+                  : saved.state() == LtxStateEntry::PLACED    ? State::kInstalled
                                                               : State::kAborted;
+    entry.in_place = options_.in_place;
     entry.resolved_epoch = saved.resolved_epoch();
     if (saved.has_commit()) {
       entry.commit = std::make_shared<const Txn>(saved.commit());
@@ -304,6 +310,15 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
     if (unresolved.count(id)) {
       unresolved_.insert(id);
       areas_.Add(id, entry.area);
+      if (entry.in_place) {
+        // Its procedure's run went with the old process: it runs again, at
+        // the same snapshot (the checkpoint's epoch or later).
+        entry.area.KeysOn(options_.partition, options_.partitions, options_.max_locked_keys,
+                          &entry.lock_keys);
+        if (entry.pending_known) {
+          executor_.StartLtx(entry.begin, entry.begin_epoch, /*in_place=*/true);
+        }
+      }
     }
     // Installs happened in LTX order on each key (an overlapping earlier
     // LTX holds a later one back), so readers' lists come out as live.
@@ -415,7 +430,8 @@ void LtxLane::AfterRestart(Epoch epoch) {
   size_t aborted = 0;
   for (TxnId id : unresolved_) {
     const Entry& entry = ltxs_.at(id);
-    if (!entry.origin_here || entry.state != State::kActive) continue;
+    // One in place runs again from its begin: nothing lost its state.
+    if (!entry.origin_here || entry.state != State::kActive || entry.in_place) continue;
     records_->SubmitRecord(LtxAbortRecord(
         *entry.begin, kAbortRestart,
         "its origin partition " + std::to_string(options_.partition) + " restarted (" +

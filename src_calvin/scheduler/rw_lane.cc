@@ -15,6 +15,11 @@ void RwLane::BuildRequests(TxnWork* work) {
     request.exclusive = exclusive;
     work->lock_requests.push_back(request);
   };
+  if (work->install && work->install->in_place) {
+    work->lock_requests.reserve(work->install->lock_keys.size());
+    for (Key key : work->install->lock_keys) add(key, true);
+    return;
+  }
   if (work->install) {
     work->lock_requests.reserve(work->install->writes.size());
     for (const LtxWrite* write : work->install->writes) add(write->key(), true);

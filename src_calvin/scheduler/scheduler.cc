@@ -20,6 +20,8 @@ LtxLaneOptions LtxOptionsOf(const SchedulerOptions& options) {
   ltx.ltx_timeout = options.ltx_timeout;
   ltx.max_active_ltx = options.max_active_ltx;
   ltx.ltx_max_deferrals = options.ltx_max_deferrals;
+  ltx.in_place = options.ltx_in_place;
+  ltx.max_locked_keys = options.max_locked_ltx_keys;
   return ltx;
 }
 
@@ -306,6 +308,7 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   for (LtxReadRequest& request : ltx_requests_) ltx_lane_.OnReadRequest(std::move(request));
   ltx_requests_.clear();
   AdvancePublish();
+  ltx_lane_.ServeSettled();
   TakeLaneStates();
   ltx_lane_.Forget(ro_lane_.snapshot());
   UpdatePins();
@@ -590,7 +593,17 @@ void Scheduler::Adopt(std::unique_ptr<TxnWork> work, EpochWork* epoch) {
     return;
   }
   if (txn->writes_here) ++epoch->writes_pending;
-  if (rw_lane_.Acquire(txn)) ready_rw_.push_back(WorkItem{txn, WorkItem::kExecute});
+  if (rw_lane_.Acquire(txn)) MakeReady(txn);
+}
+
+void Scheduler::MakeReady(TxnWork* work) {
+  // An install in place may get its locks before its LTX finished: it
+  // holds them and runs when the lane hands it the writes.
+  if (work->install && work->install->awaiting_writes) {
+    work->install->locks_held = true;
+    return;
+  }
+  ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
 }
 
 void Scheduler::RunActions(EpochWork* epoch) {
@@ -646,7 +659,8 @@ void Scheduler::UpdatePins() {
 }
 
 void Scheduler::FlushReady() {
-  for (TxnWork* work : ready_locked_) ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
+  ltx_lane_.TakeReadyInstalls(&ready_locked_);
+  for (TxnWork* work : ready_locked_) MakeReady(work);
   ready_locked_.clear();
   const size_t count = ready_rw_.size() + ready_ro_.size();
   if (count == 0) return;

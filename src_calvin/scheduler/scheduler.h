@@ -62,6 +62,7 @@ struct SchedulerOptions {
   uint64_t ltx_timeout = 1000;     // epochs
   uint32_t max_active_ltx = 16;
   uint32_t ltx_max_deferrals = 3;
+  bool ltx_in_place = false;  // paxflow, one partition: LTXs install in place (ltx.md)
   // Calvin mode locks every key of an LTX's declared areas; an LTX whose
   // areas hold more keys than this aborts instead.
   uint64_t max_locked_ltx_keys = 1u << 22;
@@ -245,6 +246,9 @@ class Scheduler {
   // the epoch being admitted.
   std::unique_ptr<TxnWork> Detach(TxnWork* work);
   void Adopt(std::unique_ptr<TxnWork> work, EpochWork* epoch);
+  // `work` holds all its locks: to the workers (an install in place
+  // waiting for its LTX's writes keeps them until the lane hands them over).
+  void MakeReady(TxnWork* work);
   void RunActions(EpochWork* epoch);
   void FinishAtOnce(TxnWork* work);
   void HandleDone(const DoneMessage& message);

@@ -45,6 +45,13 @@ struct LtxInstall {
   bool report = false;
   TxnOutcome outcome;
   int64_t commit_seen_us = 0;  // origin: when its commit record reached the scheduler
+  // In place: it locks `lock_keys` (its write area here) before its writes
+  // are known, and runs only once they are (`awaiting_writes` false). The
+  // scheduler notes in `locks_held` that it got its locks meanwhile.
+  bool in_place = false;
+  std::vector<Key> lock_keys;
+  bool awaiting_writes = false;
+  bool locks_held = false;
 };
 
 struct TxnWork : LockedTxn {
