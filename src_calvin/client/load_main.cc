@@ -172,6 +172,15 @@ std::string KindJson(const Histogram& h) {
          ",\"p99_us\":" + std::to_string(h.Quantile(0.99)) + "}";
 }
 
+// "LABEL p50/p99/max(us), a, b, c", when anything was recorded.
+void PrintSpread(const char* label, const Histogram& h) {
+  if (h.count() == 0) return;
+  std::printf("%s p50/p99/max(us), %llu, %llu, %llu\n", label,
+              static_cast<unsigned long long>(h.Quantile(0.5)),
+              static_cast<unsigned long long>(h.Quantile(0.99)),
+              static_cast<unsigned long long>(h.max()));
+}
+
 // The YCSB-style report of one run, and its JSON and CSV.
 void Report(const LoadStats& total, double seconds, const std::string& application,
             std::string* json, std::string* csv) {
@@ -199,22 +208,11 @@ void Report(const LoadStats& total, double seconds, const std::string& applicati
             std::to_string(h.Quantile(0.95)) + "," + std::to_string(h.Quantile(0.99)) + "\n";
   }
   *json += "}";
-  const Histogram& node = total.server_latency_us;
-  if (node.count() > 0) {
-    // What the node's admission control bounds; the gap to the kinds' client
-    // latency is time in queues outside the node (sockets, the driver).
-    std::printf("[NODE], Latency(admission to result) p50/p99/max(us), %llu, %llu, %llu\n",
-                static_cast<unsigned long long>(node.Quantile(0.5)),
-                static_cast<unsigned long long>(node.Quantile(0.99)),
-                static_cast<unsigned long long>(node.max()));
-  }
+  // The node's latency is what its admission control bounds; the gap to the
+  // kinds' client latency is time in queues outside the node (sockets, the driver).
+  PrintSpread("[NODE], Latency(admission to result)", total.server_latency_us);
   const Histogram& vis = total.visibility_us;
-  if (vis.count() > 0) {
-    std::printf("[RO], VisibilityDelay p50/p99/max(us), %llu, %llu, %llu\n",
-                static_cast<unsigned long long>(vis.Quantile(0.5)),
-                static_cast<unsigned long long>(vis.Quantile(0.99)),
-                static_cast<unsigned long long>(vis.max()));
-  }
+  PrintSpread("[RO], VisibilityDelay", vis);
   *json += ",\"visibility\":" + KindJson(vis) +
            ",\"node_latency\":" + KindJson(total.server_latency_us);
   std::printf("[ERRORS], Total, %llu\n", static_cast<unsigned long long>(total.Errors()));
