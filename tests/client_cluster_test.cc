@@ -479,7 +479,8 @@ TEST_F(ClientClusterTest, ABatchWithBadTxnsAnswersEachTxnOnItsOwn) {
 }
 
 // A long txn goes through the simple client, the pipelined one and
-// paxflow-cli; a bad LTX file is refused with its place.
+// paxflow-cli; a bad LTX file is refused with its place (exit 2), one the
+// node refuses exits 4.
 TEST_F(ClientClusterTest, LtxsThroughEveryClientPath) {
   StartCluster("mixed", 2);
   Client client;
@@ -528,9 +529,72 @@ TEST_F(ClientClusterTest, LtxsThroughEveryClientPath) {
   EXPECT_NE(output.find("line 2"), std::string::npos) << output;
   std::ofstream(file) << "procedure: \"ycsb-rmw\"\nread_write_set: 12\n"
                          "write_area { lo: 10 hi: 19 }\nwrite_area { lo: 15 hi: 30 }\n";
-  EXPECT_EQ(testing::RunProcess({cli, address, "ltx", file}, &output), 1) << output;
+  EXPECT_EQ(testing::RunProcess({cli, address, "ltx", file}, &output), 4) << output;
   EXPECT_NE(output.find("BAD_REQUEST"), std::string::npos) << output;
   EXPECT_NE(output.find("overlap"), std::string::npos) << output;
+  StopCluster();
+}
+
+// paxflow-cli's exit status says what became of the txn (the codes its
+// --help lists), so that a script can rely on it: 0 committed, 1 ran and
+// did not commit (an aborted LTX), 2 bad usage, 3 no answer, 4 refused.
+TEST_F(ClientClusterTest, CliExitStatusSaysWhatBecameOfTheTxn) {
+  StartCluster("mixed", 2);
+  const std::string cli = testing::BinaryDir() + "/paxflow-cli";
+  const std::string address = "--address=" + Endpoint(config_.node(0));
+  std::string output;
+  EXPECT_EQ(testing::RunProcess({cli, address, "put", "7", "seven"}, &output), 0) << output;
+  EXPECT_EQ(testing::RunProcess({cli, address, "get", "7"}, &output), 0) << output;
+  EXPECT_NE(output.find("seven"), std::string::npos) << output;
+  EXPECT_EQ(testing::RunProcess({cli, address, "ro", "7", "8"}, &output), 0) << output;
+
+  // It writes keys 10 and 11, outside the area it declared: aborted. (An
+  // LTX that commits exits 0, one the node refuses 4: LtxsThroughEveryClientPath.)
+  const std::string file = logs_.path() + "/long.txt";
+  std::ofstream(file) << "procedure: \"ycsb-rmw\"\nread_write_set: [10, 11]\n"
+                         "write_area { lo: 20 hi: 29 }\n";
+  EXPECT_EQ(testing::RunProcess({cli, address, "ltx", file}, &output), 1) << output;
+  EXPECT_NE(output.find("aborted (write-area"), std::string::npos) << output;
+
+  // Bad usage, whether the command, a flag (gflags alone would exit 1) or
+  // its value is wrong.
+  EXPECT_EQ(testing::RunProcess({cli, address, "frobnicate"}, &output), 2) << output;
+  EXPECT_EQ(testing::RunProcess({cli, address, "--no_such_flag", "get", "7"}, &output), 2)
+      << output;
+  EXPECT_NE(output.find("no_such_flag"), std::string::npos) << output;
+  EXPECT_EQ(testing::RunProcess({cli, address, "--timeout_ms=soon", "get", "7"}, &output), 2)
+      << output;
+  EXPECT_NE(output.find("--timeout_ms"), std::string::npos) << output;
+  EXPECT_EQ(testing::RunProcess({cli, address, "get", "seven"}, &output), 2) << output;
+
+  // Nobody on the port: no answer.
+  const uint32_t port = testing::FreePorts(1)[0];
+  EXPECT_EQ(testing::RunProcess({cli, "--address=tcp://127.0.0.1:" + std::to_string(port),
+                                 "--timeout_ms=300", "put", "7", "eight"},
+                                &output),
+            3)
+      << output;
+  EXPECT_NE(output.find("no reply"), std::string::npos) << output;
+  // --help lists the codes (it exits 1 itself: gflags' rule).
+  testing::RunProcess({cli, "--help"}, &output);
+  EXPECT_NE(output.find("exit status"), std::string::npos) << output;
+  StopCluster();
+}
+
+// A transfer its procedure declines (insufficient funds) ran and wrote
+// nothing: paxflow-cli exits 1, and 0 for one that commits.
+TEST_F(ClientClusterTest, CliExitsOneWhenTheProcedureDeclines) {
+  StartCluster("bank", 1);
+  const std::string cli = testing::BinaryDir() + "/paxflow-cli";
+  const std::string address = "--address=" + Endpoint(config_.node(0));
+  const std::string file = logs_.path() + "/transfer.txt";
+  std::string output;
+  std::ofstream(file) << "procedure bank-transfer\nread_write 1 2\namount 1000000000\n";
+  EXPECT_EQ(testing::RunProcess({cli, address, "txn", file}, &output), 1) << output;
+  EXPECT_NE(output.find("declined"), std::string::npos) << output;
+  std::ofstream(file) << "procedure bank-transfer\nread_write 1 2\namount 1\n";
+  EXPECT_EQ(testing::RunProcess({cli, address, "txn", file}, &output), 0) << output;
+  EXPECT_NE(output.find("committed"), std::string::npos) << output;
   StopCluster();
 }
 

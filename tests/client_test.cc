@@ -3,7 +3,9 @@
 // the pipelined client against a scripted server (an inproc ROUTER).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <climits>
 #include <thread>
 #include <zmq.hpp>
 
@@ -551,6 +553,33 @@ TEST(LoadClientTest, SubmitsGeneratedLtxsAndCountsTheirAbortsByReason) {
   EXPECT_EQ(stats.ltx_aborts.at("busy: too many active LTXs"), (answered + 2) / 3);
   EXPECT_EQ(stats.declined, 0u);
   EXPECT_EQ(stats.lost, 0u);
+}
+
+// A BUSY txn's backoff, jitter included, never passes --busy_backoff_max_ms
+// (the +-50% jitter used to be applied after the cap: up to 1.5x of it), and
+// the jitter still spreads the retries (no wave at one instant).
+TEST(LoadClientTest, BusyBackoffWithJitterStaysWithinItsMaximum) {
+  const int64_t max_ms = 500;
+  uint64_t random = 0x9e3779b97f4a7c15ULL;
+  for (int attempts = 0; attempts <= 40; ++attempts) {
+    int64_t low = INT64_MAX, high = 0;
+    for (int i = 0; i < 2000; ++i) {
+      random ^= random << 13;
+      random ^= random >> 7;
+      random ^= random << 17;
+      const int64_t wait_us = BusyBackoffMicros(10, attempts, max_ms, random);
+      low = std::min(low, wait_us);
+      high = std::max(high, wait_us);
+    }
+    ASSERT_LE(high, max_ms * 1000) << "attempt " << attempts;
+    EXPECT_GT(low, 0) << "attempt " << attempts;
+    EXPECT_LT(low, high) << "attempt " << attempts << ": no jitter";
+  }
+  // Every value of the random input, not only those a generator gives.
+  for (uint64_t r : {uint64_t{0}, uint64_t{1023}, uint64_t{1} << 63, UINT64_MAX}) {
+    EXPECT_LE(BusyBackoffMicros(10, 30, max_ms, r), max_ms * 1000) << r;
+    EXPECT_LE(BusyBackoffMicros(max_ms, 0, max_ms, r), max_ms * 1000) << r;
+  }
 }
 
 }  // namespace

@@ -50,9 +50,27 @@ constexpr char kUsage[] =
     "                               checkpoint, an error, or none within --timeout_ms); exit 1\n"
     "                               unless every node answered\n"
     "  digest                       each node's state digest at one common epoch, and the\n"
-    "                               whole database's";
+    "                               whole database's\n"
+    "exit status (get, ro, put, txn, ltx):\n"
+    "  0  the txn ran and committed (a read-only one: it ran)\n"
+    "  1  the txn ran and did not commit: an LTX aborted (its reason printed, and whether a\n"
+    "     retry may succeed) or its procedure declined to write; nothing it wrote is visible\n"
+    "  2  bad usage: unknown command or flag, bad value, argument, file or config; nothing sent\n"
+    "  3  no answer: the node could not be reached or did not reply within --timeout_ms; the\n"
+    "     txn's outcome is unknown (read the keys again before retrying)\n"
+    "  4  the node refused the txn or could not run it (BUSY, NOT_LEADER, UNAVAILABLE,\n"
+    "     BAD_REQUEST, SHUTTING_DOWN...: the status and why are printed)\n"
+    "  status, checkpoint, digest: 0 when every node asked answered (and, for status, none\n"
+    "  reports a problem), 1 otherwise, 2 on bad usage";
 
-int Fail(const std::string& message, int code = 2) {
+// Exit statuses; kUsage says what each means.
+constexpr int kExitCommitted = 0;
+constexpr int kExitNotCommitted = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitNoAnswer = 3;
+constexpr int kExitRefused = 4;
+
+int Fail(const std::string& message, int code = kExitUsage) {
   std::fprintf(stderr, "paxflow-cli: %s\n", message.c_str());
   return code;
 }
@@ -128,6 +146,50 @@ void PrintTxnReply(const ClientReply& reply) {
     std::printf("  %llu = %s\n", static_cast<unsigned long long>(read.key()),
                 read.found() ? FormatValue(read.value()).c_str() : "(not found)");
   }
+}
+
+int ExitStatus(const ClientReply& reply) {
+  if (reply.status() != OK) return kExitRefused;
+  const TxnReply& txn = reply.txn();
+  if (txn.aborted()) return kExitNotCommitted;
+  // A read-only txn commits nothing and runs all the same.
+  if (!txn.committed() && txn.txn_class() != "RO") return kExitNotCommitted;
+  return kExitCommitted;
+}
+
+// gflags exits 1 on an unknown flag or a bad value, and 1 here means a txn
+// that did not commit: flags are checked first, so that bad usage exits 2.
+std::string CheckFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;  // the command or its arguments
+    const std::string flag = arg.substr(arg[1] == '-' ? 2 : 1);
+    const size_t equals = flag.find('=');
+    const std::string name = flag.substr(0, equals);
+    gflags::CommandLineFlagInfo info;
+    if (!gflags::GetCommandLineFlagInfo(name.c_str(), &info)) {
+      if (equals == std::string::npos && name.rfind("no", 0) == 0 &&
+          gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &info) && info.type == "bool") {
+        continue;
+      }
+      return "unknown flag '" + arg + "'; see --help";
+    }
+    std::string value;
+    if (equals != std::string::npos) {
+      value = flag.substr(equals + 1);
+    } else if (info.type == "bool") {
+      continue;
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return "flag --" + name + " needs a value";
+    }
+    if (gflags::SetCommandLineOption(name.c_str(), value.c_str()).empty()) {
+      return "bad value '" + value + "' for --" + name + " (a " + info.type + ")";
+    }
+  }
+  return "";
 }
 
 // Collects the first parse error of a text-format file, with its place.
@@ -429,6 +491,8 @@ int Digest(const std::vector<Target>& targets) {
 
 int Main(int argc, char** argv) {
   gflags::SetUsageMessage(kUsage);
+  const std::string bad_flag = CheckFlags(argc, argv);
+  if (!bad_flag.empty()) return Fail(bad_flag);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (argc < 2) return Fail(std::string("no command\n") + kUsage);
   const std::string command = argv[1];
@@ -500,14 +564,14 @@ int Main(int argc, char** argv) {
   std::string error = client.Connect(txn_target.endpoint);
   ClientReply reply;
   if (error.empty()) error = client.Call(request, &reply, FLAGS_timeout_ms);
-  if (!error.empty()) return Fail(error, 1);
+  if (!error.empty()) return Fail(error, kExitNoAnswer);
   if (command == "get" && reply.status() == OK && reply.txn().reads_size() == 1) {
     const KeyValue& read = reply.txn().reads(0);
     std::printf("%s\n", read.found() ? FormatValue(read.value()).c_str() : "(not found)");
-    return 0;
+    return kExitCommitted;
   }
   PrintTxnReply(reply);
-  return reply.status() == OK ? 0 : 1;
+  return ExitStatus(reply);
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ const char* LoadKindName(int kind) {
   }
 }
 
-void LoadStats::Merge(const LoadStats& other) {
+void LoadStats::Merge(const LoadStats& other, bool buckets) {
   for (int k = 0; k < kLoadKinds; ++k) latency_us[k].Merge(other.latency_us[k]);
   visibility_us.Merge(other.visibility_us);
   server_latency_us.Merge(other.server_latency_us);
@@ -47,6 +47,7 @@ void LoadStats::Merge(const LoadStats& other) {
   lost += other.lost;
   skipped += other.skipped;
   for (const auto& [reason, n] : other.ltx_aborts) ltx_aborts[reason] += n;
+  if (!buckets) return;
   for (auto [mine, theirs] : {std::make_pair(&timeline, &other.timeline),
                                std::make_pair(&steps, &other.steps)}) {
     if (mine->size() < theirs->size()) mine->resize(theirs->size());
@@ -87,9 +88,12 @@ LoadClient::LoadClient(const Application* app, const WorkloadParams& workload,
 
 std::string LoadClient::Connect() { return client_.Connect(endpoint_); }
 
-LoadStats LoadClient::Snapshot() const {
+LoadStats LoadClient::Snapshot(bool buckets) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  if (buckets) return stats_;
+  LoadStats copy;
+  copy.Merge(stats_, false);
+  return copy;
 }
 
 void LoadClient::Reset() {
@@ -104,6 +108,12 @@ void LoadClient::Run(int64_t start_us, int64_t stop_us, const std::vector<RateSt
   for (const RateStep& step : steps) {
     end += static_cast<int64_t>(step.seconds * 1e6);
     step_ends_us_.push_back(end);
+  }
+  if (options_.timeline_us > 0) {
+    // Every bucket of the phase now, so that the timeline never grows (a
+    // copy of all its histograms) under the lock in the middle of the run.
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.timeline.resize(static_cast<size_t>((stop_us - start_us) / options_.timeline_us) + 1);
   }
   const auto on_result = [this](const TxnResult& result) { OnResult(result); };
   if (steps.empty()) {
@@ -233,18 +243,22 @@ void LoadClient::SubmitDueRetries(int64_t now) {
   }
 }
 
+int64_t BusyBackoffMicros(int64_t base_ms, int attempts, int64_t max_ms, uint64_t random) {
+  const int64_t cap_us =
+      1000 * std::max<int64_t>(1, std::min<int64_t>(max_ms, base_ms << std::min(attempts, 20)));
+  // A point in the upper half of the capped backoff: the jitter spreads the
+  // retries without ever passing the cap (jitter applied after the cap, +-50%,
+  // used to reach 1.5x of it).
+  return cap_us - cap_us / 2 + static_cast<int64_t>(random % static_cast<uint64_t>(cap_us / 2 + 1));
+}
+
 int64_t LoadClient::Backoff(const InFlight& flight, const TxnResult& result) {
   int64_t base_ms = options_.busy_backoff_ms > 0 ? options_.busy_backoff_ms
                                                  : std::max<uint32_t>(1, result.retry_after_ms());
-  const int64_t backoff_ms =
-      std::min<int64_t>(options_.busy_backoff_max_ms,
-                        base_ms << std::min(flight.attempts, 20));
-  // Jitter (+-50%) so that refused clients do not come back in one wave.
   jitter_ ^= jitter_ << 13;
   jitter_ ^= jitter_ >> 7;
   jitter_ ^= jitter_ << 17;
-  const double factor = 0.5 + static_cast<double>(jitter_ % 1024) / 1024.0;
-  return static_cast<int64_t>(backoff_ms * 1000 * factor);
+  return BusyBackoffMicros(base_ms, flight.attempts, options_.busy_backoff_max_ms, jitter_);
 }
 
 void LoadClient::OnResult(const TxnResult& result) {

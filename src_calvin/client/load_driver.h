@@ -75,10 +75,19 @@ struct LoadStats {
   std::vector<TimelineBucket> timeline;
   std::vector<TimelineBucket> steps;  // by step of an open-loop schedule (several steps)
 
-  void Merge(const LoadStats& other);
+  // Adds `other`'s figures; its timeline and steps too unless `buckets` is
+  // false (a progress line needs neither).
+  void Merge(const LoadStats& other, bool buckets = true);
   uint64_t Completed() const;        // txns that ran (OK replies)
   uint64_t Errors() const;
 };
+
+// How long to wait before resubmitting a txn refused BUSY for the
+// `attempts`-th time (0: first): `base_ms` doubled per earlier attempt,
+// capped at `max_ms` (at least 1 ms), then a point in the upper half of
+// that picked by `random` (any 64-bit value): jitter, so that refused
+// clients do not come back in one wave, and never more than `max_ms`.
+int64_t BusyBackoffMicros(int64_t base_ms, int attempts, int64_t max_ms, uint64_t random);
 
 class LoadClient {
  public:
@@ -91,7 +100,12 @@ class LoadClient {
   // (this client's share of the rates) from `start_us`; then drains.
   void Run(int64_t start_us, int64_t stop_us, const std::vector<RateStep>& steps);
   // A copy of what was measured so far; Reset starts over (between phases).
-  LoadStats Snapshot() const;
+  // Without `buckets` the timeline and steps are left out: copying them
+  // (two histograms a bucket, hundreds of buckets once a run is long) holds
+  // the lock for milliseconds, and Record, on this client's thread, waits
+  // for it: a once-a-second progress line showed up as latency spikes that
+  // grew with the run.
+  LoadStats Snapshot(bool buckets = true) const;
   void Reset();
 
  private:

@@ -32,20 +32,23 @@ DEFINE_int32(tick_ms, 1, "Open loop: txns due leave together every tick");
 DEFINE_bool(retry_busy, true, "Resubmit txns refused BUSY after a backoff (else give them up)");
 DEFINE_int32(busy_backoff_ms, 0,
              "First backoff after a BUSY reply (0: the node's hint, one epoch); doubles per "
-             "retry, with jitter");
-DEFINE_int32(busy_backoff_max_ms, 500, "Longest backoff after BUSY replies");
+             "retry up to --busy_backoff_max_ms; each wait is a random point in the upper "
+             "half of that");
+DEFINE_int32(busy_backoff_max_ms, 500,
+             "Longest backoff after BUSY replies, jitter included (at least 1)");
 DEFINE_int32(max_retries, 50, "BUSY retries of one txn before it is given up");
 DEFINE_string(nodes, "", "Comma-separated node ids to load (default: every replica-0 node)");
 DEFINE_string(report_json, "", "Write the report (or the sweep) as JSON to this file");
 DEFINE_string(report_csv, "", "Write the report (or the sweep) as CSV to this file");
 DEFINE_string(timeline_csv, "",
               "Write latency per --timeline_ms of scheduled send time (count, busy, p50, "
-              "p99) as CSV to this file");
+              "p99, and the node's p50 and p99) as CSV to this file");
 DEFINE_int32(timeline_ms, 100, "Interval of --timeline_csv");
 DEFINE_int32(drain_ms, 10000, "After the run, how long to wait for replies still due");
 DEFINE_string(sweep, "",
               "Latency-throughput sweep: open loop at these percentages of the capacity, "
-              "--duration each, e.g. 10,20,30,40,50,60,70,80,90,100,110,120");
+              "--duration each, e.g. 10,20,30,40,50,60,70,80,90,100,110,120 (not with --rate "
+              "or --rate_schedule)");
 DEFINE_double(capacity, 0,
               "Sweep: the capacity in txn/s (0: measure it first, closed loop for "
               "--capacity_s)");
@@ -133,7 +136,7 @@ class LoadRun {
           std::max<int64_t>(1, std::min<int64_t>(1000, (stop - NowMicros()) / 1000))));
       const int64_t now = NowMicros();
       if (quiet || now >= stop) continue;
-      const LoadStats total = Merged();
+      const LoadStats total = Merged(false);
       Histogram all;
       for (const Histogram& h : total.latency_us) all.Merge(h);
       const double period = std::max<int64_t>(1, now - last_us) / 1e6;
@@ -152,9 +155,9 @@ class LoadRun {
   }
 
  private:
-  LoadStats Merged() const {
+  LoadStats Merged(bool buckets = true) const {
     LoadStats total;
-    for (const auto& client : *clients_) total.Merge(client->Snapshot());
+    for (const auto& client : *clients_) total.Merge(client->Snapshot(buckets), buckets);
     return total;
   }
   std::vector<std::unique_ptr<LoadClient>>* clients_;
@@ -167,6 +170,15 @@ std::string KindJson(const Histogram& h) {
          ",\"p50_us\":" + std::to_string(h.Quantile(0.5)) +
          ",\"p95_us\":" + std::to_string(h.Quantile(0.95)) +
          ",\"p99_us\":" + std::to_string(h.Quantile(0.99)) + "}";
+}
+
+// "LABEL p50/p99/max(us), a, b, c", when anything was recorded.
+void PrintSpread(const char* label, const Histogram& h) {
+  if (h.count() == 0) return;
+  std::printf("%s p50/p99/max(us), %llu, %llu, %llu\n", label,
+              static_cast<unsigned long long>(h.Quantile(0.5)),
+              static_cast<unsigned long long>(h.Quantile(0.99)),
+              static_cast<unsigned long long>(h.max()));
 }
 
 // The YCSB-style report of one run, and its JSON and CSV.
@@ -196,13 +208,11 @@ void Report(const LoadStats& total, double seconds, const std::string& applicati
             std::to_string(h.Quantile(0.95)) + "," + std::to_string(h.Quantile(0.99)) + "\n";
   }
   *json += "}";
+  // The node's latency is what its admission control bounds; the gap to the
+  // kinds' client latency is time in queues outside the node (sockets, the driver).
+  PrintSpread("[NODE], Latency(admission to result)", total.server_latency_us);
   const Histogram& vis = total.visibility_us;
-  if (vis.count() > 0) {
-    std::printf("[RO], VisibilityDelay p50/p99/max(us), %llu, %llu, %llu\n",
-                static_cast<unsigned long long>(vis.Quantile(0.5)),
-                static_cast<unsigned long long>(vis.Quantile(0.99)),
-                static_cast<unsigned long long>(vis.max()));
-  }
+  PrintSpread("[RO], VisibilityDelay", vis);
   *json += ",\"visibility\":" + KindJson(vis) +
            ",\"node_latency\":" + KindJson(total.server_latency_us);
   std::printf("[ERRORS], Total, %llu\n", static_cast<unsigned long long>(total.Errors()));
@@ -247,11 +257,12 @@ void Report(const LoadStats& total, double seconds, const std::string& applicati
 
 void WriteTimeline(const LoadStats& total, const std::string& path) {
   std::ofstream out(path);
-  out << "t_s,count,busy,p50_us,p99_us\n";
+  out << "t_s,count,busy,p50_us,p99_us,node_p50_us,node_p99_us\n";
   for (size_t i = 0; i < total.timeline.size(); ++i) {
     const TimelineBucket& b = total.timeline[i];
     out << Fixed(i * FLAGS_timeline_ms / 1000.0, 3) << "," << b.latency_us.count() << ","
         << b.busy << "," << b.latency_us.Quantile(0.5) << "," << b.latency_us.Quantile(0.99)
+        << "," << b.server_latency_us.Quantile(0.5) << "," << b.server_latency_us.Quantile(0.99)
         << "\n";
   }
 }
@@ -394,6 +405,13 @@ int Main(int argc, char** argv) {
   if (FLAGS_tick_ms < 1 || FLAGS_tick_ms > 1000) return Fail("--tick_ms must be 1..1000");
   if (FLAGS_timeline_ms < 1) return Fail("--timeline_ms must be at least 1");
   if (FLAGS_rate < 0) return Fail("--rate must be >= 0");
+  if (!FLAGS_sweep.empty() && !gflags::GetCommandLineFlagInfoOrDie("rate").is_default) {
+    return Fail("--sweep sets its own rates (percentages of the capacity; see --capacity), so "
+                "--rate would be ignored; give one of them");
+  }
+  if (FLAGS_busy_backoff_ms < 0) return Fail("--busy_backoff_ms must be >= 0 (0: the node's hint)");
+  if (FLAGS_busy_backoff_max_ms < 1) return Fail("--busy_backoff_max_ms must be at least 1");
+  if (FLAGS_max_retries < 0) return Fail("--max_retries must be >= 0");
   if (!(FLAGS_duration > 0) && FLAGS_rate_schedule.empty()) {
     return Fail("--duration must be positive");
   }
