@@ -212,6 +212,55 @@ TEST(ConfigTest, ShippedConfigsLoadAndValidate) {
   }
 }
 
+// auth.curve: key fields are checked where they are written; relative key
+// files are read next to the config; the loopback demos run without it and
+// the multi-host examples with it.
+TEST(ConfigTest, AuthSectionIsCheckedNamingLineAndNode) {
+  const std::string node0 = "node { id: 0 host: \"10.0.0.1\" port: 5000 public_key_file: \"n0.pub\" }\n";
+  std::string error = Check(
+      "node { id: 0 host: \"10.0.0.1\" port: 5000\n"
+      "       public_key: \"tooshort\" }\nauth { curve: true any_client: true }\n");
+  EXPECT_TRUE(Contains(error, "test.conf:2: node 0: public_key 'tooshort' is not a Z85 key"))
+      << error;
+  error = Check(node0 + "auth { curve: true\n  client { name: \"ops\" public_key: \"x\" } }\n");
+  EXPECT_TRUE(Contains(error, "test.conf:3: auth client 'ops'")) << error;
+  error = Check("node { id: 0 host: \"10.0.0.1\" port: 5000 }\nauth { curve: true any_client: true }\n");
+  EXPECT_TRUE(Contains(error, "node 0 needs exactly one of public_key and public_key_file")) << error;
+  error = Check(node0 + "auth { curve: true }\n");
+  EXPECT_TRUE(Contains(error, "no client could connect")) << error;
+  error = Check("transport: \"inproc\"\n" + node0 + "auth { curve: true any_client: true }\n");
+  EXPECT_TRUE(Contains(error, "auth.curve needs transport tcp or ipc")) << error;
+  error = Check(node0 + "auth { curve: true client { public_key_file: \"a.pub\" } }\n");
+  EXPECT_EQ(error, "");
+  // Without auth.curve, key fields are not required.
+  EXPECT_EQ(Check("node { id: 0 host: \"10.0.0.1\" port: 5000 }\n"), "");
+}
+
+TEST(ConfigTest, KeyFilesAreRelativeToTheConfig) {
+  ClusterConfig config;
+  ASSERT_EQ(LoadClusterConfig(ShippedConfig("hosts-3.conf"), &config), "");
+  const std::string& file = config.node(1).secret_key_file();
+  EXPECT_TRUE(Contains(file, "deployment/keys/node-1.key")) << file;
+  EXPECT_NE(file, "keys/node-1.key");
+  EXPECT_TRUE(Contains(config.auth().client_secret_key_file(), "deployment/keys/operator.key"));
+}
+
+TEST(ConfigTest, CurveIsOffInTheLoopbackDemosAndOnInTheMultiHostExamples) {
+  for (const char* name : {"local-1.conf", "local-3.conf", "local-2x2.conf"}) {
+    ClusterConfig config;
+    ASSERT_EQ(LoadClusterConfig(ShippedConfig(name), &config), "") << name;
+    EXPECT_FALSE(config.auth().curve()) << name;
+  }
+  for (const char* name : {"hosts-3.conf", "netns-3.conf"}) {
+    ClusterConfig config;
+    ClusterLayout layout;
+    ASSERT_EQ(LoadClusterConfig(ShippedConfig(name), &config), "") << name;
+    ASSERT_EQ(ValidateClusterConfig(config, &layout), "") << name;
+    EXPECT_TRUE(config.auth().curve()) << name;
+    EXPECT_FALSE(config.auth().any_client()) << name;
+  }
+}
+
 TEST(ConfigTest, LayoutOfLocal2x2) {
   const std::string path = ShippedConfig("local-2x2.conf");
   ClusterConfig config;

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <memory>
 #include <mutex>
@@ -32,10 +33,14 @@ namespace paxflow::testing {
 // temporary directory.
 class TestCluster {
  public:
+  // `edit`, if given, changes the config before it is written (it may put
+  // files such as keys in the cluster's directory, its second argument).
   TestCluster(const std::string& name, uint32_t partitions, uint32_t replicas,
-              std::vector<std::string> flags)
+              std::vector<std::string> flags,
+              const std::function<void(ClusterConfig*, const std::string&)>& edit = nullptr)
       : config_(testing::MakeConfig(name, partitions, replicas, "tcp")),
         flags_(std::move(flags)) {
+    if (edit) edit(&config_, dir_.path());
     config_path_ = dir_.path() + "/cluster.conf";
     std::ofstream(config_path_) << testing::ToText(config_);
     verbs_ = std::make_unique<testing::ClusterVerbs>(config_path_, logs());

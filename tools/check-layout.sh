@@ -4,6 +4,7 @@
 # non-zero if there is one. Run by `make test` as the "layout" suite.
 #
 #   common, proto                   <- everything
+#   auth (CURVE keys, ZAP handler)  -> common
 #   backend, applications           -> common
 #   scheduler, sequencer            -> backend, applications, common
 #   checkpoint                      -> backend, common
@@ -29,7 +30,7 @@ forbid() {  # folder, regex of include paths it must not use
     status=1
   fi
 }
-upper='base|partition|node|replay|cluster|report|client'
+upper='base|partition|node|replay|cluster|report|client|auth'
 forbid common "backend|applications|scheduler|sequencer|checkpoint|$upper"
 forbid backend "applications|scheduler|sequencer|checkpoint|$upper"
 forbid checkpoint "applications|scheduler|sequencer|$upper"
@@ -37,6 +38,7 @@ forbid applications "backend|scheduler|sequencer|$upper"
 forbid scheduler "sequencer|checkpoint|$upper"
 forbid sequencer "checkpoint|$upper"
 forbid client 'partition|node|replay|cluster|report|checkpoint'
+forbid auth 'backend|applications|scheduler|sequencer|checkpoint|base|partition|node|replay|cluster|report|client'
 forbid base 'partition|node|replay|cluster|report|client|checkpoint'
 forbid partition 'node|replay|cluster|report|client'
 forbid node 'cluster|report'

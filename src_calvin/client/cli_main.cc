@@ -12,6 +12,8 @@
 #include <map>
 #include <sstream>
 
+#include "auth/client_keys.h"
+#include "auth/keys.h"
 #include "client/client.h"
 #include "client/request.h"
 #include "common/config.h"
@@ -22,6 +24,7 @@ DEFINE_string(address, "", "Talk to this one node instead, e.g. tcp://127.0.0.1:
 DEFINE_int32(node, -1, "With --config: the node to send txns to (default: the first in replica 0)");
 DEFINE_int32(timeout_ms, 10000, "How long to wait for each reply");
 DEFINE_string(format, "auto", "How to print values: auto, text, hex or int64");
+DEFINE_string(out, "", "keygen: write the key pair to OUT.key (secret, mode 0600) and OUT.pub");
 
 namespace paxflow {
 namespace {
@@ -51,6 +54,9 @@ constexpr char kUsage[] =
     "                               unless every node answered\n"
     "  digest                       each node's state digest at one common epoch, and the\n"
     "                               whole database's\n"
+    "  keygen --out=PREFIX          a CURVE key pair for a node or a client: PREFIX.key (secret,\n"
+    "                               mode 0600, never overwritten) and PREFIX.pub (needs no\n"
+    "                               --config; see README, Authentication)\n"
     "exit status (get, ro, put, txn, ltx):\n"
     "  0  the txn ran and committed (a read-only one: it ran)\n"
     "  1  the txn ran and did not commit: an LTX aborted (its reason printed, and whether a\n"
@@ -61,7 +67,10 @@ constexpr char kUsage[] =
     "  4  the node refused the txn or could not run it (BUSY, NOT_LEADER, UNAVAILABLE,\n"
     "     BAD_REQUEST, SHUTTING_DOWN...: the status and why are printed)\n"
     "  status, checkpoint, digest: 0 when every node asked answered (and, for status, none\n"
-    "  reports a problem), 1 otherwise, 2 on bad usage";
+    "  reports a problem), 1 otherwise, 2 on bad usage\n"
+    "With a config whose auth.curve is on, every connection uses CURVE: --client_key (default:\n"
+    "the config's auth.client_secret_key_file); status details, checkpoint and digest need an\n"
+    "operator key.";
 
 // Exit statuses; kUsage says what each means.
 constexpr int kExitCommitted = 0;
@@ -352,6 +361,14 @@ int Status(const std::vector<Target>& targets) {
                   static_cast<unsigned long long>(s.client_unsent_bytes()));
     }
     if (!s.state().empty() && s.state() != "running") std::printf("      %s\n", s.state().c_str());
+    if (!s.details()) std::printf("      (counters, CPU and problems: only for an operator key)\n");
+    if (s.auth_refused_peers() + s.auth_refused_clients() + s.auth_impersonations() > 0) {
+      std::printf("      auth: refused %llu peer and %llu client connection(s); %llu peer "
+                  "message(s) claimed another node\n",
+                  static_cast<unsigned long long>(s.auth_refused_peers()),
+                  static_cast<unsigned long long>(s.auth_refused_clients()),
+                  static_cast<unsigned long long>(s.auth_impersonations()));
+    }
     if (!s.problem().empty()) {
       std::printf("      %s\n", s.problem().c_str());
       ++failures;
@@ -467,6 +484,9 @@ int Digest(const std::vector<Target>& targets) {
   for (size_t i = 0; i < targets.size(); ++i) {
     ClientReply reply;
     std::string error = clients[i]->Call(Client::Digest(ahead), &reply, FLAGS_timeout_ms);
+    if (error.empty() && reply.status() != OK) {
+      error = std::string(ReplyStatusName(reply.status())) + ": " + reply.error();
+    }
     if (!error.empty()) return Fail("node " + std::to_string(targets[i].id) + ": " + error, 1);
     const DigestReply& d = reply.digest();
     std::printf("node %u (partition %u, replica %u): digest at epoch %llu: 0x%016llx\n",
@@ -489,6 +509,19 @@ int Digest(const std::vector<Target>& targets) {
   return 0;
 }
 
+int Keygen(const std::vector<std::string>& args) {
+  if (!args.empty()) return Fail("keygen takes no arguments: paxflow-cli keygen --out=PREFIX");
+  if (FLAGS_out.empty()) return Fail("keygen needs --out=PREFIX (writes PREFIX.key and PREFIX.pub)");
+  std::string error;
+  const CurveKeyPair keys = GenerateKeyPair(&error);
+  if (keys.empty()) return Fail(error, 1);
+  error = WriteKeyPair(FLAGS_out, keys);
+  if (!error.empty()) return Fail("--out: " + error, 1);
+  std::printf("wrote %s.key (secret, mode 0600) and %s.pub\npublic key: %s\n", FLAGS_out.c_str(),
+              FLAGS_out.c_str(), keys.public_key.c_str());
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   gflags::SetUsageMessage(kUsage);
   const std::string bad_flag = CheckFlags(argc, argv);
@@ -497,16 +530,20 @@ int Main(int argc, char** argv) {
   if (argc < 2) return Fail(std::string("no command\n") + kUsage);
   const std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "keygen") return Keygen(args);
 
   std::vector<Target> targets;  // every node to ask for status/digest
   Target txn_target;
   if (!FLAGS_address.empty()) {
     txn_target.endpoint = FLAGS_address;
     targets.push_back(txn_target);
+    const std::string error = ApplyClientKeyFlags(nullptr);
+    if (!error.empty()) return Fail(error);
   } else if (!FLAGS_config.empty()) {
     ClusterConfig config;
     ClusterLayout layout;
     std::string error = LoadValidClusterConfig(FLAGS_config, &config, &layout);
+    if (error.empty()) error = ApplyClientKeyFlags(&config);
     if (!error.empty()) return Fail(error);
     bool chosen = false;
     for (const NodeConfig& node : config.node()) {

@@ -15,13 +15,23 @@ zmq::context_t* ContextOrOwn(zmq::context_t* given, std::unique_ptr<zmq::context
 }
 
 // A DEALER socket connected to `endpoint`; empty on success.
+// CURVE with `own` keys if given, else with this process's keys for the
+// endpoint (auth/client_keys.h), if any.
 std::string ConnectDealer(zmq::context_t* context, const std::string& endpoint, int hwm,
+                          const std::optional<ClientCurve>& own,
                           std::unique_ptr<zmq::socket_t>* socket) {
   try {
     *socket = std::make_unique<zmq::socket_t>(*context, zmq::socket_type::dealer);
     (*socket)->set(zmq::sockopt::linger, 0);
     (*socket)->set(zmq::sockopt::sndhwm, hwm);
     (*socket)->set(zmq::sockopt::rcvhwm, hwm);
+    ClientCurve keys;
+    if (own) {
+      keys = *own;
+    } else if (!ClientKeysFor(endpoint, &keys)) {
+      keys = {};
+    }
+    if (!keys.own.empty()) MakeCurveClient(socket->get(), keys.own, keys.server_key);
     (*socket)->connect(endpoint);
   } catch (const zmq::error_t& e) {
     socket->reset();
@@ -38,7 +48,7 @@ Client::~Client() { socket_.reset(); }
 
 std::string Client::Connect(const std::string& endpoint) {
   endpoint_ = endpoint;
-  return ConnectDealer(context_, endpoint, 100000, &socket_);
+  return ConnectDealer(context_, endpoint, 100000, curve_, &socket_);
 }
 
 uint64_t Client::Send(ClientRequest request) {
@@ -175,7 +185,7 @@ PipelinedClient::~PipelinedClient() { socket_.reset(); }
 
 std::string PipelinedClient::Connect(const std::string& endpoint) {
   endpoint_ = endpoint;
-  return ConnectDealer(context_, endpoint, 10000, &socket_);
+  return ConnectDealer(context_, endpoint, 10000, curve_, &socket_);
 }
 
 uint64_t PipelinedClient::Queue(BatchedTxn** item, size_t bytes) {

@@ -13,11 +13,13 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include <google/protobuf/arena.h>
 #include <zmq.hpp>
 
+#include "auth/client_keys.h"
 #include "client.pb.h"
 #include "client/reply.h"
 
@@ -35,6 +37,10 @@ class Client {
   // that is not up yet simply does not answer.
   std::string Connect(const std::string& endpoint);
   const std::string& endpoint() const { return endpoint_; }
+  // Before Connect: CURVE with these keys (an empty key pair: a plain
+  // connection) instead of this process's keys for the endpoint
+  // (auth/client_keys.h).
+  void SetCurve(ClientCurve keys) { curve_ = std::move(keys); }
 
   // Sends `request` under a fresh request id (returned).
   uint64_t Send(ClientRequest request);
@@ -64,6 +70,7 @@ class Client {
   zmq::context_t* context_;
   std::unique_ptr<zmq::socket_t> socket_;
   std::string endpoint_;
+  std::optional<ClientCurve> curve_;
   uint64_t next_request_ = 1;
 };
 
@@ -100,6 +107,7 @@ class PipelinedClient {
 
   std::string Connect(const std::string& endpoint);
   const std::string& endpoint() const { return endpoint_; }
+  void SetCurve(ClientCurve keys) { curve_ = std::move(keys); }  // as Client's
 
   // Queues a txn (its fields are moved out) and returns its id, which its
   // result echoes. Queued txns leave at the next Flush or Poll, or at once
@@ -136,6 +144,7 @@ class PipelinedClient {
   zmq::context_t* context_;
   std::unique_ptr<zmq::socket_t> socket_;
   std::string endpoint_;
+  std::optional<ClientCurve> curve_;
   uint64_t next_id_ = 1;
   uint64_t next_request_ = 1;
   ClientRequest pending_;        // the batch being filled

@@ -111,6 +111,7 @@ std::string ClientService::Start() {
     // memory attack) are cut off by zmq, which disconnects that client.
     socket_->set(zmq::sockopt::maxmsgsize,
                  static_cast<int64_t>(16 * options_.limits.max_request_bytes));
+    if (!options_.curve.empty()) MakeCurveServer(socket_.get(), options_.curve, "client");
     socket_->bind(options_.endpoint);
   } catch (const zmq::error_t& e) {
     socket_.reset();
@@ -308,8 +309,7 @@ size_t ClientService::ReceiveSome() {
       break;
     }
     const int64_t now = NowMicros();
-    Connection* connection = ConnectionOf(
-        std::string(static_cast<const char*>(frames[0].data()), frames[0].size()), now);
+    Connection* connection = ConnectionOf(frames[0], frames.back(), now);
     if (frames.size() != 2) {
       ClientReply reply;
       reply.set_status(BAD_REQUEST);
@@ -326,15 +326,31 @@ size_t ClientService::ReceiveSome() {
   return txns;
 }
 
-ClientService::Connection* ClientService::ConnectionOf(const std::string& identity, int64_t now) {
-  auto [it, added] = connections_.try_emplace(identity);
+ClientService::Connection* ClientService::ConnectionOf(const zmq::message_t& identity,
+                                                      const zmq::message_t& frame, int64_t now) {
+  auto [it, added] = connections_.try_emplace(
+      std::string(static_cast<const char*>(identity.data()), identity.size()));
   if (added) {
     it->second = std::make_unique<Connection>();
-    it->second->identity = identity;
+    it->second->identity = it->first;
+    // A key's rights hold for its connection: the ZAP handler named it.
+    it->second->is_operator =
+        options_.curve.empty() || IsOperatorUserId(zmq_msg_gets(frame.handle(), "User-Id"));
     connection_count_.store(connections_.size(), std::memory_order_relaxed);
   }
   it->second->last_active_us = now;
   return it->second.get();
+}
+
+bool ClientService::RefusedAdmin(Connection* connection, uint64_t request_id, const char* what) {
+  if (connection->is_operator) return false;
+  ClientReply reply;
+  reply.set_request_id(request_id);
+  reply.set_status(FORBIDDEN);
+  reply.set_error(std::string(what) + " needs an operator key (auth { client { operator: true } } "
+                  "in the config)");
+  QueueReply(connection, reply);
+  return true;
 }
 
 size_t ClientService::Handle(Connection* connection, const zmq::message_t& message) {
@@ -363,6 +379,22 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
     case ClientRequest::kStatus: {
       StatusReply* node = reply.mutable_node_status();
       *node = status_();
+      if (!connection->is_operator) {
+        // Who the node is, its state and epochs; the rest is an operator's.
+        StatusReply details;
+        details.Swap(node);
+        node->set_node_id(details.node_id());
+        node->set_partition(details.partition());
+        node->set_replica(details.replica());
+        node->set_mode(details.mode());
+        node->set_workload(details.workload());
+        node->set_state(details.state());
+        node->set_admitted_epoch(details.admitted_epoch());
+        node->set_published_epoch(details.published_epoch());
+        QueueReply(connection, reply);
+        return 1;
+      }
+      node->set_details(true);
       const ClientPortCounters counters = Counters();
       node->set_client_admit_limit(counters.admit_limit);
       node->set_client_busy(counters.busy);
@@ -382,6 +414,7 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
       return 1;
     }
     case ClientRequest::kDigest: {
+      if (RefusedAdmin(connection, request_.request_id(), "a digest")) return 1;
       // A digest far in the future would sit in the scheduler for good.
       const uint64_t now = status_().admitted_epoch();
       if (request_.digest().epoch() > now + kMaxDigestLead) {
@@ -413,9 +446,11 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
       return 1;
     }
     case ClientRequest::kCheckpoint:
+      if (RefusedAdmin(connection, request_.request_id(), "a checkpoint")) return 1;
       HandleCheckpoint(connection, request_.request_id(), request_.checkpoint().wait_epoch());
       return 1;
     case ClientRequest::kRemoveNode:
+      if (RefusedAdmin(connection, request_.request_id(), "removing a node")) return 1;
       HandleRemoveNode(connection, request_.request_id(), request_.remove_node());
       return 1;
     case ClientRequest::kBatch:

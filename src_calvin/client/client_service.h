@@ -34,6 +34,7 @@
 #include "client/admission.h"
 #include "client/reply.h"
 #include "client/request.h"
+#include "common/curve.h"
 #include "scheduler/sinks.h"
 #include "sequencer/txn_source.h"
 
@@ -51,6 +52,10 @@ struct ClientServiceOptions {
   size_t reply_message_bytes = size_t{256} << 10;  // a reply message is cut past this
   uint32_t reply_delay_us = 500;  // replies leave at most this often (0: at once)
   int send_hwm = 16;             // reply messages zmq queues per connection
+  // CURVE: the node's key pair (empty: plain). Clients are then admitted
+  // by the node's ZAP handler (domain "client"), and only operator keys may
+  // ask for checkpoints, digests, node removal and status details.
+  CurveKeyPair curve;
 };
 
 // What the client port did, for status replies and summaries.
@@ -130,6 +135,7 @@ class ClientService : public TxnSource, public ResultSink {
   };
   struct Connection {
     std::string identity;
+    bool is_operator = true;         // its key is an operator's (or no CURVE)
     // Service thread only.
     uint64_t admitted = 0;           // admitted, reply not yet handed to the socket
     std::deque<Blocked> blocked;     // replies the socket would not take yet
@@ -168,7 +174,13 @@ class ClientService : public TxnSource, public ResultSink {
   // Under admit_mu_: gives `admitting_` slots and queues them for the sequencer.
   void EnqueueAdmittedLocked(Connection* connection, int64_t now);
   size_t UnsentBytes(const Connection* connection) const;
-  Connection* ConnectionOf(const std::string& identity, int64_t now);
+  // `frame`: a frame the client sent (the router's identity frame carries
+  // no metadata), whose metadata names its key (CURVE).
+  Connection* ConnectionOf(const zmq::message_t& identity, const zmq::message_t& frame,
+                           int64_t now);
+  // Refuses an administrative request of a connection without an operator
+  // key (FORBIDDEN); true if it did.
+  bool RefusedAdmin(Connection* connection, uint64_t request_id, const char* what);
   // Under reply_mu_: queue a whole reply message / one results entry for a connection.
   void QueueMessageLocked(Connection* connection, std::string_view bytes, uint32_t answers);
   ByteBuffer* ResultsBufferLocked(Connection* connection);

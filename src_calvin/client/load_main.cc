@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "auth/client_keys.h"
 #include "base/flags.h"
 #include "client/load_driver.h"
 #include "client/request.h"
@@ -431,6 +432,7 @@ int Main(int argc, char** argv) {
   ClusterConfig config;
   ClusterLayout layout;
   std::string error = LoadValidClusterConfig(FLAGS_config, &config, &layout);
+  if (error.empty()) error = ApplyClientKeyFlags(&config);  // CURVE keys (auth.curve)
   if (!error.empty()) return Fail(error);
   NodeParams resolved;
   error = ResolveFlags(ConfigParams(config), ExplicitFlags(), layout.partitions(), &resolved);

@@ -112,6 +112,7 @@ const char* ReplyStatusName(ReplyStatus status) {
     case NOT_LEADER: return "NOT_LEADER";
     case BUSY: return "BUSY";
     case UNAVAILABLE: return "UNAVAILABLE";
+    case FORBIDDEN: return "FORBIDDEN";
     default: return "UNKNOWN_STATUS";
   }
 }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "auth/client_keys.h"
 #include "common/config.h"
 #include "common/paths.h"
 #include "cluster/detached_cluster.h"
@@ -163,6 +164,7 @@ int Main(int argc, char** argv) {
   ClusterConfig config;
   ClusterLayout layout;
   std::string error = LoadValidClusterConfig(FLAGS_config, &config, &layout);
+  if (error.empty()) error = ApplyClientKeyFlags(&config);  // CURVE keys (auth.curve)
   if (!error.empty()) return Fail(error);
 
   if (verb == "start" && !explicit_flags.count("duration") &&

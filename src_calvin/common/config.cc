@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/curve.h"
+
 namespace paxflow {
 namespace {
 
@@ -52,7 +54,48 @@ std::string NetnsProblem(const NodeConfig& node) {
   return "";
 }
 
+
+// The auth section's shape (key files are read by the node, auth/).
+std::string AuthProblem(const ClusterConfig& config) {
+  const AuthConfig& auth = config.auth();
+  if (!auth.curve()) return "";
+  if (config.transport() == "inproc") {
+    return "auth.curve needs transport tcp or ipc (inproc sockets carry no CURVE handshake)";
+  }
+  for (const NodeConfig& node : config.node()) {
+    const std::string who = "node " + std::to_string(node.id());
+    if (node.public_key().empty() == node.public_key_file().empty()) {
+      return who + " needs exactly one of public_key and public_key_file (auth.curve is on; "
+             "paxflow-cli keygen --out=PREFIX writes PREFIX.pub and PREFIX.key)";
+    }
+    if (!node.public_key().empty() && !IsZ85Key(node.public_key())) {
+      return who + ": public_key '" + node.public_key() + "' is not a Z85 key (40 characters)";
+    }
+  }
+  for (int i = 0; i < auth.client_size(); ++i) {
+    const ClientKey& client = auth.client(i);
+    if (client.public_key().empty() == client.public_key_file().empty()) {
+      return ClientKeyName(client, i) + " needs exactly one of public_key and public_key_file";
+    }
+    if (!client.public_key().empty() && !IsZ85Key(client.public_key())) {
+      return ClientKeyName(client, i) + ": public_key '" + client.public_key() +
+             "' is not a Z85 key (40 characters)";
+    }
+  }
+  if (auth.client_size() == 0 && !auth.any_client()) {
+    return "auth.curve is on but no client could connect: list client keys (auth { client { "
+           "public_key_file: ... } }) or say any_client: true";
+  }
+  return "";
+}
+
 }  // namespace
+
+std::string ClientKeyName(const ClientKey& client, int index) {
+  return "auth client " + (client.name().empty() ? "#" + std::to_string(index + 1)
+                                                 : "'" + client.name() + "'");
+}
+
 
 const NodeConfig* ClusterLayout::Node(NodeId id) const {
   for (const NodeConfig& node : nodes_) {
@@ -66,18 +109,70 @@ std::string ParseClusterConfig(const std::string& text, const std::string& sourc
   google::protobuf::TextFormat::Parser parser;
   CollectErrors errors(source);
   parser.RecordErrorsTo(&errors);
+  google::protobuf::TextFormat::ParseInfoTree locations;
+  parser.WriteLocationsTo(&locations);
   if (!parser.ParseFromString(text, config)) {
     return errors.first().empty() ? source + ": not a valid cluster config" : errors.first();
   }
+  // Inline keys are checked here, where their lines are known.
+  auto bad_key = [&](const google::protobuf::TextFormat::ParseInfoTree* tree,
+                     const google::protobuf::Message& message, const std::string& key,
+                     const std::string& who) -> std::string {
+    if (key.empty() || IsZ85Key(key)) return "";
+    const auto* field = message.GetDescriptor()->FindFieldByName("public_key");
+    const auto location = tree ? tree->GetLocation(field, -1)
+                               : google::protobuf::TextFormat::ParseLocation();
+    return source + ":" + std::to_string(location.line + 1) + ": " + who + ": public_key '" +
+           key + "' is not a Z85 key (40 characters, as paxflow-cli keygen writes)";
+  };
+  const auto* node_field = config->GetDescriptor()->FindFieldByName("node");
+  for (int i = 0; i < config->node_size(); ++i) {
+    const std::string error =
+        bad_key(locations.GetTreeForNested(node_field, i), config->node(i),
+                config->node(i).public_key(), "node " + std::to_string(config->node(i).id()));
+    if (!error.empty()) return error;
+  }
+  const auto* auth = locations.GetTreeForNested(config->GetDescriptor()->FindFieldByName("auth"), -1);
+  const auto* client_field = AuthConfig::descriptor()->FindFieldByName("client");
+  for (int i = 0; i < config->auth().client_size(); ++i) {
+    const std::string error =
+        bad_key(auth ? auth->GetTreeForNested(client_field, i) : nullptr, config->auth().client(i),
+                config->auth().client(i).public_key(), ClientKeyName(config->auth().client(i), i));
+    if (!error.empty()) return error;
+  }
   return "";
 }
+
+namespace {
+
+// Key files named relative to the config are read relative to its directory.
+void ResolveKeyPaths(const std::string& config_path, ClusterConfig* config) {
+  const size_t slash = config_path.rfind('/');
+  if (slash == std::string::npos) return;
+  const std::string dir = config_path.substr(0, slash + 1);
+  auto resolve = [&](std::string* path) {
+    if (!path->empty() && (*path)[0] != '/') *path = dir + *path;
+  };
+  for (NodeConfig& node : *config->mutable_node()) {
+    resolve(node.mutable_public_key_file());
+    resolve(node.mutable_secret_key_file());
+  }
+  for (ClientKey& client : *config->mutable_auth()->mutable_client()) {
+    resolve(client.mutable_public_key_file());
+  }
+  resolve(config->mutable_auth()->mutable_client_secret_key_file());
+}
+
+}  // namespace
 
 std::string LoadClusterConfig(const std::string& path, ClusterConfig* config) {
   std::ifstream in(path);
   if (!in) return "cannot read config " + path;
   std::stringstream text;
   text << in.rdbuf();
-  return ParseClusterConfig(text.str(), path, config);
+  const std::string error = ParseClusterConfig(text.str(), path, config);
+  if (error.empty()) ResolveKeyPaths(path, config);
+  return error;
 }
 
 std::string LoadValidClusterConfig(const std::string& path, ClusterConfig* config,
@@ -209,6 +304,8 @@ std::string ValidateClusterConfig(const ClusterConfig& config, ClusterLayout* la
       }
     }
   }
+  const std::string auth_problem = AuthProblem(config);
+  if (!auth_problem.empty()) return auth_problem;
   if (layout) {
     layout->partitions_ = partitions;
     layout->replicas_ = replicas;

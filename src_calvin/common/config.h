@@ -34,7 +34,9 @@ class ClusterLayout {
   std::vector<NodeConfig> nodes_;
 };
 
-// Parses `path`. Empty result on success, else "path:line:col: problem".
+// Parses `path`. Empty result on success, else "path:line:col: problem"
+// (a malformed inline key: "path:line: problem"). Relative key file paths
+// are made relative to the config's directory.
 std::string LoadClusterConfig(const std::string& path, ClusterConfig* config);
 std::string ParseClusterConfig(const std::string& text, const std::string& source,
                                ClusterConfig* config);
@@ -54,5 +56,7 @@ std::string NodeEndpoint(const ClusterConfig& config, const NodeConfig& node);
 // The zmq endpoint of node `node`'s client port: tcp://host:client_port.
 std::string ClientEndpoint(const NodeConfig& node);
 bool IsLocalHost(const std::string& host);
+// "auth client 'name'" (or "#n", 1-based) for messages.
+std::string ClientKeyName(const ClientKey& client, int index);
 
 }  // namespace paxflow

@@ -55,6 +55,7 @@ std::string Transport::Start() {
     inbound_->set(zmq::sockopt::rcvhwm, options_.receive_queue);
     inbound_->set(zmq::sockopt::linger, 0);
     inbound_->set(zmq::sockopt::maxmsgsize, options_.max_message_bytes);
+    if (!options_.curve.empty()) MakeCurveServer(inbound_.get(), options_.curve, "peer");
     inbound_->bind(options_.bind_endpoint);
   } catch (const zmq::error_t& e) {
     inbound_.reset();
@@ -67,6 +68,9 @@ std::string Transport::Start() {
       peer.socket = std::make_unique<zmq::socket_t>(*context_, zmq::socket_type::push);
       peer.socket->set(zmq::sockopt::sndhwm, options_.zmq_queue);
       peer.socket->set(zmq::sockopt::linger, options_.linger_ms);
+      if (!options_.curve.empty()) {
+        MakeCurveClient(peer.socket.get(), options_.curve, endpoint.public_key);
+      }
       peer.socket->connect(endpoint.endpoint);
     } catch (const zmq::error_t& e) {
       return "cannot connect to node " + std::to_string(endpoint.id) + " at " +
@@ -220,6 +224,20 @@ void Transport::Dispatch(Channel channel, NodeId from, std::string&& payload) {
   it->second(from, std::move(payload));
 }
 
+bool Transport::SenderMatches(const zmq::message_t& frame, NodeId claimed) {
+  const char* user_id = zmq_msg_gets(frame.handle(), "User-Id");
+  const std::string sender = user_id ? user_id : "";
+  if (sender == CurveNodeUserId(claimed)) return true;
+  impersonations_.fetch_add(1, std::memory_order_relaxed);
+  if (impersonations_logged_.size() < 1000 &&
+      impersonations_logged_.emplace(sender, claimed).second) {
+    LOG(WARNING) << "node " << options_.self << ": dropped a message from key '"
+                 << (sender.empty() ? "(none)" : sender) << "' claiming to be node " << claimed
+                 << " (logged once per key and claim; counted in status auth_impersonations)";
+  }
+  return false;
+}
+
 void Transport::ReceiveLoop() {
   zmq::pollitem_t item{inbound_->handle(), 0, ZMQ_POLLIN, 0};
   std::vector<zmq::message_t> frames;
@@ -258,6 +276,7 @@ void Transport::ReceiveLoop() {
                                 << frames.size() << " frames) dropped";
       continue;
     }
+    if (!options_.curve.empty() && !SenderMatches(frames[0], header.from_node())) continue;
     auto peer = peers_.find(header.from_node());
     if (peer != peers_.end()) {
       peer->second->last_heard_us.store(NowMicros(), std::memory_order_relaxed);

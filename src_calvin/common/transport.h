@@ -15,6 +15,10 @@
 // peer is kept, for failure detection.
 // Garbled messages (bad header, unknown channel) are counted, logged and
 // dropped; the node carries on.
+// CURVE (options.curve): the receiving socket admits only keys the node's
+// ZAP handler (auth/) names as nodes, and a message whose header claims a
+// node other than the one its key names is dropped and counted
+// (impersonations), so a node of the config cannot speak for another.
 // Testing only (fault injection): a fraction of the messages to peers on
 // chosen channels can be dropped on purpose, silently, as a broken
 // connection loses what it held: Send says they went. Which ones is decided
@@ -26,11 +30,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/curve.h"
 #include "common/types.h"
 #include "message.pb.h"
 
@@ -41,6 +47,7 @@ constexpr uint32_t kHeaderMagic = 0x50584631;  // "PXF1"
 struct PeerEndpoint {
   NodeId id = 0;
   std::string endpoint;  // zmq endpoint, e.g. tcp://127.0.0.1:51000
+  std::string public_key;  // its CURVE key (Z85), with options.curve
 };
 
 struct TransportOptions {
@@ -66,6 +73,8 @@ struct TransportOptions {
   // node allocating it. Sends above it are refused here (the peer would
   // drop the connection).
   int64_t max_message_bytes = -1;
+  // This node's CURVE key pair; empty: plain sockets.
+  CurveKeyPair curve;
 };
 
 class Transport {
@@ -100,6 +109,9 @@ class Transport {
   PeerQueue Queue(NodeId peer) const;
 
   uint64_t garbled() const { return garbled_.load(std::memory_order_relaxed); }
+  // CURVE: messages dropped because their header named another node than
+  // their sender's key.
+  uint64_t impersonations() const { return impersonations_.load(std::memory_order_relaxed); }
   // Messages dropped on purpose (fault injection) since start.
   uint64_t injected_drops() const { return injected_drops_.load(std::memory_order_relaxed); }
 
@@ -113,6 +125,9 @@ class Transport {
     std::atomic<int64_t> last_heard_us{0};
   };
   void ReceiveLoop();
+  // CURVE: whether the node `header` names is the one whose key sent
+  // `frame`; logs a mismatch once per (key, claim). Receiver thread.
+  bool SenderMatches(const zmq::message_t& frame, NodeId claimed);
   void Dispatch(Channel channel, NodeId from, std::string&& payload);
   // Hands the peer's waiting messages to zmq while it takes them. mu held.
   void Drain(Peer* peer);
@@ -131,6 +146,8 @@ class Transport {
   std::thread receiver_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> garbled_{0};
+  std::atomic<uint64_t> impersonations_{0};
+  std::set<std::pair<std::string, NodeId>> impersonations_logged_;  // receiver thread
   std::atomic<int> peers_waiting_{0};  // peers with messages held here
   uint64_t drop_threshold_ = 0;  // fault injection: a draw below it drops (0: never)
   std::atomic<uint64_t> fault_draws_{0}, injected_drops_{0};

@@ -133,6 +133,13 @@ std::string Node::Start() {
     own_context_ = std::make_unique<zmq::context_t>(1);
     context_ = own_context_.get();
   }
+  if (options_.config.auth().curve()) {
+    error = LoadNodeAuth(options_.config, options_.id, &auth_);
+    if (!error.empty()) return "auth.curve: " + error;
+    zap_ = std::make_unique<ZapHandler>(context_, auth_.policy);
+    error = zap_->Start();
+    if (!error.empty()) return error;
+  }
   error = StartTransport();
   if (!error.empty()) return error;
   read_exchange_->SetSentBefore(restored_at);
@@ -227,8 +234,10 @@ std::string Node::StartTransport() {
   transport_options.fault_seed = options_.params.engine.seed * 1000003 + options_.id;
   transport_options.max_message_bytes =
       static_cast<int64_t>(options_.params.PeerMaxMessageBytes());
+  transport_options.curve = auth_.own;
   for (const NodeConfig& node : options_.config.node()) {
-    transport_options.peers.push_back({node.id(), NodeEndpoint(options_.config, node)});
+    transport_options.peers.push_back(
+        {node.id(), NodeEndpoint(options_.config, node), auth_.node_keys[node.id()]});
   }
   transport_ = std::make_unique<Transport>(transport_options);
   ReadExchangeOptions exchange;
@@ -346,6 +355,7 @@ std::string Node::StartClients() {
   ClientServiceOptions client_options;
   client_options.endpoint = ClientEndpoint(*self_);
   client_options.node = options_.id;
+  client_options.curve = auth_.own;
   client_options.sequences = self_->replica() == 0;
   const NodeConfig* leader = layout_.Node(layout_.NodeOf(0, partition));
   client_options.leader = "node " + std::to_string(leader->id()) + " (" + leader->host() + ":" +
@@ -635,6 +645,11 @@ StatusReply Node::NodeStatus() const {
   reply.set_uptime_s((NowMicros() - start_us_) / 1e6);
   reply.set_state(StateName(state_.load()));
   reply.set_problem(Problem());
+  if (zap_) {
+    reply.set_auth_refused_peers(zap_->refused_peers());
+    reply.set_auth_refused_clients(zap_->refused_clients());
+  }
+  if (transport_) reply.set_auth_impersonations(transport_->impersonations());
   if (checkpointer_) {
     const std::vector<Epoch> held = checkpointer_->Held();
     if (!held.empty()) reply.set_checkpoint_epoch(held.back());

@@ -33,6 +33,7 @@
 #include <zmq.hpp>
 
 #include "applications/application.h"
+#include "auth/auth_config.h"
 #include "backend/store.h"
 #include "base/params.h"
 #include "base/summary.h"
@@ -179,6 +180,10 @@ class Node : public PeerSender, public ResultSink {
   // owner shares one (inproc clusters in one process).
   std::unique_ptr<zmq::context_t> own_context_;
   zmq::context_t* context_ = nullptr;
+  // CURVE (config auth.curve): the node's keys and whom it admits, and the
+  // ZAP handler that says so to its sockets (destroyed after them).
+  NodeAuth auth_;
+  std::unique_ptr<ZapHandler> zap_;
   ClusterLayout layout_;
   const NodeConfig* self_ = nullptr;
   int64_t incarnation_ = 0;

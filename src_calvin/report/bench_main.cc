@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "auth/client_keys.h"
 #include "common/config.h"
 #include "common/proto_json.h"
 #include "common/paths.h"
@@ -288,6 +289,7 @@ int Main(int argc, char** argv) {
   ClusterConfig config;
   ClusterLayout layout;
   std::string error = LoadValidClusterConfig(FLAGS_config, &config, &layout);
+  if (error.empty()) error = ApplyClientKeyFlags(&config);  // CURVE keys (auth.curve)
   if (!error.empty()) return Fail(error);
   if (explicit_flags.count("workload") || explicit_flags.count("mode")) {
     return Fail("use --runs and --modes (not --workload/--mode) to choose what to compare");
