@@ -56,9 +56,10 @@ std::string SendRaw(uint16_t port, const std::string& bytes, int timeout_ms) {
   stream.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port),
                        [&](beast::error_code error) {
     if (error) return;
-    asio::async_write(stream, asio::buffer(bytes), [&](beast::error_code error, size_t) {
-      if (!error) read_more();
-    });
+    // Reading as it writes: a server that answers and hangs up before it
+    // read everything must not have its answer lost behind a failed write.
+    read_more();
+    asio::async_write(stream, asio::buffer(bytes), [](beast::error_code, size_t) {});
   });
   io.run();
   return received;

@@ -132,9 +132,15 @@ MetricsServer::~MetricsServer() { Stop(); }
 
 std::string MetricsServer::Listen(const std::string& host, uint16_t port) {
   beast::error_code error;
-  const asio::ip::address address = asio::ip::make_address(host, error);
-  if (error) return "'" + host + "' is not an IP address (" + error.message() + ")";
-  const tcp::endpoint endpoint(address, port);
+  // The node's host as its config names it: an address, or a name it
+  // resolves to (the first address, as the client port binds).
+  tcp::resolver resolver(impl_->io);
+  const auto resolved = resolver.resolve(host, std::to_string(port),
+                                         tcp::resolver::numeric_service, error);
+  if (error || resolved.empty()) {
+    return "cannot resolve '" + host + "' (" + (error ? error.message() : "no address") + ")";
+  }
+  const tcp::endpoint endpoint = resolved.begin()->endpoint();
   tcp::acceptor& acceptor = impl_->acceptor;
   acceptor.open(endpoint.protocol(), error);
   if (!error) acceptor.set_option(asio::socket_base::reuse_address(true), error);
