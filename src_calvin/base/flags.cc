@@ -56,6 +56,12 @@ DEFINE_bool(wipe, false,
             "logs, checkpoints and recovery state (each file is named as it goes), once every "
             "peer agreed that the cluster starts afresh. Without it such a start is refused "
             "and nothing is touched (paxflow-cluster start --wipe passes it)");
+DEFINE_int32(metrics_port, -1,
+             "Serve Prometheus metrics (GET /metrics, text format) over HTTP on this port of the "
+             "node's host; 0: none; -1: the port the config gives this node (metrics_port, "
+             "none if it gives none). A port in use stops the node from starting. Not a "
+             "cluster parameter: paxflow-cluster does not forward it (each node's port is in "
+             "the config)");
 DEFINE_double(checkpoint_every, 60,
               "With --log_dir: seconds between checkpoints (a cluster parameter: every node "
               "checkpoints at the same epochs); 0: none. Logs older than the newest "
@@ -160,7 +166,7 @@ namespace {
 // Flags that describe one node or one invocation, never a cluster param.
 const std::set<std::string>& LocalOnlyFlags() {
   static const std::set<std::string> kFlags = {"config", "node_id", "replay", "replay_replica",
-                                               "recover", "wipe"};
+                                               "recover", "wipe", "metrics_port"};
   return kFlags;
 }
 
@@ -271,6 +277,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.wipe = FLAGS_wipe;
   e.peer_max_message_mb = FLAGS_peer_max_message_mb;
   e.checkpoint_every_s = FLAGS_checkpoint_every;
+  e.metrics_port = FLAGS_metrics_port;
   e.heartbeat_ms = FLAGS_heartbeat_ms;
   e.peer_timeout_ms = FLAGS_peer_timeout_ms;
   e.peer_queue_mb = FLAGS_peer_queue_mb;

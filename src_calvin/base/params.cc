@@ -148,6 +148,10 @@ uint64_t NodeParams::Fingerprint() const { return HashBytes(ClusterParamsText())
 
 std::string NodeParams::Validate(uint32_t partitions) const {
   const EngineParams& e = engine;
+  if (e.metrics_port < -1 || e.metrics_port > 65535) {
+    return "metrics_port=" + std::to_string(e.metrics_port) +
+           " is out of range (1..65535; 0: none; -1: the config's)";
+  }
   if (e.epoch_ms < 1 || e.epoch_ms > 60000) {
     return "epoch_ms=" + std::to_string(e.epoch_ms) + " is out of range (1..60000)";
   }

@@ -45,6 +45,8 @@ struct EngineParams {
   // Client port admission (per node, not a cluster parameter).
   uint64_t client_admit_limit = 0;  // admitted, unanswered client txns; 0: max_batch
   uint32_t client_buffer_mb = 16;   // unsent reply bytes per connection before BUSY
+  // Prometheus /metrics port (per node): -1: the config's metrics_port; 0: none.
+  int32_t metrics_port = -1;
 
   // Durability and recovery.
   bool recover = false;            // rejoin a running cluster from the log directory

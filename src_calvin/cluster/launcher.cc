@@ -160,6 +160,7 @@ std::string CheckMachine(const ClusterConfig& config, const std::string& ssh) {
     std::vector<std::pair<const char*, uint32_t>> ports;
     if (tcp) ports.emplace_back("port", node.port());
     if (node.client_port() != 0) ports.emplace_back("client_port", node.client_port());
+    if (node.metrics_port() != 0) ports.emplace_back("metrics_port", node.metrics_port());
     switch (KindOf(node)) {
       case LaunchKind::kLocal:
         for (const auto& [what, port] : ports) {

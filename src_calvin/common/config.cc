@@ -231,8 +231,13 @@ std::string ValidateClusterConfig(const ClusterConfig& config, ClusterLayout* la
       return who + " has client_port " + std::to_string(node.client_port()) +
              " (expected 1..65535, or 0 for none)";
     }
+    if (node.metrics_port() > 65535) {
+      return who + " has metrics_port " + std::to_string(node.metrics_port()) +
+             " (expected 1..65535, or 0 for none)";
+    }
     std::vector<uint32_t> ports = {node.port()};
     if (node.client_port() != 0) ports.push_back(node.client_port());
+    if (node.metrics_port() != 0) ports.push_back(node.metrics_port());
     // Loopback spellings name the same interface.
     const std::string host = IsLocalHost(node.host()) ? "127.0.0.1" : node.host();
     for (uint32_t port : ports) {

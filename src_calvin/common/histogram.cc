@@ -27,44 +27,51 @@ uint64_t Histogram::BucketUpperBound(int bucket) {
 }
 
 void Histogram::Record(uint64_t value) {
-  ++counts_[BucketOf(value)];
-  ++count_;
-  sum_ += value;
-  if (value > max_) max_ = value;
+  counts_[BucketOf(value)].add(1);
+  count_.add(1);
+  sum_.add(value);
+  if (value > max_.get()) max_.set(value);
 }
 
 void Histogram::Merge(const Histogram& other) {
-  for (int i = 0; i < kBuckets; ++i) counts_[i] += other.counts_[i];
-  count_ += other.count_;
-  sum_ += other.sum_;
-  max_ = std::max(max_, other.max_);
+  for (int i = 0; i < kBuckets; ++i) {
+    const uint64_t n = other.counts_[i].get();
+    if (n) counts_[i].add(n);
+  }
+  count_.add(other.count_.get());
+  sum_.add(other.sum_.get());
+  max_.set(std::max(max_.get(), other.max_.get()));
 }
 
 void Histogram::Clear() {
-  std::fill(counts_.begin(), counts_.end(), 0);
-  count_ = sum_ = max_ = 0;
+  for (Cell& cell : counts_) cell.set(0);
+  count_.set(0);
+  sum_.set(0);
+  max_.set(0);
 }
 
 uint64_t Histogram::Quantile(double q) const {
-  if (count_ == 0) return 0;
-  uint64_t rank = static_cast<uint64_t>(q * static_cast<double>(count_) + 0.999999);
+  const uint64_t count = count_.get(), max = max_.get();
+  if (count == 0) return 0;
+  uint64_t rank = static_cast<uint64_t>(q * static_cast<double>(count) + 0.999999);
   if (rank < 1) rank = 1;
   uint64_t seen = 0;
   for (int i = 0; i < kBuckets; ++i) {
-    seen += counts_[i];
-    if (seen >= rank) return std::min(BucketUpperBound(i), max_);
+    seen += counts_[i].get();
+    if (seen >= rank) return std::min(BucketUpperBound(i), max);
   }
-  return max_;
+  return max;
 }
 
 std::string Histogram::Encode() const {
   std::ostringstream out;
-  out << count_ << ";" << sum_ << ";" << max_ << ";";
+  out << count_.get() << ";" << sum_.get() << ";" << max_.get() << ";";
   bool first = true;
   for (int i = 0; i < kBuckets; ++i) {
-    if (!counts_[i]) continue;
+    const uint64_t n = counts_[i].get();
+    if (!n) continue;
     if (!first) out << ",";
-    out << i << ":" << counts_[i];
+    out << i << ":" << n;
     first = false;
   }
   return out.str();
@@ -102,16 +109,16 @@ bool Histogram::Decode(const std::string& text) {
       Clear();
       return false;
     }
-    counts_[bucket] += count;
+    counts_[bucket].add(count);
     total += count;
   }
   if (total != header[0]) {
     Clear();
     return false;
   }
-  count_ = header[0];
-  sum_ = header[1];
-  max_ = header[2];
+  count_.set(header[0]);
+  sum_.set(header[1]);
+  max_.set(header[2]);
   return true;
 }
 

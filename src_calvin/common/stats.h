@@ -2,8 +2,9 @@
 //
 // Owns: one WorkerStats slot per worker thread (cache-line aligned).
 // Threads: each worker writes only its own slot; counters are atomics that
-// the progress reporter and the sequencer read at any time; histograms are
-// read only after the workers have stopped.
+// the progress reporter and the sequencer read at any time; so are the
+// histograms (single writer, see common/histogram.h: the metrics endpoint
+// merges them live).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -85,7 +86,8 @@ class NodeStats {
   uint64_t Declined(int kind) const;
   uint64_t Aborted(int kind) const;
   uint64_t InvariantFailures() const;
-  // Merged histograms: call only once the workers have stopped.
+  // Merged histograms: exact once the workers have stopped; meanwhile (a
+  // metrics scrape) each counter read whole, not all at one instant.
   Histogram Latency(int kind) const;
   Histogram Visibility() const;
   Histogram LtxWait(int kind) const;

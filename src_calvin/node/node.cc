@@ -77,6 +77,8 @@ std::string Node::Start() {
   const uint32_t partitions = layout_.partitions();
   const bool recover = params.engine.recover;
   incarnation_ = NowMicros();
+  error = ListenForMetrics();
+  if (!error.empty()) return error;
 
   app_ = MakeApplication(params.workload);
   store_ = MakeStore(params.engine, partition, partitions, *app_, params.workload.value_size);
@@ -145,6 +147,7 @@ std::string Node::Start() {
   read_exchange_->SetSentBefore(restored_at);
   error = StartClients();
   if (!error.empty()) return error;
+  if (metrics_) metrics_->Start();
   if (recover) state_ = State::kRecovering;
   error = WaitForPeers();
   if (!error.empty()) return error;
@@ -910,6 +913,7 @@ void Node::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   state_ = State::kStopping;
+  if (metrics_) metrics_->Stop();  // its thread reads the components stopped below
   for (auto& runner : runners_) runner->Abort();
   for (auto& runner : runners_) runner->Join();
   replay_stop_ = true;

@@ -44,6 +44,7 @@
 #include "node/catch_up.h"
 #include "node/checkpointer.h"
 #include "common/membership.h"
+#include "metrics/metrics_server.h"
 #include "node/peer_monitor.h"
 #include "node/read_exchange.h"
 #include "partition/partition_setup.h"
@@ -173,6 +174,12 @@ class Node : public PeerSender, public ResultSink {
   void WaitForStragglers();
   void ReportLoop();
   void Print(const std::string& line) const;
+  // The metrics endpoint (node_metrics.cc): listens at the start of Start
+  // (a port in use refuses the start at once, naming --metrics_port), and
+  // serves once every component it reads exists. MetricsText runs on its
+  // thread: it reads only atomics, live histograms and locked state.
+  std::string ListenForMetrics();
+  std::string MetricsText() const;
 
   NodeOptions options_;
   // Declared before every socket's owner, so it is destroyed after them.
@@ -303,6 +310,8 @@ class Node : public PeerSender, public ResultSink {
   uint32_t sequencer_count_ = 0;
   std::unique_ptr<std::atomic<Epoch>[]> batches_through_;
   std::unique_ptr<std::atomic<Epoch>[]> final_at_;
+
+  std::unique_ptr<MetricsServer> metrics_;  // null: no metrics port
 
   std::thread reporter_;
   std::mutex report_mu_;

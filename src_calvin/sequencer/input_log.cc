@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common/clock.h"
 #include "common/record_file.h"
 
 namespace paxflow {
@@ -113,8 +114,11 @@ std::string InputLogWriter::Append(const MergedEpoch& epoch) {
     }
   }
   std::string error = log_.Append(epoch.epoch, buffer_);
+  const int64_t flush_start = NowMicros();
   if (error.empty()) error = log_.Flush(fsync_);
-  if (error.empty()) bytes_ += 8 + buffer_.size();
+  sync_us_.RecordElapsed(NowMicros() - flush_start);
+  if (error.empty()) bytes_.store(bytes_.load(std::memory_order_relaxed) + 8 + buffer_.size(),
+                                  std::memory_order_relaxed);
   return error;
 }
 

@@ -18,10 +18,12 @@
 // last whole record.
 // Threads: writers are thread-safe; a reader belongs to one thread.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/histogram.h"
 #include "common/segmented_log.h"
 #include "config.pb.h"
 #include "recovery.pb.h"
@@ -51,12 +53,16 @@ class InputLogWriter {
   // on success; after a failure, the first error (the log is dead).
   std::string Append(const MergedEpoch& epoch);
   SegmentedLogWriter& log() { return log_; }
-  uint64_t bytes_written() const { return bytes_; }  // records, header included
+  // Any thread (the metrics endpoint) may read these while it appends.
+  uint64_t bytes_written() const { return bytes_.load(std::memory_order_relaxed); }  // header included
+  // Each epoch's write-out: flush, and fdatasync with fsync_each_epoch.
+  const Histogram& sync_us() const { return sync_us_; }
 
  private:
   SegmentedLogWriter log_;
   bool fsync_ = false;
-  uint64_t bytes_ = 0;
+  std::atomic<uint64_t> bytes_{0};  // one writer (the appending thread)
+  Histogram sync_us_;
   std::string buffer_;
   bool open_ = false;
 };
