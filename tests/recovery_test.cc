@@ -514,7 +514,8 @@ TEST(TransportTest, ADeadPeerCostsABoundedQueue) {
   options.self = 0;
   const std::vector<uint32_t> ports = testing::FreePorts(2);
   options.bind_endpoint = "tcp://127.0.0.1:" + std::to_string(ports[0]);
-  options.peers = {{0, options.bind_endpoint}, {1, "tcp://127.0.0.1:" + std::to_string(ports[1])}};
+  options.peers = {{0, options.bind_endpoint, ""},
+                   {1, "tcp://127.0.0.1:" + std::to_string(ports[1]), ""}};
   options.zmq_queue = 10;
   options.max_queued_bytes = 64 * 1024;
   options.linger_ms = 0;
