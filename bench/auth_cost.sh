@@ -5,7 +5,7 @@
 # off, then on, one after the other in one invocation; prints txn/s, the
 # latency percentiles paxflow-load saw and the ratios on/off.
 #
-#   /work/team/bench bench/auth_cost.sh        # or plain bench/auth_cost.sh
+#   bench/auth_cost.sh
 #
 # Environment: BUILD (build), SECONDS_PER_MODE (10), CLIENTS (2),
 # OUTSTANDING (500 per client), BATCH (256 txns per message), WORKLOAD
