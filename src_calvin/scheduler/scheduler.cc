@@ -442,7 +442,10 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
   for (SnapshotRequest& request : snapshots_) {
     if (request.epoch == epoch->epoch) request.info.last_rw_epoch = ro_lane_.snapshot();
   }
-  admitted_.store(epoch->epoch, std::memory_order_relaxed);
+  // An LTX begun in this epoch is owed work from the moment the epoch counts
+  // as admitted (OwesLtxWork reads admitted_ first): publish it before.
+  origin_ltx_.store(ltx_lane_.unresolved_here(), std::memory_order_relaxed);
+  admitted_.store(epoch->epoch, std::memory_order_release);
   epochs_.push_back(std::move(epoch));
 }
 

@@ -194,8 +194,10 @@ class Scheduler {
   // long scan begun here is unresolved, or an epoch up to `sequenced` is
   // not admitted yet (it may begin one). Any thread.
   bool OwesLtxWork(Epoch sequenced) const {
-    return origin_ltx_.load(std::memory_order_acquire) > 0 ||
-           admitted_.load(std::memory_order_acquire) < sequenced;
+    // admitted_ first: Admit stores origin_ltx_ before it (release), so an
+    // epoch seen admitted comes with the LTXs it began.
+    if (admitted_.load(std::memory_order_acquire) < sequenced) return true;
+    return origin_ltx_.load(std::memory_order_acquire) > 0;
   }
   uint64_t dropped_messages() const {
     return dropped_messages_.load(std::memory_order_relaxed) + workers_.dropped_messages();
