@@ -70,7 +70,7 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
   for (TxnId id : unresolved_) {
     const Entry& entry = ltxs_.at(id);
     // In place, it is placed at the epoch after its begin and cannot time out.
-    if (entry.state == State::kActive && !entry.in_place &&
+    if (entry.state == State::kActive && !options_.in_place &&
         entry.begin_epoch + options_.ltx_timeout <= epoch) {
       expired.push_back(id);
     }
@@ -98,7 +98,7 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
     std::vector<TxnId> due;
     for (TxnId id : unresolved_) {
       const Entry& entry = ltxs_.at(id);
-      if (entry.in_place && entry.state == State::kActive && entry.begin_epoch < epoch) {
+      if (entry.state == State::kActive && entry.begin_epoch < epoch) {
         due.push_back(id);
       }
     }
@@ -130,7 +130,7 @@ void LtxLane::EndEpoch(Epoch epoch) {
       if (other < id) entry->pending.push_back(other);
     }
     entry->pending_known = true;
-    if (entry->in_place) {
+    if (options_.in_place) {
       // Every replica runs it, replays included: its writes come from
       // nowhere else.
       executor_.StartLtx(entry->begin, entry->begin_epoch, /*in_place=*/true);
@@ -219,7 +219,6 @@ void LtxLane::Begin(const Txn& txn, Epoch epoch) {
     return;
   }
   Entry& entry = ltxs_[txn.id()];
-  entry.in_place = options_.in_place;
   entry.lock_keys = std::move(lock_keys);
   entry.id = txn.id();
   entry.begin_epoch = epoch;
@@ -297,7 +296,7 @@ void LtxLane::OnFinished(std::shared_ptr<const Txn> record) {
   Entry* entry = Find(record->ltx().ltx_id());
   if (!entry || entry->finished) return;
   const bool commit = record->ltx().kind() == LTX_COMMIT;
-  if (entry->in_place) {
+  if (options_.in_place) {
     if (entry->state != State::kActive && entry->state != State::kPlaced) return;
     entry->finished_us = NowMicros();
     executor_.Forget(entry->id);
@@ -625,7 +624,7 @@ bool LtxLane::Covers(const TxnWork& work) const {
       // Active from the epoch after its begin; one in place defers nothing
       // (its install holds its area's locks).
       const Entry& entry = ltxs_.at(id);
-      if (entry.in_place || entry.begin_epoch >= current_epoch_) return;
+      if (options_.in_place || entry.begin_epoch >= current_epoch_) return;
       if (std::find(scratch_covering_.begin(), scratch_covering_.end(), id) ==
           scratch_covering_.end()) {
         scratch_covering_.push_back(id);
@@ -716,17 +715,14 @@ bool LtxLane::KeyCoveredUnresolved(Key key, const ReadPlan& plan,
 bool LtxLane::RangeCoveredUnresolved(Key lo, Key hi, const ReadPlan& plan,
                                      std::vector<TxnId>* covering) const {
   bool any = false;
-  for (const std::set<TxnId>* ids : {&unresolved_, &placed_}) {
-    for (TxnId id : *ids) {
-      const Entry& entry = ltxs_.at(id);
-      if (IsPendingFor(entry, plan) && Blocks(entry, plan) && entry.area.Intersects(lo, hi)) {
-        if (std::find(covering->begin(), covering->end(), id) == covering->end()) {
-          covering->push_back(id);
-        }
-        any = true;
+  ForEachRunning([&](const Entry& entry) {
+    if (IsPendingFor(entry, plan) && Blocks(entry, plan) && entry.area.Intersects(lo, hi)) {
+      if (std::find(covering->begin(), covering->end(), entry.id) == covering->end()) {
+        covering->push_back(entry.id);
       }
+      any = true;
     }
-  }
+  });
   return any;
 }
 
@@ -739,7 +735,7 @@ bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::strin
     const Entry& entry = ltxs_.at(*it);
     if (!IsPendingFor(entry, plan) || !WritesVisible(entry, plan)) continue;
     // Writes of an LTX in place are final once known: no need to name it.
-    if (read_from && entry.state != State::kInstalled && !entry.in_place) {
+    if (read_from && entry.state != State::kInstalled && !options_.in_place) {
       read_from->push_back(entry.id);
     }
     const LtxWrite* write = entry.local_writes.at(key);
@@ -830,7 +826,7 @@ void LtxLane::PrepareTask(LtxReadTask* task, const ReadPlan& plan) const {
           !entry.area.Intersects(lo, hi)) {
         continue;
       }
-      if (entry.state != State::kInstalled && !entry.in_place) {
+      if (entry.state != State::kInstalled && !options_.in_place) {
         task->read_from.push_back(entry.id);
       }
       for (auto it = entry.local_writes.lower_bound(lo);
@@ -1046,9 +1042,7 @@ void LtxLane::OnScanServed(TxnId id) {
 
 size_t LtxLane::unresolved_here() const {
   size_t count = scans_here_.size();
-  for (const std::set<TxnId>* ids : {&unresolved_, &placed_}) {
-    for (TxnId id : *ids) count += ltxs_.at(id).origin_here ? 1 : 0;
-  }
+  ForEachRunning([&](const Entry& entry) { count += entry.origin_here ? 1 : 0; });
   return count;
 }
 
@@ -1056,8 +1050,7 @@ size_t LtxLane::unresolved_here() const {
 
 void LtxLane::CollectPins(std::vector<Epoch>* pins) const {
   // An LTX reads its snapshot on every partition: its reads are not declared.
-  for (TxnId id : unresolved_) pins->push_back(ltxs_.at(id).begin_epoch);
-  for (TxnId id : placed_) pins->push_back(ltxs_.at(id).begin_epoch);
+  ForEachRunning([&](const Entry& entry) { pins->push_back(entry.begin_epoch); });
   for (const auto& [waiter, read] : parked_) {
     pins->push_back(read.work ? read.work->read_version : read.task->snapshot);
   }

@@ -227,9 +227,9 @@ class LtxLane {
     bool finished = false;
     std::shared_ptr<const Txn> finished_record;
     bool indexed = false;  // its local writes are in written_
-    // In place (options_.in_place): its write area's keys here, locked by
-    // `install` from its serialization point until its writes are in.
-    bool in_place = false;
+    // In place (options_.in_place, then every LTX is): its write area's
+    // keys here, locked by `install` from its serialization point until its
+    // writes are in.
     std::vector<Key> lock_keys;
     TxnWork* install = nullptr;  // owned by its epoch; until the writes are handed over
     std::string abort_reason;    // its procedure aborted (in place)
@@ -289,6 +289,12 @@ class LtxLane {
   // Its procedure runs or may still be asked to read: unresolved, or placed.
   static bool Running(const Entry& entry) {
     return Unresolved(entry) || entry.state == State::kPlaced;
+  }
+  // Every running LTX (unresolved_, then placed_).
+  template <typename Fn>
+  void ForEachRunning(Fn fn) const {
+    for (TxnId id : unresolved_) fn(ltxs_.at(id));
+    for (TxnId id : placed_) fn(ltxs_.at(id));
   }
   bool HeldBack(const Entry& entry) const;
   // An LTX it read early from (its commit record's read_from) was aborted

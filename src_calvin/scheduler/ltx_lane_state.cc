@@ -74,7 +74,7 @@ std::string LtxLane::SaveState(const std::vector<LtxReadRequest>& unread) const 
     LtxStateEntry* saved = state.add_ltxs();
     *saved->mutable_begin() = *entry.begin;
     // An LTX in place not placed yet runs again after a restart.
-    if (entry.commit && !(entry.in_place && entry.state == State::kActive)) {
+    if (entry.commit && !(options_.in_place && entry.state == State::kActive)) {
       *saved->mutable_commit() = *entry.commit;
     }
     saved->set_state(entry.state == State::kActive      ? LtxStateEntry::ACTIVE
@@ -293,7 +293,6 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
                   : saved.state() == LtxStateEntry::INSTALLED ? State::kInstalled
                   : saved.state() == LtxStateEntry::PLACED    ? State::kInstalled
                                                               : State::kAborted;
-    entry.in_place = options_.in_place;
     entry.resolved_epoch = saved.resolved_epoch();
     if (saved.has_commit()) {
       entry.commit = std::make_shared<const Txn>(saved.commit());
@@ -310,7 +309,7 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
     if (unresolved.count(id)) {
       unresolved_.insert(id);
       areas_.Add(id, entry.area);
-      if (entry.in_place) {
+      if (options_.in_place) {
         // Its procedure's run went with the old process: it runs again, at
         // the same snapshot (the checkpoint's epoch or later).
         entry.area.KeysOn(options_.partition, options_.partitions, options_.max_locked_keys,
@@ -431,7 +430,7 @@ void LtxLane::AfterRestart(Epoch epoch) {
   for (TxnId id : unresolved_) {
     const Entry& entry = ltxs_.at(id);
     // One in place runs again from its begin: nothing lost its state.
-    if (!entry.origin_here || entry.state != State::kActive || entry.in_place) continue;
+    if (!entry.origin_here || entry.state != State::kActive || options_.in_place) continue;
     records_->SubmitRecord(LtxAbortRecord(
         *entry.begin, kAbortRestart,
         "its origin partition " + std::to_string(options_.partition) + " restarted (" +
