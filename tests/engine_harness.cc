@@ -94,7 +94,9 @@ bool EngineHarness::RunLive(Epoch epochs, int64_t timeout_ms) {
     for (PartitionId p = 0; p < partitions_; ++p) {
       owed |= records_[p]->size() > 0 || scheduler(p).OwesLtxWork(epoch - 1);
     }
-    const bool final = epoch >= epochs && !owed;
+    // As SequencerRunner: the last epoch that takes new txns is never the
+    // final one (LTXs it begins are not in `owed` yet).
+    const bool final = epoch > epochs && !owed;
     for (auto& sequencer : sequencers_) {
       auto batches = sequencer->CloseEpoch(epoch, NowMicros(), final, epoch <= epochs);
       for (PartitionId p = 0; p < partitions_; ++p) {

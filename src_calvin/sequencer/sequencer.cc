@@ -192,7 +192,10 @@ void SequencerRunner::Run() {
     // The epoch the load ends in still takes new txns, as every epoch did.
     const bool take_new = !ended;
     ended |= stop_.load() || (run_epochs_ > 0 && epoch >= run_epochs_);
-    const bool final = ended && (abort_.load() || !drain_ || !drain_());
+    // An epoch that takes new txns is never the last when something may be
+    // owed: they may begin LTXs, which resolve in a later epoch, and what
+    // the drain sees does not include them yet (it reads the epochs before).
+    const bool final = ended && (abort_.load() || !drain_ || (!take_new && !drain_()));
     auto batches = sequencer_->CloseEpoch(epoch, NowMicros(), final, take_new);
     if (before_send_ && !before_send_(epoch, batches)) {
       failed_.store(true);

@@ -93,10 +93,12 @@ class SequencerRunner {
   void CatchUpTo(Epoch epoch);
 
   void Start();
-  // Ends the load: no new txns from the next epoch on. That epoch is the
-  // final one unless `drain` (SetDrain) says work this sequencer owes is
-  // unresolved (an LTX begun here, a record not yet sequenced): then epochs
-  // keep closing on schedule, with records only, until it says no.
+  // Ends the load: the next epoch is the last to take new txns. Without a
+  // drain (SetDrain) it is the final one. With one, epochs keep closing on
+  // schedule, with records only, until `drain` says this sequencer owes
+  // nothing (no LTX begun here unresolved, no record unsequenced); the
+  // epoch that took the last new txns is never final, since LTXs it begins
+  // are not known to `drain` yet.
   void RequestStop();
   // Ends at the next epoch whatever is unresolved (shutdown).
   void Abort();
