@@ -44,6 +44,15 @@ TEST(WorkloadParamsTest, OutOfRangeValuesNameTheParameter) {
   };
   const std::vector<Case> cases = {
       {"ro_fraction", [](WorkloadParams* p) { p->ro_fraction = 1.5; }, "ro_fraction=1.5"},
+      {"report_range_writes above the ops",
+       [](WorkloadParams* p) { p->report_range_writes = p->ops_per_rw_txn + 1; },
+       "report_range_writes"},
+      {"report_range_writes in a tiny range",
+       [](WorkloadParams* p) {
+         p->report_range_writes = 2;
+         p->report_fraction = 1e-9;
+       },
+       "report_range_writes=2"},
       {"ro_fraction nan", [](WorkloadParams* p) { p->ro_fraction = std::nan(""); },
        "ro_fraction"},
       {"read_proportion", [](WorkloadParams* p) { p->read_proportion = -0.1; },
@@ -150,6 +159,7 @@ std::string ApplyPreset(const WorkloadPreset& preset, WorkloadParams* params) {
     else if (name == "ltx_ops") params->ltx_ops = std::stoul(value);
     else if (name == "scan_length") params->scan_length = std::stoull(value);
     else if (name == "report_fraction") params->report_fraction = std::stod(value);
+    else if (name == "report_range_writes") params->report_range_writes = std::stoul(value);
     else if (name == "bom_products") params->bom_products = std::stoull(value);
     else if (name == "bom_fanout") params->bom_fanout = std::stoul(value);
     else if (name == "bom_levels") params->bom_levels = std::stoul(value);
@@ -640,7 +650,21 @@ TEST(ReportTest, ReportsReadADeclaredRangeOfTheKeysAndWriteTheirSummaryKeys) {
       if (txn.txn_class() != LTX) {
         ++shorts;
         EXPECT_EQ(txn.procedure(), YcsbApplication::kReadModifyWrite);
-        for (Key k : txn.read_write_set()) EXPECT_LT(k, params.records);
+        // Exactly one of its updates is in the period the reports read
+        // (keys below 2,000), on its own partition; its other keys are
+        // anywhere.
+        int in_period = 0;
+        for (Key k : txn.read_write_set()) {
+          EXPECT_LT(k, params.records);
+          EXPECT_EQ(k % 3, p);
+          if (k < 2000) ++in_period;
+        }
+        EXPECT_GE(in_period, 1);
+        EXPECT_EQ(txn.read_write_set(0) % 3, p);
+        EXPECT_LT(txn.read_write_set(0), 2000u) << "the first update is in the period";
+        std::set<Key> distinct(txn.read_write_set().begin(), txn.read_write_set().end());
+        distinct.insert(txn.read_set().begin(), txn.read_set().end());
+        EXPECT_EQ(distinct.size(), 10u) << "distinct keys";
         continue;
       }
       ++reports;
@@ -650,8 +674,8 @@ TEST(ReportTest, ReportsReadADeclaredRangeOfTheKeysAndWriteTheirSummaryKeys) {
       EXPECT_EQ(app->CheckClientTxn(txn), "");
       ASSERT_EQ(txn.ltx().read_area_size(), 1);
       const KeyRange& range = txn.ltx().read_area(0);
+      EXPECT_EQ(range.lo(), 0u) << "the period the short txns update";
       EXPECT_EQ(range.hi() - range.lo() + 1, 2000u) << "10% of the keys";
-      EXPECT_LT(range.hi(), params.records);
       // Its write area: the summary keys, above every loaded key, so short
       // txns never meet it.
       const KeyArea area(txn.ltx().write_area());
@@ -663,6 +687,33 @@ TEST(ReportTest, ReportsReadADeclaredRangeOfTheKeysAndWriteTheirSummaryKeys) {
     EXPECT_NEAR(reports, 200, 60);
     EXPECT_GT(shorts, 3500);
   }
+}
+
+TEST(ReportTest, WithoutRangeWritesReportsReadRangesAnywhere) {
+  WorkloadParams params;
+  ApplyPreset(*FindWorkloadPreset("report"), &params);
+  params.report_range_writes = 0;
+  params.records = 20000;
+  params.ltx_fraction = 0.05;
+  ASSERT_EQ(params.Validate(1), "");
+  auto generator = MakeApplication(params)->NewGenerator(0, 1, 9);
+  std::set<Key> starts;
+  int shorts_in_period = 0, shorts = 0;
+  for (int i = 0; i < 4000; ++i) {
+    Txn txn;
+    generator->Next(&txn);
+    if (txn.txn_class() == LTX) {
+      starts.insert(txn.ltx().read_area(0).lo());
+      continue;
+    }
+    ++shorts;
+    shorts_in_period += std::any_of(txn.read_write_set().begin(), txn.read_write_set().end(),
+                                    [](Key k) { return k < 2000; });
+  }
+  EXPECT_GT(starts.size(), 50u) << "a range placed at random each time";
+  // Uniform keys: about 1 - 0.9^5 of the short txns update one of the
+  // first 10%, far from all of them.
+  EXPECT_LT(shorts_in_period, shorts * 6 / 10);
 }
 
 TEST(ReportTest, ProcedureSummarisesWhatItScannedDeterministically) {

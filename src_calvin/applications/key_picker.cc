@@ -56,9 +56,10 @@ void KeyPicker::Pick(PartitionId partition, uint32_t count, SplitMix64& rng,
   uint32_t picked = 0;
   if (distribution_.kind == KeyDistribution::kHot && count > 0) {
     Key hot = key_of(rng.Uniform(distribution_.hot_records));
-    chosen_.Insert(hot);
-    out->push_back(hot);
-    ++picked;
+    if (chosen_.Insert(hot)) {  // else already picked (PickAmongFirst)
+      out->push_back(hot);
+      ++picked;
+    }
   }
   const ZipfianSampler* zipf = nullptr;
   if (distribution_.kind == KeyDistribution::kZipfian) {
@@ -77,6 +78,18 @@ void KeyPicker::Pick(PartitionId partition, uint32_t count, SplitMix64& rng,
         rank = rng.Uniform(n);
     }
     Key key = key_of(rank);
+    if (!chosen_.Insert(key)) continue;
+    out->push_back(key);
+    ++picked;
+  }
+}
+
+void KeyPicker::PickAmongFirst(PartitionId partition, uint64_t ranks, uint32_t count,
+                               SplitMix64& rng, std::vector<Key>* out) {
+  ranks = std::min(ranks, per_partition_[partition]);
+  count = static_cast<uint32_t>(std::min<uint64_t>(count, ranks));
+  for (uint32_t picked = 0; picked < count;) {
+    const Key key = rng.Uniform(ranks) * partitions_ + partition;
     if (!chosen_.Insert(key)) continue;
     out->push_back(key);
     ++picked;

@@ -57,6 +57,11 @@ class KeyPicker {
   // Appends `count` distinct keys of `partition` to `out`; with the hot
   // distribution the first one is a hot record.
   void Pick(PartitionId partition, uint32_t count, SplitMix64& rng, std::vector<Key>* out);
+  // Appends `count` distinct keys of `partition` uniformly among its first
+  // `ranks` keys (fewer than `count` if `ranks` is smaller); later Picks of
+  // the same txn avoid them.
+  void PickAmongFirst(PartitionId partition, uint64_t ranks, uint32_t count, SplitMix64& rng,
+                      std::vector<Key>* out);
 
  private:
   uint64_t records_;

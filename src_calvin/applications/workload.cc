@@ -112,6 +112,16 @@ std::string WorkloadParams::Validate(uint32_t partitions) const {
     return "ltx_ops=" + std::to_string(ltx_ops) + " exceeds the " +
            std::to_string(per_partition) + " records of a partition";
   }
+  if (report_range_writes > ops_per_rw_txn) {
+    return OutOfRange("report_range_writes", std::to_string(report_range_writes),
+                      "at most ops_per_rw_txn (" + std::to_string(ops_per_rw_txn) + ")");
+  }
+  if (report_range_writes > 0 && report_fraction * static_cast<double>(per_partition) <
+                                     2.0 * report_range_writes) {
+    return "report_range_writes=" + std::to_string(report_range_writes) +
+           " needs a reported range of at least twice that many keys per partition "
+           "(raise report_fraction or records)";
+  }
   uint32_t max_ops = std::max(ops_per_ro_txn, ops_per_rw_txn);
   if (distribution == "hot") {
     if (hot_records < 1) return OutOfRange("hot_records", std::to_string(hot_records), ">= 1");
@@ -185,12 +195,13 @@ const std::vector<WorkloadPreset>& WorkloadPresets() {
         {"max_batch", "2000"}}},
       {"report",
        "reports beside updates: 100,000 records, uniform keys; short txns of 10 ops (50% read, "
-       "50% update); 1 in 5,000 txns is a report LTX that reads a range of report_fraction of "
-       "the keys (default 10%) and writes 4 summary keys (its write area)",
+       "50% update), one of each one's updates in the period the reports read; 1 in 5,000 txns "
+       "is a report LTX that reads that period (the first report_fraction of the keys, default "
+       "10%) and writes 4 summary keys (its write area)",
        {{"application", "ycsb"}, {"records", "100000"}, {"distribution", "uniform"},
         {"ro_fraction", "0"}, {"ops_per_rw_txn", "10"}, {"read_proportion", "0.5"},
         {"ltx_fraction", "0.0002"}, {"long_kind", "report"}, {"report_fraction", "0.1"},
-        {"max_batch", "2000"}}},
+        {"report_range_writes", "1"}, {"max_batch", "2000"}}},
       {"bom",
        "bill of materials: 100 products, each a part tree of 4 levels with 10 children per "
        "part (1,111 parts); short txns change 4 parts each (re-link a child pointer, or a "

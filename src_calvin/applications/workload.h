@@ -38,6 +38,12 @@ struct WorkloadParams {
   uint64_t scan_length = 10000;      // WL2: consecutive keys per long scan
   // WL2's short txns insert ops_per_rw_txn new keys instead of updating.
   double report_fraction = 0.1;      // report: share of the records one report LTX reads
+  // report: how many of each short read-write txn's updates land in the
+  // range the reports read. Above 0, every report reads the same range
+  // (the first report_fraction of the records: the current period, which
+  // the short txns keep updating); at 0, each report reads a range placed
+  // at random and short txns pick keys as they would without reports.
+  uint32_t report_range_writes = 0;
 
   // Bank
   uint64_t bank_accounts = 100;

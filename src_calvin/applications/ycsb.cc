@@ -54,6 +54,9 @@ class YcsbGenerator : public TxnGenerator {
     // WL2 inserts new keys above the loaded ones, each on its generator's
     // partition: key = insert_base_ + r * partitions + partition.
     insert_base_ = (params.records + partitions - 1) / partitions * partitions;
+    if (params.long_kind == "report" && params.report_range_writes > 0) {
+      reported_ranks_ = RecordsInPartition(ReportLength(), partitions, partition);
+    }
   }
 
   void Next(Txn* txn) override {
@@ -71,16 +74,24 @@ class YcsbGenerator : public TxnGenerator {
     const uint32_t ops = read_only ? params_.ops_per_ro_txn : params_.ops_per_rw_txn;
     keys_.clear();
     picker_.StartTxn();
+    // The report preset's updates of the period the reports read come first.
+    if (!read_only && reported_ranks_ > 0) {
+      picker_.PickAmongFirst(partition_, reported_ranks_, params_.report_range_writes, rng_,
+                             &keys_);
+    }
+    const size_t in_reported_range = keys_.size();
+    const uint32_t rest = ops - static_cast<uint32_t>(in_reported_range);
     const bool multi = partitions_ > 1 && ops > 1 &&
                        rng_.UnitDouble() * 100.0 < params_.multi_partition_pct;
     if (multi) {
       PartitionId other =
           (partition_ + 1 + static_cast<PartitionId>(rng_.Uniform(partitions_ - 1))) %
           partitions_;
-      picker_.Pick(partition_, ops - ops / 2, rng_, &keys_);
-      picker_.Pick(other, ops / 2, rng_, &keys_);
+      const uint32_t remote = std::min(ops / 2, rest);
+      picker_.Pick(partition_, rest - remote, rng_, &keys_);
+      picker_.Pick(other, remote, rng_, &keys_);
     } else {
-      picker_.Pick(partition_, ops, rng_, &keys_);
+      picker_.Pick(partition_, rest, rng_, &keys_);
     }
     if (read_only) {
       txn->set_procedure(YcsbApplication::kReadOnly);
@@ -88,8 +99,10 @@ class YcsbGenerator : public TxnGenerator {
       return;
     }
     txn->set_procedure(YcsbApplication::kReadModifyWrite);
-    for (Key key : keys_) {
-      if (params_.read_proportion > 0 && rng_.UnitDouble() < params_.read_proportion) {
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      const Key key = keys_[i];
+      if (i >= in_reported_range && params_.read_proportion > 0 &&
+          rng_.UnitDouble() < params_.read_proportion) {
         txn->add_read_set(key);
       } else {
         txn->add_read_write_set(key);
@@ -156,11 +169,12 @@ class YcsbGenerator : public TxnGenerator {
   // summary keys of one of kReportSlots slots above the loaded keys. The
   // range is declared (calvin mode read-locks it; paxflow reads it at its
   // snapshot); the summary keys are its write area.
+  // With report_range_writes the range is always the first keys (the
+  // period the short txns update).
   void NextReport(Txn* txn) {
-    const uint64_t length = std::max<uint64_t>(
-        1, std::min<uint64_t>(params_.records,
-                              static_cast<uint64_t>(params_.report_fraction * params_.records)));
-    const Key start = rng_.Uniform(params_.records - length + 1);
+    const uint64_t length = ReportLength();
+    const Key start =
+        reported_ranks_ > 0 ? 0 : rng_.Uniform(params_.records - length + 1);
     const uint64_t slot = rng_.Uniform(YcsbApplication::kReportSlots);
     txn->set_txn_class(LTX);
     txn->set_procedure(YcsbApplication::kReport);
@@ -172,6 +186,12 @@ class YcsbGenerator : public TxnGenerator {
     KeyRange* summary = ltx->add_write_area();
     summary->set_lo(insert_base_ + slot * YcsbApplication::kReportSummaryKeys);
     summary->set_hi(summary->lo() + YcsbApplication::kReportSummaryKeys - 1);
+  }
+
+  uint64_t ReportLength() const {
+    return std::max<uint64_t>(
+        1, std::min<uint64_t>(params_.records,
+                              static_cast<uint64_t>(params_.report_fraction * params_.records)));
   }
 
   // WL2's short txn: ops_per_rw_txn new keys.
@@ -192,6 +212,9 @@ class YcsbGenerator : public TxnGenerator {
   KeyPicker picker_;
   KeyPicker long_picker_;
   Key insert_base_ = 0;
+  // Keys of this partition in the range the reports read, when short txns
+  // update it (report_range_writes); else 0.
+  uint64_t reported_ranks_ = 0;
   std::vector<Key> keys_;
 };
 

@@ -153,6 +153,10 @@ DEFINE_uint32(ltx_ops, 1000, "Operations per generated long txn (WL1; bank-ltx: 
 DEFINE_uint64(scan_length, 10000, "Consecutive keys per generated long scan (WL2)");
 DEFINE_double(report_fraction, 0.1,
               "long_kind=report: share of the records one report LTX reads (a range), 0..1");
+DEFINE_uint32(report_range_writes, 0,
+              "long_kind=report: updates of each short read-write txn that land in the range "
+              "the reports read; above 0 every report reads the first report_fraction of the "
+              "records (the period the short txns update), at 0 a range placed at random");
 DEFINE_uint64(bom_products, 100, "Bom: part trees (products), a multiple of the partitions");
 DEFINE_uint32(bom_fanout, 10, "Bom: child pointers per part");
 DEFINE_uint32(bom_levels, 4, "Bom: levels of a part tree (the root is level 0)");
@@ -211,7 +215,7 @@ const std::vector<std::string>& NodeFlagNames() {
       "ltx_max_deferrals", "ltx_in_place", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
-      "ltx_ops", "scan_length", "report_fraction", "bank_accounts",
+      "ltx_ops", "scan_length", "report_fraction", "report_range_writes", "bank_accounts",
       "bank_initial_balance", "audit_fraction", "bom_products", "bom_fanout", "bom_levels"};
   return kNames;
 }
@@ -314,6 +318,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   w.bank_initial_balance = FLAGS_bank_initial_balance;
   w.audit_fraction = FLAGS_audit_fraction;
   w.report_fraction = FLAGS_report_fraction;
+  w.report_range_writes = FLAGS_report_range_writes;
   w.bom_products = FLAGS_bom_products;
   w.bom_fanout = FLAGS_bom_fanout;
   w.bom_levels = FLAGS_bom_levels;

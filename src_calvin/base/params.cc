@@ -51,6 +51,7 @@ std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() con
       {"bank_initial_balance", std::to_string(w.bank_initial_balance)},
       {"audit_fraction", Number(w.audit_fraction)},
       {"report_fraction", Number(w.report_fraction)},
+      {"report_range_writes", std::to_string(w.report_range_writes)},
       {"bom_products", std::to_string(w.bom_products)},
       {"bom_fanout", std::to_string(w.bom_fanout)},
       {"bom_levels", std::to_string(w.bom_levels)},
