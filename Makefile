@@ -8,7 +8,7 @@ OPT      ?= -O2
 CXXFLAGS ?= $(OPT) -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -pthread -MMD -MP
 CPPFLAGS += -I. -Isrc_calvin -I$(BUILD)/gen
-LDLIBS   := -lzmq -lprotobuf -lglog -lgflags -pthread
+LDLIBS   := -lzmq -lprotobuf -lglog -lgflags -lraft -luv -pthread
 
 PROTOS      := $(wildcard src_calvin/proto/*.proto)
 PROTO_CC    := $(patsubst src_calvin/proto/%.proto,$(BUILD)/gen/%.pb.cc,$(PROTOS))
