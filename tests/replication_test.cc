@@ -30,7 +30,7 @@ using paxflow::testing::WaitUntil;
 constexpr int kTimeoutMs = 15000;
 
 // One member and what it was handed since it last started.
-struct Member {
+struct Seat {
   RaftLogOptions options;
   std::unique_ptr<ReplicatedLog> log;
   std::vector<std::pair<uint64_t, std::string>> order;  // committed, as handed out
@@ -39,29 +39,25 @@ struct Member {
 
 class Group {
  public:
-  explicit Group(size_t size) : members_(size) {
-    const std::vector<uint32_t> ports = FreePorts(size);
-    std::vector<RaftMember> list;
+  explicit Group(size_t size) {
+    const std::vector<uint32_t> ports = FreePorts(size + 1);
+    spare_port_ = ports[size];
     for (size_t i = 0; i < size; ++i)
-      list.push_back({i + 1, "127.0.0.1:" + std::to_string(ports[i])});
-    for (size_t i = 0; i < size; ++i) {
-      RaftLogOptions& options = members_[i].options;
-      options.id = i + 1;
-      options.members = list;
-      options.data_dir = dir_.path() + "/member-" + std::to_string(i + 1);
-      // Short timeouts keep the suite quick; the bench measures the defaults.
-      options.election_timeout_ms = 300;
-      options.heartbeat_ms = 50;
-      options.connect_retry_ms = 50;
-    }
+      founders_.push_back({i + 1, "127.0.0.1:" + std::to_string(ports[i])});
+    for (size_t i = 0; i < size; ++i) Add(founders_[i]);
+  }
+  // A new member (next id, a port picked with the others, its own dir),
+  // not started; its index.
+  size_t AddFresh() {
+    return Add({members_.size() + 1, "127.0.0.1:" + std::to_string(spare_port_)});
   }
   ~Group() {
-    for (Member& member : members_)
+    for (Seat& member : members_)
       if (member.log) member.log->Stop();
   }
 
   void Start(size_t i, bool bootstrap = true) {
-    Member& member = members_[i];
+    Seat& member = members_[i];
     member.options.bootstrap = bootstrap;
     member.order.clear();
     member.restored = 0;
@@ -77,8 +73,9 @@ class Group {
     members_[i].log.reset();
   }
   void Wipe(size_t i) { std::filesystem::remove_all(members_[i].options.data_dir); }
-  Member& member(size_t i) { return members_[i]; }
+  Seat& member(size_t i) { return members_[i]; }
   bool running(size_t i) const { return members_[i].log != nullptr; }
+  replication::Member fresh_member(size_t i) const { return {members_[i].options.id, Address(i)}; }
 
   // The member that leads (may propose), waiting for one; -1 on timeout.
   int WaitLeader(int timeout_ms = kTimeoutMs) {
@@ -95,7 +92,7 @@ class Group {
 
   // Takes member i's events until it has been handed index `index`.
   bool WaitCommitted(size_t i, uint64_t index, int timeout_ms = kTimeoutMs) {
-    Member& member = members_[i];
+    Seat& member = members_[i];
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     while (Handed(member) < index) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -138,15 +135,35 @@ class Group {
   }
 
  private:
-  static uint64_t Handed(const Member& member) {
+  size_t Add(const RaftMember& self) {
+    members_.emplace_back();
+    RaftLogOptions& options = members_.back().options;
+    options.id = self.id;
+    options.members = founders_;
+    if (self.id > founders_.size()) options.members.push_back(self);
+    options.data_dir = dir_.path() + "/member-" + std::to_string(self.id);
+    // Short timeouts keep the suite quick; the bench measures the defaults.
+    options.election_timeout_ms = 300;
+    options.heartbeat_ms = 50;
+    options.connect_retry_ms = 50;
+    return members_.size() - 1;
+  }
+  std::string Address(size_t i) const {
+    for (const RaftMember& m : members_[i].options.members)
+      if (m.id == members_[i].options.id) return m.address;
+    return "";
+  }
+  static uint64_t Handed(const Seat& member) {
     return member.order.empty() ? member.restored : member.order.back().first;
   }
   TempDir dir_;
-  std::vector<Member> members_;
+  std::vector<RaftMember> founders_;
+  uint32_t spare_port_ = 0;
+  std::vector<Seat> members_;
 };
 
 // Committed entries agree: the same bytes at every index both have.
-void ExpectAgree(const Member& a, const Member& b) {
+void ExpectAgree(const Seat& a, const Seat& b) {
   std::map<uint64_t, std::string> in_a(a.order.begin(), a.order.end());
   size_t common = 0;
   for (const auto& [index, bytes] : b.order) {
@@ -183,7 +200,7 @@ TEST(ReplicationTest, CommitsInTheSameOrderOnEveryMember) {
   ASSERT_EQ(appended.size(), 120u);
   ASSERT_TRUE(group.WaitAllCommitted(appended.rbegin()->first));
   for (size_t i = 0; i < 3; ++i) {
-    const Member& member = group.member(i);
+    const Seat& member = group.member(i);
     std::vector<std::pair<uint64_t, std::string>> mine;
     for (const auto& entry : member.order)
       if (appended.count(entry.first)) mine.push_back(entry);
@@ -265,15 +282,15 @@ TEST(ReplicationTest, StoppedFollowerRestartedOnItsDirCatchesUp) {
   EXPECT_EQ(group.member(follower).order.back().first, group.member(leader).order.back().first);
 }
 
-// A member replaced by one on an empty disk (same id, not bootstrapped):
-// it is sent the whole log, or, once the log is trimmed, a snapshot and
-// the entries after it.
-void EmptyMemberCatchesUp(bool trim) {
+// A member whose disk is lost is replaced by a new one on an empty disk
+// (a new id: Replace). The new member is sent the whole log, or, once the
+// log is trimmed, a snapshot and the entries after it.
+void NewMemberCatchesUp(bool trim) {
   Group group(3);
   group.StartAll();
   const int leader = group.WaitLeader();
   ASSERT_GE(leader, 0);
-  const size_t follower = (leader + 1) % 3;
+  const size_t lost = (leader + 1) % 3;
   const uint64_t checkpointed = group.ProposeMany(leader, 30, "covered");
   uint64_t last = group.ProposeMany(leader, 10, "uncovered");
   ASSERT_TRUE(group.WaitAllCommitted(last));
@@ -282,28 +299,38 @@ void EmptyMemberCatchesUp(bool trim) {
   }
   last = group.ProposeMany(leader, 5, "after-trim");  // the trim happens at a commit
   ASSERT_TRUE(group.WaitAllCommitted(last));
-  group.Stop(follower);
-  group.Wipe(follower);
+  group.Stop(lost);
+  group.Wipe(lost);
   last = group.ProposeMany(leader, 5, "while-down");
-  group.Start(follower, /*bootstrap=*/false);
+  const size_t fresh = group.AddFresh();
+  ProposeResult change =
+      group.member(leader).log->Replace(group.member(lost).options.id, group.fresh_member(fresh));
+  ASSERT_EQ(change.status, ProposeResult::Status::kAppended) << change.error;
+  group.Start(fresh, /*bootstrap=*/false);
+  last = group.ProposeMany(leader, 5, "after-replace");
   ASSERT_TRUE(group.WaitAllCommitted(last));
-  const Member& fresh = group.member(follower);
+  const Seat& seat = group.member(fresh);
   if (trim) {
     // Nothing a checkpoint covers came back as an entry.
-    EXPECT_GE(fresh.restored, checkpointed);
-    ASSERT_FALSE(fresh.order.empty());
-    EXPECT_GT(fresh.order.front().first, fresh.restored);
+    EXPECT_GE(seat.restored, checkpointed);
+    ASSERT_FALSE(seat.order.empty());
+    EXPECT_GT(seat.order.front().first, seat.restored);
   } else {
-    EXPECT_EQ(fresh.restored, 0u);
-    EXPECT_EQ(fresh.order.front().first, group.member(leader).order.front().first);
+    EXPECT_EQ(seat.restored, 0u);
+    EXPECT_EQ(seat.order.front().first, group.member(leader).order.front().first);
   }
-  ExpectAgree(fresh, group.member(leader));
-  EXPECT_EQ(fresh.order.back().first, group.member(leader).order.back().first);
+  ExpectAgree(seat, group.member(leader));
+  EXPECT_EQ(seat.order.back().first, group.member(leader).order.back().first);
+  // Refused where it makes no sense.
+  EXPECT_EQ(group.member(leader).log->Replace(group.member(leader).options.id,
+                                               group.fresh_member(fresh)).status,
+            ProposeResult::Status::kFailed);
+  EXPECT_EQ(group.member(fresh).log->Replace(1, group.fresh_member(fresh)).status,
+            ProposeResult::Status::kNotLeader);
 }
 
-TEST(ReplicationTest, MemberOnAnEmptyDirIsSentTheLog) { EmptyMemberCatchesUp(false); }
-TEST(ReplicationTest, MemberOnAnEmptyDirIsSentASnapshotOnceTrimmed) { EmptyMemberCatchesUp(true); }
-
+TEST(ReplicationTest, NewMemberOnAnEmptyDiskIsSentTheLog) { NewMemberCatchesUp(false); }
+TEST(ReplicationTest, NewMemberOnAnEmptyDiskIsSentASnapshotOnceTrimmed) { NewMemberCatchesUp(true); }
 TEST(ReplicationTest, BadOptionsAreRefusedSayingWhy) {
   TempDir dir;
   const std::vector<uint32_t> ports = FreePorts(2);

@@ -41,6 +41,7 @@ size_t EntrySize(size_t bytes) { return kEntryHeader + (bytes + 7) / 8 * 8; }  /
 // libraft names these structs like its functions.
 using ApplyRequest = struct raft_apply;
 using BarrierRequest = struct raft_barrier;
+using ChangeRequest = struct raft_change;
 
 bool operator!=(const Leadership& a, const Leadership& b) {
   return a.term != b.term || a.leader != b.leader || a.leading != b.leading;
@@ -63,15 +64,26 @@ class RaftLog : public ReplicatedLog {
     std::lock_guard<std::mutex> lock(leadership_mu_);
     return leadership_;
   }
+  ProposeResult Replace(uint64_t old_id, const Member& fresh) override;
   void Trim(uint64_t index) override;
   void Stop() override;
 
  private:
   struct Command {
-    bool propose = true;  // else a trim
+    enum class Kind { kPropose, kReplace, kTrim } kind = Kind::kPropose;
     std::string bytes;
-    uint64_t index = 0;
+    uint64_t index = 0;  // trim: up to where; replace: the old member
+    Member fresh;        // replace
     std::promise<ProposeResult> done;
+  };
+  // A Replace under way: add `fresh` (a spare), make it a voter (libraft
+  // catches it up first), remove the old member. Loop thread.
+  struct Change {
+    ChangeRequest req{};
+    RaftLog* log = nullptr;
+    uint64_t old_id = 0;
+    Member fresh;
+    int step = 0;
   };
 
   std::string Validate() const;
@@ -86,6 +98,10 @@ class RaftLog : public ReplicatedLog {
   static void OnRaftClosed(struct raft* raft);
   static void OnApplied(struct raft_apply* req, int status, void* result);
   static void OnBarrier(struct raft_barrier* req, int status);
+  static void OnChanged(struct raft_change* req, int status);
+  // Sends `command` to the loop and waits for its answer (leader only).
+  ProposeResult Ask(std::unique_ptr<Command> command);
+  void HandleReplace(Command* command);
   static int FsmApply(struct raft_fsm* fsm, const struct raft_buffer* buf, void** result);
   static int FsmSnapshot(struct raft_fsm* fsm, struct raft_buffer* bufs[], unsigned* n_bufs);
   static int FsmRestore(struct raft_fsm* fsm, struct raft_buffer* buf);
@@ -257,6 +273,18 @@ void RaftLog::Send(std::unique_ptr<Command> command) {
 ProposeResult RaftLog::Propose(std::string bytes) {
   auto command = std::make_unique<Command>();
   command->bytes = std::move(bytes);
+  return Ask(std::move(command));
+}
+
+ProposeResult RaftLog::Replace(uint64_t old_id, const Member& fresh) {
+  auto command = std::make_unique<Command>();
+  command->kind = Command::Kind::kReplace;
+  command->index = old_id;
+  command->fresh = fresh;
+  return Ask(std::move(command));
+}
+
+ProposeResult RaftLog::Ask(std::unique_ptr<Command> command) {
   std::future<ProposeResult> done = command->done.get_future();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -278,7 +306,7 @@ ProposeResult RaftLog::Propose(std::string bytes) {
 
 void RaftLog::Trim(uint64_t index) {
   auto command = std::make_unique<Command>();
-  command->propose = false;
+  command->kind = Command::Kind::kTrim;
   command->index = index;
   std::lock_guard<std::mutex> lock(mu_);
   if (!stopping_) Send(std::move(command));
@@ -310,12 +338,14 @@ void RaftLog::OnWake(uv_async_t* handle) {
     stopping = self->stopping_;
   }
   for (auto& command : commands) {
-    if (!command->propose) {
+    if (command->kind == Command::Kind::kTrim) {
       if (!stopping) self->HandleTrim(command->index);
     } else if (stopping) {
       ProposeResult result;
       result.status = ProposeResult::Status::kStopped;
       command->done.set_value(result);
+    } else if (command->kind == Command::Kind::kReplace) {
+      self->HandleReplace(command.get());
     } else {
       self->HandlePropose(command.get());
     }
@@ -379,6 +409,59 @@ void RaftLog::HandlePropose(Command* command) {
 // The entry's fate is reported through the committed events, the same on
 // every member; the leader's request only needs releasing.
 void RaftLog::OnApplied(struct raft_apply* req, int status, void* result) { delete req; }
+
+void RaftLog::HandleReplace(Command* command) {
+  ProposeResult result;
+  result.leader = published_.leader;
+  if (!leading_) {
+    result.status = ProposeResult::Status::kNotLeader;
+  } else if (command->index == options_.id) {
+    result.error = "replace: the leader cannot replace itself; stop it, and ask the next leader";
+  } else if (command->fresh.id == 0 || command->fresh.address.find(':') == std::string::npos) {
+    result.error = "replace: the new member needs an id > 0 and a host:port address";
+  } else {
+    auto* change = new Change{};
+    change->req.data = change;
+    change->log = this;
+    change->old_id = command->index;
+    change->fresh = command->fresh;
+    if (raft_add(&raft_, &change->req, change->fresh.id, change->fresh.address.c_str(),
+                 OnChanged) != 0) {
+      result.error = std::string("replace: ") + raft_errmsg(&raft_);
+      delete change;
+    } else {
+      result.status = ProposeResult::Status::kAppended;
+      result.index = raft_last_index(&raft_);
+    }
+  }
+  command->done.set_value(result);
+}
+
+void RaftLog::OnChanged(struct raft_change* req, int status) {
+  auto* change = static_cast<Change*>(req->data);
+  struct raft* raft = &change->log->raft_;
+  int rv = status;
+  if (rv == 0 && change->step == 0) {
+    change->step = 1;
+    rv = raft_assign(raft, &change->req, change->fresh.id, RAFT_VOTER, OnChanged);
+  } else if (rv == 0 && change->step == 1) {
+    change->step = 2;
+    rv = raft_remove(raft, &change->req, change->old_id, OnChanged);
+  } else if (rv == 0) {
+    delete change;  // done
+    return;
+  }
+  if (rv == 0) return;
+  static const char* const kSteps[] = {"adding", "promoting", "removing"};
+  std::fprintf(stderr,
+               "replication: member %llu: replacing member %llu by %llu failed while %s it: %s; "
+               "ask the leader again\n",
+               static_cast<unsigned long long>(change->log->options_.id),
+               static_cast<unsigned long long>(change->old_id),
+               static_cast<unsigned long long>(change->fresh.id), kSteps[change->step],
+               raft_strerror(rv));
+  delete change;
+}
 
 void RaftLog::HandleTrim(uint64_t index) {
   trim_target_ = std::max(trim_target_, index);

@@ -32,10 +32,7 @@
 
 namespace paxflow::replication {
 
-struct RaftMember {
-  uint64_t id = 0;      // > 0, unique in the group
-  std::string address;  // "127.0.0.1:port" (IPv4 dotted quad and port)
-};
+using RaftMember = Member;  // address: an IPv4 dotted quad and a port
 
 struct RaftLogOptions {
   uint64_t id = 0;                  // this member; must be in `members`
@@ -44,7 +41,7 @@ struct RaftLogOptions {
   // On an empty data dir: start the group with `members` as its voters
   // (every founding member does so, with the same list). Without it the
   // member waits for the leader to send it the log (or a snapshot): a
-  // member on a new, empty disk rejoining its group.
+  // member on a new, empty disk joining its group (ReplicatedLog::Replace).
   bool bootstrap = true;
   unsigned election_timeout_ms = 1000;  // libraft randomizes it to 1x-2x
   unsigned heartbeat_ms = 100;

@@ -20,6 +20,11 @@
 
 namespace paxflow::replication {
 
+struct Member {
+  uint64_t id = 0;      // > 0, unique in the group, never reused
+  std::string address;  // where the others reach it: "127.0.0.1:port"
+};
+
 // Who leads, as this member knows it.
 struct Leadership {
   uint64_t term = 0;
@@ -77,6 +82,15 @@ class ReplicatedLog {
   virtual bool NextEvents(std::vector<LogEvent>* out, std::chrono::milliseconds timeout) = 0;
 
   virtual Leadership leadership() const = 0;
+
+  // Leader only: replaces member `old_id` (gone for good, or back on an
+  // empty disk) by `fresh`, a new id started on an empty data dir without
+  // bootstrap. Returns once the change is under way (kAppended): the group
+  // sends `fresh` the log (or a snapshot), makes it a voter once it caught
+  // up, then drops `old_id`. A member that lost its disk never comes back
+  // under its old id: it would have forgotten its votes and what it
+  // acknowledged, which consensus counts on.
+  virtual ProposeResult Replace(uint64_t old_id, const Member& fresh) = 0;
 
   // Entries up to `index` are covered by this member's checkpoint: the log
   // need not keep them. Takes effect at a later commit; see the engine for
