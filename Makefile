@@ -8,7 +8,7 @@ OPT      ?= -O2
 CXXFLAGS ?= $(OPT) -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -pthread -MMD -MP
 CPPFLAGS += -I. -Isrc_calvin -I$(BUILD)/gen
-LDLIBS   := -lzmq -lprotobuf -lglog -lgflags -pthread
+LDLIBS   := -lzmq -lprotobuf -lglog -lgflags -lraft -luv -pthread
 
 PROTOS      := $(wildcard src_calvin/proto/*.proto)
 PROTO_CC    := $(patsubst src_calvin/proto/%.proto,$(BUILD)/gen/%.pb.cc,$(PROTOS))
@@ -36,7 +36,7 @@ TSAN_OBJS := $(patsubst %.cc,$(BUILD)/tsan/%.o,$(LIB_SRCS) $(TSAN_TEST_SRCS)) \
 
 BINS := $(BUILD)/bin/paxflow-node $(BUILD)/bin/paxflow-cluster $(BUILD)/bin/paxflow-bench \
         $(BUILD)/bin/paxflow-cli $(BUILD)/bin/paxflow-load
-TEST_BINS := $(BUILD)/bin/unit_tests $(BUILD)/bin/cluster_tests
+TEST_BINS := $(BUILD)/bin/unit_tests $(BUILD)/bin/cluster_tests $(BUILD)/bin/replication_member
 BENCH_BINS := $(BUILD)/bin/micro_bench
 
 # libFuzzer target for the client request path (clang, from Debian).
@@ -93,7 +93,12 @@ $(BUILD)/bin/unit_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(UNIT_TESTS)) $(TEST_
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ -lgtest -lgtest_main $(LDLIBS)
 
-$(BUILD)/bin/cluster_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(CLUSTER_TESTS)) $(TEST_LIB_OBJS) $(LIB) | $(BINS)
+# One replicated-log member per process, for the tests that SIGKILL them.
+$(BUILD)/bin/replication_member: $(BUILD)/obj/tests/replication_member/member_main.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/bin/cluster_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(CLUSTER_TESTS)) $(TEST_LIB_OBJS) $(LIB) | $(BINS) $(BUILD)/bin/replication_member
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(filter %.o %.a,$^) -o $@ -lgtest -lgtest_main $(LDLIBS)
 

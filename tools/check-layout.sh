@@ -16,6 +16,7 @@
 #   replay                          -> partition, base, checkpoint, engine folders
 #   cluster                         -> base, client (nodes are other processes: never node)
 #   report                          -> cluster, base
+#   replication (consensus)         -> common
 # Inside the scheduler, a lane never includes scheduler.h or another lane,
 # and only the RW lane (and tests) include lock_manager.h.
 set -u
@@ -45,6 +46,7 @@ forbid node 'cluster|report'
 forbid replay 'node|cluster|report|client'
 forbid cluster 'partition|node|replay|report|checkpoint'
 forbid report 'partition|node|replay|checkpoint'
+forbid replication "backend|applications|scheduler|sequencer|checkpoint|$upper"
 for lane in src_calvin/scheduler/*_lane.h src_calvin/scheduler/*_lane.cc; do
   [ -e "$lane" ] || continue
   hits=$(grep -nE '#include "scheduler/(scheduler\.h|[a-z_]*_lane\.h)"' "$lane" |

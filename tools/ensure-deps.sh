@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(g++ make libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
           libgoogle-glog-dev libgflags-dev libgtest-dev libbenchmark-dev
           gnuplot-nox clang libclang-rt-14-dev iproute2
-          libboost-dev prometheus)
+          libboost-dev prometheus libraft-dev libuv1-dev)
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed"; then

@@ -1,0 +1,592 @@
+#include "replication/raft_log.h"
+
+#include <uv.h>
+extern "C" {  // libraft's headers do not say so themselves
+#include <raft.h>
+#include <raft/uv.h>
+}
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "common/blocking_queue.h"
+
+namespace paxflow::replication {
+namespace {
+
+constexpr uint64_t kSnapshotMagic = 0x314e535246584150ULL;  // "PAXFRSN1"
+constexpr size_t kSnapshotBytes = 3 * sizeof(uint64_t);     // magic, index, covered
+constexpr unsigned kNever = UINT_MAX;
+// An entry: an 8-byte header (format byte, 3 zero bytes, u32 length of the
+// bytes, little-endian), the bytes, zeros up to a multiple of 8. libraft
+// 0.15 needs entries of whole 8-byte words (its TCP transport sends them
+// unpadded, the receiver decodes them as padded); the header keeps the
+// true length, and a format should the entry ever change.
+constexpr uint8_t kEntryFormat = 1;
+constexpr size_t kEntryHeader = 8;
+size_t EntrySize(size_t bytes) { return kEntryHeader + (bytes + 7) / 8 * 8; }  // snapshot threshold: no automatic snapshots
+
+// libraft names these structs like its functions.
+using ApplyRequest = struct raft_apply;
+using BarrierRequest = struct raft_barrier;
+using ChangeRequest = struct raft_change;
+
+bool operator!=(const Leadership& a, const Leadership& b) {
+  return a.term != b.term || a.leader != b.leader || a.leading != b.leading;
+}
+
+class RaftLog : public ReplicatedLog {
+ public:
+  explicit RaftLog(const RaftLogOptions& options) : options_(options) {}
+  ~RaftLog() override { Stop(); }
+
+  // On the caller's thread, before the loop thread exists. "" or the error.
+  std::string Open();
+
+  uint64_t id() const override { return options_.id; }
+  ProposeResult Propose(std::string bytes) override;
+  bool NextEvents(std::vector<LogEvent>* out, std::chrono::milliseconds timeout) override {
+    return events_.PopAll(out, timeout);
+  }
+  Leadership leadership() const override {
+    std::lock_guard<std::mutex> lock(leadership_mu_);
+    return leadership_;
+  }
+  ProposeResult Replace(uint64_t old_id, const Member& fresh) override;
+  void Trim(uint64_t index) override;
+  void Stop() override;
+
+ private:
+  struct Command {
+    enum class Kind { kPropose, kReplace, kTrim } kind = Kind::kPropose;
+    std::string bytes;
+    uint64_t index = 0;  // trim: up to where; replace: the old member
+    Member fresh;        // replace
+    std::promise<ProposeResult> done;
+  };
+  // A Replace under way: add `fresh` (a spare), make it a voter (libraft
+  // catches it up first), remove the old member. Loop thread.
+  struct Change {
+    ChangeRequest req{};
+    RaftLog* log = nullptr;
+    uint64_t old_id = 0;
+    Member fresh;
+    int step = 0;
+  };
+
+  std::string Validate() const;
+  // Undoes a half-done Open: closes what was initialized and runs the loop
+  // until every handle is closed.
+  void AbandonOpen();
+  void Send(std::unique_ptr<Command> command);  // mu_ held
+
+  // Loop thread only, below.
+  static void OnWake(uv_async_t* handle);
+  static void OnCheck(uv_check_t* handle);
+  static void OnRaftClosed(struct raft* raft);
+  static void OnApplied(struct raft_apply* req, int status, void* result);
+  static void OnBarrier(struct raft_barrier* req, int status);
+  static void OnChanged(struct raft_change* req, int status);
+  // Sends `command` to the loop and waits for its answer (leader only).
+  ProposeResult Ask(std::unique_ptr<Command> command);
+  void HandleReplace(Command* command);
+  static int FsmApply(struct raft_fsm* fsm, const struct raft_buffer* buf, void** result);
+  static int FsmSnapshot(struct raft_fsm* fsm, struct raft_buffer* bufs[], unsigned* n_bufs);
+  static int FsmRestore(struct raft_fsm* fsm, struct raft_buffer* buf);
+  void HandlePropose(Command* command);
+  void HandleTrim(uint64_t index);
+  void CloseHandles();
+
+  const RaftLogOptions options_;
+  std::string address_;
+
+  // The engine: set up by Open, then touched by the loop thread alone.
+  uv_loop_t loop_{};
+  uv_async_t wake_{};
+  uv_check_t check_{};
+  struct raft_uv_transport transport_{};
+  struct raft_io io_{};
+  struct raft_fsm fsm_{};
+  struct raft raft_{};
+  bool loop_ready_ = false, transport_ready_ = false, io_ready_ = false, raft_ready_ = false,
+       handles_ready_ = false;
+  bool closing_ = false;          // raft_close called
+  bool leading_ = false;          // elected and its barrier applied
+  uint64_t barrier_term_ = 0;     // term whose barrier was proposed
+  uint64_t trim_target_ = 0;      // highest index Trim allowed
+  uint64_t covered_ = 0;          // trim index of the last snapshot
+  Leadership published_;
+
+  std::thread thread_;
+  std::mutex join_mu_;  // Stop's join and loop close
+  bool joined_ = false;
+
+  std::mutex mu_;  // guards inbox_, stopping_, and the wake_ handle's life
+  std::deque<std::unique_ptr<Command>> inbox_;
+  bool stopping_ = false;
+
+  mutable std::mutex leadership_mu_;
+  Leadership leadership_;
+
+  BlockingQueue<LogEvent> events_;
+};
+
+std::string RaftLog::Validate() const {
+  if (options_.id == 0) return "replication: member id must be > 0";
+  if (options_.data_dir.empty()) return "replication: no data dir given";
+  std::set<uint64_t> ids;
+  std::set<std::string> addresses;
+  for (const RaftMember& member : options_.members) {
+    if (member.id == 0) return "replication: member id must be > 0";
+    if (!ids.insert(member.id).second)
+      return "replication: member id " + std::to_string(member.id) + " listed twice";
+    if (member.address.find(':') == std::string::npos)
+      return "replication: member " + std::to_string(member.id) + "'s address '" +
+             member.address + "' is not host:port";
+    if (!addresses.insert(member.address).second)
+      return "replication: address " + member.address + " listed twice";
+  }
+  if (!ids.count(options_.id))
+    return "replication: member " + std::to_string(options_.id) + " is not in the group's list";
+  if (options_.election_timeout_ms <= options_.heartbeat_ms)
+    return "replication: the election timeout must exceed the heartbeat";
+  return "";
+}
+
+std::string RaftLog::Open() {
+  if (std::string error = Validate(); !error.empty()) return error;
+  for (const RaftMember& member : options_.members)
+    if (member.id == options_.id) address_ = member.address;
+  std::error_code ec;
+  std::filesystem::create_directories(options_.data_dir, ec);
+  if (ec)
+    return "replication: cannot create data dir " + options_.data_dir + ": " + ec.message();
+
+  if (int rv = uv_loop_init(&loop_); rv != 0)
+    return std::string("replication: uv_loop_init: ") + uv_strerror(rv);
+  loop_ready_ = true;
+  std::string error;
+  auto fail = [&](const std::string& what) {
+    error = "replication: member " + std::to_string(options_.id) + " at " + address_ + ", dir " +
+            options_.data_dir + ": " + what;
+    AbandonOpen();
+    return error;
+  };
+  if (int rv = raft_uv_tcp_init(&transport_, &loop_); rv != 0)
+    return fail(std::string("tcp transport: ") + raft_strerror(rv));
+  transport_ready_ = true;
+  if (int rv = raft_uv_init(&io_, &loop_, options_.data_dir.c_str(), &transport_); rv != 0)
+    return fail(std::string("raft_uv_init: ") + io_.errmsg);
+  io_ready_ = true;
+  raft_uv_set_segment_size(&io_, options_.segment_bytes);
+  raft_uv_set_connect_retry_delay(&io_, options_.connect_retry_ms);
+
+  fsm_.version = 1;
+  fsm_.data = this;
+  fsm_.apply = FsmApply;
+  fsm_.snapshot = FsmSnapshot;
+  fsm_.restore = FsmRestore;
+  if (int rv = raft_init(&raft_, &io_, &fsm_, options_.id, address_.c_str()); rv != 0)
+    return fail(std::string("raft_init: ") + raft_errmsg(&raft_));
+  raft_ready_ = true;
+  raft_.data = this;
+
+  if (options_.bootstrap) {
+    struct raft_configuration configuration;
+    raft_configuration_init(&configuration);
+    int rv = 0;
+    for (const RaftMember& member : options_.members)
+      if (rv == 0)
+        rv = raft_configuration_add(&configuration, member.id, member.address.c_str(), RAFT_VOTER);
+    if (rv == 0) rv = raft_bootstrap(&raft_, &configuration);
+    raft_configuration_close(&configuration);
+    // An existing log is not bootstrapped again: the member restarts on it.
+    if (rv != 0 && rv != RAFT_CANTBOOTSTRAP)
+      return fail(std::string("bootstrap: ") + raft_strerror(rv));
+  }
+  raft_set_election_timeout(&raft_, options_.election_timeout_ms);
+  raft_set_heartbeat_timeout(&raft_, options_.heartbeat_ms);
+  raft_set_snapshot_threshold(&raft_, kNever);
+  raft_set_snapshot_trailing(&raft_, 0);
+  // A member cut off (and restarted) does not depose a healthy leader.
+  raft_set_pre_vote(&raft_, true);
+
+  uv_async_init(&loop_, &wake_, OnWake);
+  wake_.data = this;
+  uv_check_init(&loop_, &check_);
+  check_.data = this;
+  uv_check_start(&check_, OnCheck);
+  handles_ready_ = true;
+
+  if (int rv = raft_start(&raft_); rv != 0)
+    return fail(std::string("raft_start: ") + raft_errmsg(&raft_));
+  // libuv writes to sockets a member may have closed: the loop thread gets
+  // EPIPE instead of a SIGPIPE that would end the process (the thread
+  // inherits the mask; the caller's is restored).
+  sigset_t pipe, before;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &before);
+  thread_ = std::thread([this] { uv_run(&loop_, UV_RUN_DEFAULT); });
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  return "";
+}
+
+void RaftLog::AbandonOpen() {
+  if (raft_ready_) {
+    closing_ = true;
+    raft_close(&raft_, OnRaftClosed);  // closes io, transport, handles
+  } else {
+    if (io_ready_) raft_uv_close(&io_);
+    if (transport_ready_) raft_uv_tcp_close(&transport_);
+    CloseHandles();
+  }
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  uv_loop_close(&loop_);
+  loop_ready_ = false;
+}
+
+void RaftLog::CloseHandles() {
+  if (!handles_ready_) return;
+  handles_ready_ = false;
+  uv_close(reinterpret_cast<uv_handle_t*>(&wake_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&check_), nullptr);
+}
+
+void RaftLog::Send(std::unique_ptr<Command> command) {
+  inbox_.push_back(std::move(command));
+  uv_async_send(&wake_);
+}
+
+ProposeResult RaftLog::Propose(std::string bytes) {
+  auto command = std::make_unique<Command>();
+  command->bytes = std::move(bytes);
+  return Ask(std::move(command));
+}
+
+ProposeResult RaftLog::Replace(uint64_t old_id, const Member& fresh) {
+  auto command = std::make_unique<Command>();
+  command->kind = Command::Kind::kReplace;
+  command->index = old_id;
+  command->fresh = fresh;
+  return Ask(std::move(command));
+}
+
+ProposeResult RaftLog::Ask(std::unique_ptr<Command> command) {
+  std::future<ProposeResult> done = command->done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ProposeResult refused;
+    if (stopping_) {
+      refused.status = ProposeResult::Status::kStopped;
+      return refused;
+    }
+    const Leadership now = leadership();
+    if (!now.leading) {  // the loop checks again: leadership may go meanwhile
+      refused.status = ProposeResult::Status::kNotLeader;
+      refused.leader = now.leader;
+      return refused;
+    }
+    Send(std::move(command));
+  }
+  return done.get();
+}
+
+void RaftLog::Trim(uint64_t index) {
+  auto command = std::make_unique<Command>();
+  command->kind = Command::Kind::kTrim;
+  command->index = index;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stopping_) Send(std::move(command));
+}
+
+void RaftLog::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_ && thread_.joinable()) uv_async_send(&wake_);
+    stopping_ = true;
+  }
+  std::lock_guard<std::mutex> lock(join_mu_);
+  if (joined_) return;
+  joined_ = true;
+  if (thread_.joinable()) {  // else Open failed, and AbandonOpen cleaned up
+    thread_.join();
+    uv_loop_close(&loop_);
+  }
+  events_.Close();
+}
+
+void RaftLog::OnWake(uv_async_t* handle) {
+  auto* self = static_cast<RaftLog*>(handle->data);
+  std::deque<std::unique_ptr<Command>> commands;
+  bool stopping;
+  {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    commands.swap(self->inbox_);
+    stopping = self->stopping_;
+  }
+  for (auto& command : commands) {
+    if (command->kind == Command::Kind::kTrim) {
+      if (!stopping) self->HandleTrim(command->index);
+    } else if (stopping) {
+      ProposeResult result;
+      result.status = ProposeResult::Status::kStopped;
+      command->done.set_value(result);
+    } else if (command->kind == Command::Kind::kReplace) {
+      self->HandleReplace(command.get());
+    } else {
+      self->HandlePropose(command.get());
+    }
+  }
+  if (stopping && !self->closing_) {
+    self->closing_ = true;
+    raft_close(&self->raft_, OnRaftClosed);
+  }
+}
+
+void RaftLog::OnRaftClosed(struct raft* raft) {
+  auto* self = static_cast<RaftLog*>(raft->data);
+  raft_uv_close(&self->io_);
+  raft_uv_tcp_close(&self->transport_);
+  self->CloseHandles();  // the loop ends once they are closed
+}
+
+void RaftLog::HandlePropose(Command* command) {
+  ProposeResult result;
+  if (!leading_) {
+    result.status = ProposeResult::Status::kNotLeader;
+    result.leader = published_.leader;
+    command->done.set_value(result);
+    return;
+  }
+  const std::string& bytes = command->bytes;
+  if (bytes.size() > UINT32_MAX) {
+    result.error = "an entry of " + std::to_string(bytes.size()) + " bytes: 4 GB at most";
+    command->done.set_value(result);
+    return;
+  }
+  struct raft_buffer buf;
+  buf.len = EntrySize(bytes.size());
+  buf.base = raft_calloc(1, buf.len);
+  if (buf.base == nullptr) {
+    result.error = "out of memory for a " + std::to_string(buf.len) + "-byte entry";
+    command->done.set_value(result);
+    return;
+  }
+  auto* entry = static_cast<uint8_t*>(buf.base);
+  entry[0] = kEntryFormat;
+  const uint32_t length = static_cast<uint32_t>(bytes.size());
+  for (int b = 0; b < 4; ++b) entry[4 + b] = static_cast<uint8_t>(length >> (8 * b));
+  std::memcpy(entry + kEntryHeader, bytes.data(), bytes.size());
+  auto* req = new ApplyRequest{};
+  req->data = this;
+  if (int rv = raft_apply(&raft_, req, &buf, 1, OnApplied); rv != 0) {
+    raft_free(buf.base);
+    delete req;
+    result.status = rv == RAFT_NOTLEADER ? ProposeResult::Status::kNotLeader
+                                         : ProposeResult::Status::kFailed;
+    result.leader = published_.leader;
+    result.error = raft_errmsg(&raft_);
+  } else {
+    result.status = ProposeResult::Status::kAppended;
+    result.index = raft_last_index(&raft_);
+  }
+  command->done.set_value(result);
+}
+
+// The entry's fate is reported through the committed events, the same on
+// every member; the leader's request only needs releasing.
+void RaftLog::OnApplied(struct raft_apply* req, int status, void* result) { delete req; }
+
+void RaftLog::HandleReplace(Command* command) {
+  ProposeResult result;
+  result.leader = published_.leader;
+  if (!leading_) {
+    result.status = ProposeResult::Status::kNotLeader;
+  } else if (command->index == options_.id) {
+    result.error = "replace: the leader cannot replace itself; stop it, and ask the next leader";
+  } else if (command->fresh.id == 0 || command->fresh.address.find(':') == std::string::npos) {
+    result.error = "replace: the new member needs an id > 0 and a host:port address";
+  } else {
+    auto* change = new Change{};
+    change->req.data = change;
+    change->log = this;
+    change->old_id = command->index;
+    change->fresh = command->fresh;
+    if (raft_add(&raft_, &change->req, change->fresh.id, change->fresh.address.c_str(),
+                 OnChanged) != 0) {
+      result.error = std::string("replace: ") + raft_errmsg(&raft_);
+      delete change;
+    } else {
+      result.status = ProposeResult::Status::kAppended;
+      result.index = raft_last_index(&raft_);
+    }
+  }
+  command->done.set_value(result);
+}
+
+void RaftLog::OnChanged(struct raft_change* req, int status) {
+  auto* change = static_cast<Change*>(req->data);
+  struct raft* raft = &change->log->raft_;
+  int rv = status;
+  if (rv == 0 && change->step == 0) {
+    change->step = 1;
+    rv = raft_assign(raft, &change->req, change->fresh.id, RAFT_VOTER, OnChanged);
+  } else if (rv == 0 && change->step == 1) {
+    change->step = 2;
+    rv = raft_remove(raft, &change->req, change->old_id, OnChanged);
+  } else if (rv == 0) {
+    delete change;  // done
+    return;
+  }
+  if (rv == 0) return;
+  static const char* const kSteps[] = {"adding", "promoting", "removing"};
+  std::fprintf(stderr,
+               "replication: member %llu: replacing member %llu by %llu failed while %s it: %s; "
+               "ask the leader again\n",
+               static_cast<unsigned long long>(change->log->options_.id),
+               static_cast<unsigned long long>(change->old_id),
+               static_cast<unsigned long long>(change->fresh.id), kSteps[change->step],
+               raft_strerror(rv));
+  delete change;
+}
+
+void RaftLog::HandleTrim(uint64_t index) {
+  trim_target_ = std::max(trim_target_, index);
+  // Snapshot at the next commit; FsmSnapshot sets how much to keep.
+  if (trim_target_ > covered_) raft_set_snapshot_threshold(&raft_, 1);
+}
+
+void RaftLog::OnCheck(uv_check_t* handle) {
+  auto* self = static_cast<RaftLog*>(handle->data);
+  if (self->closing_) return;
+  struct raft* raft = &self->raft_;
+  Leadership now;
+  raft_id leader = 0;
+  const char* address = nullptr;
+  raft_leader(raft, &leader, &address);
+  now.leader = leader;
+  now.term = raft->current_term;
+  if (raft_state(raft) != RAFT_LEADER) {
+    self->leading_ = false;
+  } else if (!self->leading_ && self->barrier_term_ != now.term) {
+    // Leading starts once an entry of this term commits: everything before
+    // it has then been handed out.
+    auto* req = new BarrierRequest{};
+    req->data = self;
+    if (raft_barrier(raft, req, OnBarrier) == 0) {
+      self->barrier_term_ = now.term;
+    } else {
+      delete req;
+    }
+  }
+  now.leading = self->leading_;
+  if (now != self->published_) {
+    self->published_ = now;
+    {
+      std::lock_guard<std::mutex> lock(self->leadership_mu_);
+      self->leadership_ = now;
+    }
+    LogEvent event;
+    event.kind = LogEvent::Kind::kLeadership;
+    event.leadership = now;
+    self->events_.Push(std::move(event));
+  }
+}
+
+void RaftLog::OnBarrier(struct raft_barrier* req, int status) {
+  auto* self = static_cast<RaftLog*>(req->data);
+  delete req;
+  if (status == 0 && raft_state(&self->raft_) == RAFT_LEADER &&
+      self->raft_.current_term == self->barrier_term_) {
+    self->leading_ = true;  // published by OnCheck, after this iteration's entries
+  }
+}
+
+int RaftLog::FsmApply(struct raft_fsm* fsm, const struct raft_buffer* buf, void** result) {
+  auto* self = static_cast<RaftLog*>(fsm->data);
+  *result = nullptr;
+  LogEvent event;
+  event.kind = LogEvent::Kind::kCommitted;
+  event.index = raft_last_applied(&self->raft_) + 1;  // libraft applies in order
+  const auto* entry = static_cast<const uint8_t*>(buf->base);
+  uint32_t length = 0;
+  if (buf->len >= kEntryHeader)
+    for (int b = 0; b < 4; ++b) length |= uint32_t{entry[4 + b]} << (8 * b);
+  if (buf->len < kEntryHeader || entry[0] != kEntryFormat || EntrySize(length) != buf->len) {
+    std::fprintf(stderr, "replication: member %llu: entry %llu is not one of ours (%zu bytes): "
+                 "the data dir holds another program's log; give the member an empty one\n",
+                 static_cast<unsigned long long>(self->options_.id),
+                 static_cast<unsigned long long>(event.index), buf->len);
+    return RAFT_MALFORMED;  // this member stops applying; the others go on
+  }
+  event.bytes.assign(reinterpret_cast<const char*>(entry + kEntryHeader), length);
+  self->events_.Push(std::move(event));
+  return 0;
+}
+
+int RaftLog::FsmSnapshot(struct raft_fsm* fsm, struct raft_buffer* bufs[], unsigned* n_bufs) {
+  auto* self = static_cast<RaftLog*>(fsm->data);
+  const uint64_t index = raft_last_applied(&self->raft_);
+  const uint64_t covered = std::min(self->trim_target_, index);
+  auto* buffers = static_cast<struct raft_buffer*>(raft_malloc(sizeof(struct raft_buffer)));
+  if (buffers == nullptr) return RAFT_NOMEM;
+  buffers[0].len = kSnapshotBytes;
+  buffers[0].base = raft_malloc(kSnapshotBytes);
+  if (buffers[0].base == nullptr) {
+    raft_free(buffers);
+    return RAFT_NOMEM;
+  }
+  const uint64_t words[3] = {kSnapshotMagic, index, covered};
+  std::memcpy(buffers[0].base, words, kSnapshotBytes);
+  *bufs = buffers;
+  *n_bufs = 1;
+  // Keep the entries no checkpoint covers; no further snapshot until the
+  // next Trim.
+  raft_set_snapshot_trailing(&self->raft_, static_cast<unsigned>(index - covered));
+  raft_set_snapshot_threshold(&self->raft_, kNever);
+  self->covered_ = covered;
+  return 0;
+}
+
+int RaftLog::FsmRestore(struct raft_fsm* fsm, struct raft_buffer* buf) {
+  auto* self = static_cast<RaftLog*>(fsm->data);
+  uint64_t words[3];
+  if (buf->len != kSnapshotBytes) return RAFT_MALFORMED;
+  std::memcpy(words, buf->base, kSnapshotBytes);
+  if (words[0] != kSnapshotMagic) return RAFT_MALFORMED;
+  raft_free(buf->base);  // ours on success
+  self->covered_ = words[2];
+  self->trim_target_ = std::max(self->trim_target_, words[2]);
+  LogEvent event;
+  event.kind = LogEvent::Kind::kRestored;
+  event.index = words[1];
+  self->events_.Push(std::move(event));
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<ReplicatedLog> StartRaftLog(const RaftLogOptions& options, std::string* error) {
+  auto log = std::make_unique<RaftLog>(options);
+  std::string failure = log->Open();
+  if (!failure.empty()) {
+    if (error != nullptr) *error = failure;
+    return nullptr;
+  }
+  return log;
+}
+
+}  // namespace paxflow::replication
