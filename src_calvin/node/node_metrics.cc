@@ -175,6 +175,35 @@ std::string Node::MetricsText() const {
                 "queue (fetched again from the logs)", static_cast<double>(queue.dropped), labels);
   }
 
+  // Authentication (auth.curve): refused connections by port and reason
+  // (the ZAP handler's: keys not in the config; libzmq's before it, seen
+  // by the sockets' handshake monitors), and impersonating peer messages.
+  if (zap_) {
+    const struct {
+      const char* domain;
+      uint64_t keys;
+      const HandshakeMonitor* handshakes;
+    } ports[] = {{"peer", zap_->refused_peers(), transport_ ? &transport_->handshakes() : nullptr},
+                 {"client", zap_->refused_clients(), clients_ ? &clients_->handshakes() : nullptr}};
+    const char* help = "Connections refused on the peer and client ports, by reason: "
+                       "key_not_listed (the ZAP handler); no_curve, bad_handshake, no_zap_handler, "
+                       "handshake_incomplete (libzmq, before the ZAP handler is asked; a client "
+                       "without a key often shows as handshake_incomplete, as do port probes)";
+    for (const auto& port : ports) {
+      out.Counter("paxflow_auth_refused_connections_total", help, static_cast<double>(port.keys),
+                  {{"domain", port.domain}, {"reason", "key_not_listed"}});
+      for (int reason = 0; reason < static_cast<int>(HandshakeRefusal::kCount); ++reason) {
+        const HandshakeRefusal each = static_cast<HandshakeRefusal>(reason);
+        out.Counter("paxflow_auth_refused_connections_total", help,
+                    port.handshakes ? static_cast<double>(port.handshakes->count(each)) : 0,
+                    {{"domain", port.domain}, {"reason", HandshakeRefusalName(each)}});
+      }
+    }
+    out.Counter("paxflow_auth_impersonations_total", "Peer messages dropped because their header "
+                "named another node than the key that sent them",
+                transport_ ? static_cast<double>(transport_->impersonations()) : 0);
+  }
+
   // Clients.
   if (clients_) {
     const ClientPortCounters client = clients_->Counters();
