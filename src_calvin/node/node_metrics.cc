@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 
 #include "common/clock.h"
@@ -151,10 +152,16 @@ std::string Node::MetricsText() const {
     const Epoch newest = held.empty() ? 0 : held.back();
     out.Gauge("paxflow_checkpoint_epoch", "Epoch of the newest checkpoint held (0: none)",
               static_cast<double>(newest));
-    out.Gauge("paxflow_checkpoint_age_seconds", "Epochs admitted since the newest checkpoint "
-              "(since the start if none) times the epoch length",
-              static_cast<double>(status.admitted_epoch - std::min(newest, status.admitted_epoch)) *
-                  engine.epoch_ms / 1000.0);
+    // Wall clock: the written time comes from the checkpoint's header, so
+    // the age holds across restarts.
+    const int64_t written_ms = checkpointer_->NewestWrittenUnixMs();
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch()).count();
+    const double age_s = written_ms > 0 ? std::max<int64_t>(now_ms - written_ms, 0) / 1000.0
+                                        : std::max<int64_t>(now - start_us_.load(), 0) / 1e6;
+    out.Gauge("paxflow_checkpoint_age_seconds", "Seconds since the newest checkpoint held was "
+              "written (wall clock, from its header); since the node started if it holds none",
+              age_s);
   }
 
   // Peers.
