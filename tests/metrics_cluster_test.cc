@@ -54,9 +54,19 @@ class MetricsCluster {
     std::string output;
     EXPECT_EQ(verbs_->Run("stop", {"--stop_timeout=30"}, &output), 0) << output;
   }
-  // Kills every node (SIGKILL) and restarts them from their logs.
+  // Kills every node (SIGKILL) and restarts them from their logs, once the
+  // killed ones have exited (a zombie holds no ports any more).
   void KillAndRestart() {
-    for (pid_t pid : verbs_->Pids()) ASSERT_EQ(kill(pid, SIGKILL), 0);
+    for (pid_t pid : verbs_->Pids()) {
+      ASSERT_EQ(kill(pid, SIGKILL), 0);
+      const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
+      ASSERT_TRUE(WaitUntil([&] {
+        const std::string text = testing::ReadFile(stat);
+        const size_t paren = text.rfind(')');
+        return text.empty() || (paren != std::string::npos && paren + 2 < text.size() &&
+                                text[paren + 2] == 'Z');
+      }, 5000));
+    }
     std::string output;
     ASSERT_EQ(verbs_->Run("restart", {"--node=all"}, &output), 0) << output;
   }
