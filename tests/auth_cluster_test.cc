@@ -6,6 +6,7 @@
 // CURVE on. Real node processes on 127.0.0.1 (paxflow-cluster start).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,7 @@
 #include "applications/workload.h"
 #include "common/transport.h"
 #include "recovery.pb.h"
+#include "tests/http_get.h"
 #include "tests/test_cluster.h"
 
 namespace paxflow {
@@ -47,6 +49,13 @@ CurveKeyPair KeysOf(const std::string& prefix) {
   return keys;
 }
 
+// How many times `text` occurs in `log`.
+size_t Occurrences(const std::string& log, const std::string& text) {
+  size_t count = 0;
+  for (size_t at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++count;
+  return count;
+}
+
 // Turns auth.curve on: a key pair per node, an operator (the key the tools
 // and this test's status checks use) and an application client.
 void WithCurve(ClusterConfig* config, const std::string& dir) {
@@ -71,8 +80,14 @@ void WithCurve(ClusterConfig* config, const std::string& dir) {
 // clients) use the operator key.
 class CurveCluster {
  public:
-  CurveCluster(const std::string& name, uint32_t partitions, std::vector<std::string> flags)
-      : cluster_(name, partitions, 1, std::move(flags), WithCurve) {
+  // `edit`, if given, changes the config further.
+  CurveCluster(const std::string& name, uint32_t partitions, std::vector<std::string> flags,
+               std::function<void(ClusterConfig*)> edit = nullptr)
+      : cluster_(name, partitions, 1, std::move(flags),
+                 [&edit](ClusterConfig* config, const std::string& dir) {
+                   WithCurve(config, dir);
+                   if (edit) edit(config);
+                 }) {
     EXPECT_EQ(UseClientKeys(&cluster_.config(), "", ""), "");
   }
   ~CurveCluster() { ClearClientKeys(); }
@@ -141,9 +156,62 @@ TEST(AuthClusterTest, ClientsWithoutAKeyOrWithAnUnknownOneAreRefusedAndTheNodeCa
   cluster->Stop();
   const std::string log = cluster->NodeLog(0);
   const std::string key = KeysOf(stranger).public_key;
-  size_t lines = 0;
-  for (size_t at = log.find(key); at != std::string::npos; at = log.find(key, at + 1)) ++lines;
-  EXPECT_EQ(lines, 1u) << "a refused key is logged once, not per attempt:\n" << log;
+  EXPECT_EQ(Occurrences(log, key), 1u) << "a refused key is logged once, not per attempt:\n" << log;
+}
+
+// The value of sample `sample` (name and labels) in a metrics text; -1 if absent.
+double SampleValue(const std::string& text, const std::string& sample) {
+  const size_t at = text.find("\n" + sample + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + sample.size() + 2));
+}
+
+// A client without a key is refused by libzmq's mechanism check before the
+// ZAP handler is asked (or, when its reset outruns its greeting, seen as a
+// handshake cut short); the node's handshake monitor counts it (status and
+// /metrics) and logs it once per reason, and serves a keyed client meanwhile.
+TEST(AuthClusterTest, AKeylessClientIsRefusedCountedAndLoggedOnce) {
+  constexpr uint64_t kKeylessKey = 3000021;  // beyond the loaded records
+  const uint32_t metrics_port = testing::FreePorts(1)[0];
+  CurveCluster cluster("auth-keyless", 1, {"--workload=mixed", "--generate=false"},
+                       [&](ClusterConfig* config) {
+                         config->mutable_node(0)->set_metrics_port(metrics_port);
+                       });
+  cluster->Start();
+  const uint64_t before = cluster.Status(0).auth_refused_clients();
+  ClientReply reply;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::unique_ptr<Client> keyless = cluster.ClientWith("", 0);
+    EXPECT_NE(keyless->Call(Client::Put({{kKeylessKey, "keyless"}}), &reply, 300), "")
+        << "a keyless client got an answer";
+  }
+  EXPECT_TRUE(WaitUntil([&] { return cluster.Status(0).auth_refused_clients() >= before + 3; },
+                        5000))
+      << cluster.Status(0).ShortDebugString();
+  std::string text;
+  ASSERT_EQ(testing::HttpGet(static_cast<uint16_t>(metrics_port), "/metrics", &text), 200);
+  const std::string family = "paxflow_auth_refused_connections_total{domain=\"client\",reason=";
+  const double no_curve = SampleValue(text, family + "\"no_curve\"}");
+  const double incomplete = SampleValue(text, family + "\"handshake_incomplete\"}");
+  EXPECT_GE(no_curve, 0) << text;
+  EXPECT_GE(incomplete, 0) << text;
+  EXPECT_GE(no_curve + incomplete, 3) << text;
+  EXPECT_EQ(SampleValue(text, family + "\"key_not_listed\"}"), 0) << text;
+  // The node carries on: a keyed client is served, and the keyless put never ran.
+  std::unique_ptr<Client> app = cluster.ClientWith(cluster.dir() + "/app", 0);
+  ASSERT_EQ(app->Call(Client::Put({{kKeylessKey + 1, "keyed"}}), &reply, 5000), "");
+  EXPECT_EQ(reply.status(), OK) << reply.error();
+  ASSERT_EQ(app->Call(Client::Get({kKeylessKey, kKeylessKey + 1}), &reply, 5000), "");
+  ASSERT_EQ(reply.txn().reads_size(), 2);
+  EXPECT_FALSE(reply.txn().reads(0).found()) << "the keyless client's put ran";
+  EXPECT_EQ(reply.txn().reads(1).value(), "keyed");
+  cluster->Stop();
+  // Logged once per reason, not per attempt (later lines only at 10, 100...).
+  const std::string log = cluster->NodeLog(0);
+  const size_t without = Occurrences(log, "refused a client connection without CURVE");
+  const size_t cut_short = Occurrences(log, "refused a client connection that ended before");
+  EXPECT_LE(without, 1u) << log;
+  EXPECT_LE(cut_short, 1u) << log;
+  EXPECT_GE(without + cut_short, 1u) << log;
 }
 
 // Sends, as node `claimed`, a batch (putting `value` under `key`), that

@@ -4,6 +4,7 @@
 // cluster's committed rate from a query over its HTTP API.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <csignal>
 #include <fstream>
 
@@ -53,6 +54,22 @@ class MetricsCluster {
     std::string output;
     EXPECT_EQ(verbs_->Run("stop", {"--stop_timeout=30"}, &output), 0) << output;
   }
+  // Kills every node (SIGKILL) and restarts them from their logs, once the
+  // killed ones have exited (a zombie holds no ports any more).
+  void KillAndRestart() {
+    for (pid_t pid : verbs_->Pids()) {
+      ASSERT_EQ(kill(pid, SIGKILL), 0);
+      const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
+      ASSERT_TRUE(WaitUntil([&] {
+        const std::string text = testing::ReadFile(stat);
+        const size_t paren = text.rfind(')');
+        return text.empty() || (paren != std::string::npos && paren + 2 < text.size() &&
+                                text[paren + 2] == 'Z');
+      }, 5000));
+    }
+    std::string output;
+    ASSERT_EQ(verbs_->Run("restart", {"--node=all"}, &output), 0) << output;
+  }
 
  private:
   TempDir dir_;
@@ -65,6 +82,40 @@ class MetricsCluster {
 double Sample(const std::string& text, const std::string& name) {
   const size_t at = text.find("\n" + name + " ");
   return at == std::string::npos ? -1 : std::strtod(text.c_str() + at + name.size() + 2, nullptr);
+}
+
+// Wall-clock seconds now.
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// paxflow_checkpoint_age_seconds is the time since the newest checkpoint
+// was written, by the wall clock: it counts the time the node was down, so
+// after a restart it is at least the time since the checkpoint was asked.
+TEST(MetricsClusterTest, CheckpointAgeIsWallTimeSinceTheCheckpointAcrossARestart) {
+  MetricsCluster cluster("metrics-ckpt-age", 1);
+  cluster.Start();
+  std::string output, text;
+  const double asked = WallSeconds();
+  ASSERT_EQ(RunProcess({BinaryDir() + "/paxflow-cli", "--config=" + cluster.config_path(),
+                        "checkpoint"}, &output), 0) << output;
+  const double written = WallSeconds();  // the checkpoint was written in [asked, written]
+  ASSERT_EQ(HttpGet(cluster.metrics_port(0), "/metrics", &text), 200);
+  EXPECT_GT(Sample(text, "paxflow_checkpoint_epoch"), 0) << text;
+  EXPECT_LE(Sample(text, "paxflow_checkpoint_age_seconds"), WallSeconds() - asked + 0.01) << text;
+  cluster.KillAndRestart();
+  ASSERT_TRUE(WaitUntil([&] {
+    return HttpGet(cluster.metrics_port(0), "/metrics", &text) == 200 &&
+           Sample(text, "paxflow_checkpoint_age_seconds") >= 0;
+  }, 10000));
+  const double scraped = WallSeconds();
+  const double age = Sample(text, "paxflow_checkpoint_age_seconds");
+  // Restarted, the node holds the same checkpoint; its age kept counting
+  // while the node was down (epochs x epoch length would not have).
+  EXPECT_GE(age, scraped - written - 0.05) << text;
+  EXPECT_LE(age, WallSeconds() - asked + 0.01) << text;
+  cluster.Stop();
 }
 
 TEST(MetricsClusterTest, PromtoolAcceptsWhatALiveNodeServes) {

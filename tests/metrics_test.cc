@@ -103,7 +103,7 @@ TEST(DeploymentMetricsTest, ScrapeConfigCoversEveryExampleNode) {
   EXPECT_EQ(testing::RunProcess({"/usr/bin/promtool", "check", "config", yml}, &output), 0)
       << output;
   const std::string text = testing::ReadFile(yml);
-  for (const char* name : {"local-1", "local-3", "local-2x2", "netns-3"}) {
+  for (const char* name : {"local-1", "local-3", "local-2x2", "netns-3", "hosts-3"}) {
     ClusterConfig config;
     ASSERT_EQ(LoadClusterConfig(testing::SourceDir() + "/deployment/" + name + ".conf", &config),
               "");

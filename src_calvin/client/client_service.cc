@@ -88,6 +88,7 @@ ClientService::ClientService(ClientServiceOptions options, const Application* ap
       status_(std::move(status)),
       digest_(std::move(digest)),
       context_(context),
+      handshakes_("node " + std::to_string(options_.node), "client"),
       admission_(options_.admission),
       buffers_(std::make_shared<BufferPool>()),
       request_scratch_(options_.limits) {}
@@ -111,9 +112,13 @@ std::string ClientService::Start() {
     // memory attack) are cut off by zmq, which disconnects that client.
     socket_->set(zmq::sockopt::maxmsgsize,
                  static_cast<int64_t>(16 * options_.limits.max_request_bytes));
-    if (!options_.curve.empty()) MakeCurveServer(socket_.get(), options_.curve, "client");
+    if (!options_.curve.empty()) {
+      MakeCurveServer(socket_.get(), options_.curve, "client");
+      handshakes_.Watch(context_, socket_.get());
+    }
     socket_->bind(options_.endpoint);
   } catch (const zmq::error_t& e) {
+    handshakes_.Close();
     socket_.reset();
     return "cannot bind the client port " + options_.endpoint + ": " + e.what();
   }
@@ -136,6 +141,7 @@ void ClientService::Stop() {
     stopped_ = true;
   }
   Flush();
+  handshakes_.Close();
   socket_.reset();
 }
 
@@ -252,19 +258,24 @@ ClientPortCounters ClientService::Counters() const {
 }
 
 void ClientService::Loop() {
-  zmq::pollitem_t items[2] = {{socket_->handle(), 0, ZMQ_POLLIN, 0},
-                              {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+  // The handshake monitor's events, when it watches (CURVE), are polled
+  // here too: no thread of their own.
+  zmq::pollitem_t items[3] = {{socket_->handle(), 0, ZMQ_POLLIN, 0},
+                              {nullptr, wake_fd_, ZMQ_POLLIN, 0},
+                              handshakes_.Item()};
+  const size_t polled = handshakes_.watching() ? 3 : 2;
   int64_t last_flush = 0;
   bool due = false;  // replies wait for the next flush
   while (!stop_.load(std::memory_order_relaxed)) {
     int timeout_ms = blocked_connections_.empty() ? 200 : kBlockedRetryMs;
     if (due) timeout_ms = 1;  // the coalescing window ends within a millisecond
     try {
-      zmq::poll(items, 2, std::chrono::milliseconds(timeout_ms));
+      zmq::poll(items, polled, std::chrono::milliseconds(timeout_ms));
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) break;
       continue;
     }
+    if (polled == 3 && (items[2].revents & ZMQ_POLLIN)) handshakes_.Drain();
     if (items[1].revents & ZMQ_POLLIN) {
       uint64_t count;
       if (read(wake_fd_, &count, sizeof(count)) < 0) {}  // drained; nothing to do on EAGAIN

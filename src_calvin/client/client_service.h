@@ -35,6 +35,7 @@
 #include "client/reply.h"
 #include "client/request.h"
 #include "common/curve.h"
+#include "common/handshake_monitor.h"
 #include "scheduler/sinks.h"
 #include "sequencer/txn_source.h"
 
@@ -119,6 +120,8 @@ class ClientService : public TxnSource, public ResultSink {
 
   uint64_t waiting_txns() const { return admission_.admitted(); }
   ClientPortCounters Counters() const;
+  // CURVE: connections refused before the ZAP handler was asked.
+  const HandshakeMonitor& handshakes() const { return handshakes_; }
 
  private:
   class BufferPool;
@@ -219,6 +222,7 @@ class ClientService : public TxnSource, public ResultSink {
   RemoveProvider remove_;
   zmq::context_t* const context_;
   std::unique_ptr<zmq::socket_t> socket_;
+  HandshakeMonitor handshakes_;  // CURVE only; drained by the service thread
   int wake_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};

@@ -8,7 +8,8 @@
 
 namespace paxflow {
 
-Transport::Transport(TransportOptions options) : options_(std::move(options)) {
+Transport::Transport(TransportOptions options)
+    : options_(std::move(options)), handshakes_("node " + std::to_string(options_.self), "peer") {
   if (!options_.context) {
     own_context_ = std::make_unique<zmq::context_t>(1);
     context_ = own_context_.get();
@@ -55,9 +56,13 @@ std::string Transport::Start() {
     inbound_->set(zmq::sockopt::rcvhwm, options_.receive_queue);
     inbound_->set(zmq::sockopt::linger, 0);
     inbound_->set(zmq::sockopt::maxmsgsize, options_.max_message_bytes);
-    if (!options_.curve.empty()) MakeCurveServer(inbound_.get(), options_.curve, "peer");
+    if (!options_.curve.empty()) {
+      MakeCurveServer(inbound_.get(), options_.curve, "peer");
+      handshakes_.Watch(context_, inbound_.get());
+    }
     inbound_->bind(options_.bind_endpoint);
   } catch (const zmq::error_t& e) {
+    handshakes_.Close();
     inbound_.reset();
     return "cannot bind " + options_.bind_endpoint + ": " + e.what();
   }
@@ -98,6 +103,7 @@ void Transport::Stop(bool flush) {
     peer->waiting.clear();
     peer->waiting_bytes = 0;
   }
+  handshakes_.Close();
   inbound_.reset();
 }
 
@@ -239,7 +245,9 @@ bool Transport::SenderMatches(const zmq::message_t& frame, NodeId claimed) {
 }
 
 void Transport::ReceiveLoop() {
-  zmq::pollitem_t item{inbound_->handle(), 0, ZMQ_POLLIN, 0};
+  // The handshake monitor's events (CURVE) are polled here too.
+  zmq::pollitem_t items[2] = {{inbound_->handle(), 0, ZMQ_POLLIN, 0}, handshakes_.Item()};
+  const int polled = handshakes_.watching() ? 2 : 1;
   std::vector<zmq::message_t> frames;
   while (!stop_.load(std::memory_order_relaxed)) {
     // Messages held for slow peers are retried here when nothing else
@@ -253,7 +261,9 @@ void Transport::ReceiveLoop() {
     const auto timeout = std::chrono::milliseconds(
         peers_waiting_.load(std::memory_order_relaxed) > 0 ? 10 : 100);
     try {
-      if (zmq::poll(&item, 1, timeout) <= 0) continue;
+      if (zmq::poll(items, polled, timeout) <= 0) continue;
+      if (polled == 2 && (items[1].revents & ZMQ_POLLIN)) handshakes_.Drain();
+      if (!(items[0].revents & ZMQ_POLLIN)) continue;
       frames.clear();
       while (true) {
         zmq::message_t frame;

@@ -37,6 +37,7 @@
 #include <zmq.hpp>
 
 #include "common/curve.h"
+#include "common/handshake_monitor.h"
 #include "common/types.h"
 #include "message.pb.h"
 
@@ -112,6 +113,9 @@ class Transport {
   // CURVE: messages dropped because their header named another node than
   // their sender's key.
   uint64_t impersonations() const { return impersonations_.load(std::memory_order_relaxed); }
+  // CURVE: connections to the receiving socket refused before the ZAP
+  // handler was asked (a peer without CURVE, a failed handshake).
+  const HandshakeMonitor& handshakes() const { return handshakes_; }
   // Messages dropped on purpose (fault injection) since start.
   uint64_t injected_drops() const { return injected_drops_.load(std::memory_order_relaxed); }
 
@@ -141,6 +145,7 @@ class Transport {
   std::unique_ptr<zmq::context_t> own_context_;
   zmq::context_t* context_;
   std::unique_ptr<zmq::socket_t> inbound_;
+  HandshakeMonitor handshakes_;  // CURVE only; drained by the receiver thread
   std::map<NodeId, std::unique_ptr<Peer>> peers_;
   std::map<int, Handler> handlers_;
   std::thread receiver_;

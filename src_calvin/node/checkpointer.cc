@@ -26,9 +26,25 @@ std::string Fixed(double value, int digits) {
 Checkpointer::Checkpointer(CheckpointerOptions options) : options_(std::move(options)) {
   slot_ = options_.store->RegisterThread();
   held_ = ListCheckpoints(options_.dir, options_.header.node_id());
+  ReadNewestWrittenLocked();  // no other thread yet
 }
 
 Checkpointer::~Checkpointer() { Stop(); }
+
+void Checkpointer::ReadNewestWrittenLocked() {
+  newest_written_ms_ = 0;
+  if (held_.empty()) return;
+  CheckpointHeader header;
+  const std::string path = CheckpointPath(options_.dir, options_.header.node_id(), held_.back());
+  if (ReadCheckpointHeader(path, &header).empty()) {
+    newest_written_ms_ = static_cast<int64_t>(header.written_unix_ms());
+  }
+}
+
+int64_t Checkpointer::NewestWrittenUnixMs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return newest_written_ms_;
+}
 
 std::string Checkpointer::StatePath(const std::string& dir, NodeId node) {
   return dir + "/node-" + std::to_string(node) + ".recovery";
@@ -45,6 +61,7 @@ void Checkpointer::Start(Epoch epoch, Epoch stable) {
   std::lock_guard<std::mutex> lock(mu_);
   // Listed again: a fresh start removed what the node held when it was made.
   held_ = ListCheckpoints(options_.dir, options_.header.node_id());
+  ReadNewestWrittenLocked();
   stable_ = stable;
   if (options_.every_epochs > 0) AskPeriodicAfter(epoch);
   thread_ = std::thread([this] { Loop(); });
@@ -193,6 +210,7 @@ void Checkpointer::Write(const SnapshotInfo& info) {
     std::lock_guard<std::mutex> lock(mu_);
     held_.push_back(info.epoch);
     std::sort(held_.begin(), held_.end());
+    if (held_.back() == info.epoch) newest_written_ms_ = header.written_unix_ms();
   }
   std::string line = "[node " + std::to_string(node) + "] checkpoint at epoch " +
                      std::to_string(info.epoch) + ": " + std::to_string(stats.keys) + " keys, " +

@@ -64,6 +64,9 @@ class Checkpointer {
   void AddWaiter(Epoch from, Waiter done);
   // Epochs of the checkpoints on disk, ascending.
   std::vector<Epoch> Held() const;
+  // When the newest of them was written (Unix ms, from its header: it
+  // holds across restarts); 0 if none is held.
+  int64_t NewestWrittenUnixMs() const;
   Epoch Stable() const;
   // Every node holds the checkpoint at `stable`: drop what only older
   // states needed. No-op unless `stable` is newer than the last one.
@@ -80,6 +83,8 @@ class Checkpointer {
   void Loop();
   void Write(const SnapshotInfo& info);
   void AnswerWaiters(Epoch epoch, const CheckpointReply& reply, const std::string& error);
+  // mu_ held: newest_written_ms_ from the newest held checkpoint's header.
+  void ReadNewestWrittenLocked();
 
   const CheckpointerOptions options_;
   mutable std::mutex mu_;
@@ -87,6 +92,7 @@ class Checkpointer {
   std::deque<SnapshotInfo> ready_;
   std::set<Epoch> asked_;  // snapshots requested, not yet written
   std::vector<Epoch> held_;
+  int64_t newest_written_ms_ = 0;  // held_.back()'s written_unix_ms (0: none)
   Epoch stable_ = 0;
   std::vector<std::pair<Epoch, Waiter>> waiters_;
   CheckpointReply last_written_;  // the newest written since start

@@ -649,8 +649,11 @@ StatusReply Node::NodeStatus() const {
   reply.set_state(StateName(state_.load()));
   reply.set_problem(Problem());
   if (zap_) {
-    reply.set_auth_refused_peers(zap_->refused_peers());
-    reply.set_auth_refused_clients(zap_->refused_clients());
+    // The ZAP handler's refusals (keys) and libzmq's before it (no CURVE).
+    reply.set_auth_refused_peers(zap_->refused_peers() +
+                                 (transport_ ? transport_->handshakes().refused() : 0));
+    reply.set_auth_refused_clients(zap_->refused_clients() +
+                                   (clients_ ? clients_->handshakes().refused() : 0));
   }
   if (transport_) reply.set_auth_impersonations(transport_->impersonations());
   if (checkpointer_) {

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 
 #include "common/clock.h"
@@ -151,10 +152,16 @@ std::string Node::MetricsText() const {
     const Epoch newest = held.empty() ? 0 : held.back();
     out.Gauge("paxflow_checkpoint_epoch", "Epoch of the newest checkpoint held (0: none)",
               static_cast<double>(newest));
-    out.Gauge("paxflow_checkpoint_age_seconds", "Epochs admitted since the newest checkpoint "
-              "(since the start if none) times the epoch length",
-              static_cast<double>(status.admitted_epoch - std::min(newest, status.admitted_epoch)) *
-                  engine.epoch_ms / 1000.0);
+    // Wall clock: the written time comes from the checkpoint's header, so
+    // the age holds across restarts.
+    const int64_t written_ms = checkpointer_->NewestWrittenUnixMs();
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch()).count();
+    const double age_s = written_ms > 0 ? std::max<int64_t>(now_ms - written_ms, 0) / 1000.0
+                                        : std::max<int64_t>(now - start_us_.load(), 0) / 1e6;
+    out.Gauge("paxflow_checkpoint_age_seconds", "Seconds since the newest checkpoint held was "
+              "written (wall clock, from its header); since the node started if it holds none",
+              age_s);
   }
 
   // Peers.
@@ -173,6 +180,35 @@ std::string Node::MetricsText() const {
               static_cast<double>(queue.queued_bytes), labels);
     out.Counter("paxflow_peer_dropped_messages_total", "Messages to the peer dropped on a full "
                 "queue (fetched again from the logs)", static_cast<double>(queue.dropped), labels);
+  }
+
+  // Authentication (auth.curve): refused connections by port and reason
+  // (the ZAP handler's: keys not in the config; libzmq's before it, seen
+  // by the sockets' handshake monitors), and impersonating peer messages.
+  if (zap_) {
+    const struct {
+      const char* domain;
+      uint64_t keys;
+      const HandshakeMonitor* handshakes;
+    } ports[] = {{"peer", zap_->refused_peers(), transport_ ? &transport_->handshakes() : nullptr},
+                 {"client", zap_->refused_clients(), clients_ ? &clients_->handshakes() : nullptr}};
+    const char* help = "Connections refused on the peer and client ports, by reason: "
+                       "key_not_listed (the ZAP handler); no_curve, bad_handshake, no_zap_handler, "
+                       "handshake_incomplete (libzmq, before the ZAP handler is asked; a client "
+                       "without a key often shows as handshake_incomplete, as do port probes)";
+    for (const auto& port : ports) {
+      out.Counter("paxflow_auth_refused_connections_total", help, static_cast<double>(port.keys),
+                  {{"domain", port.domain}, {"reason", "key_not_listed"}});
+      for (int reason = 0; reason < static_cast<int>(HandshakeRefusal::kCount); ++reason) {
+        const HandshakeRefusal each = static_cast<HandshakeRefusal>(reason);
+        out.Counter("paxflow_auth_refused_connections_total", help,
+                    port.handshakes ? static_cast<double>(port.handshakes->count(each)) : 0,
+                    {{"domain", port.domain}, {"reason", HandshakeRefusalName(each)}});
+      }
+    }
+    out.Counter("paxflow_auth_impersonations_total", "Peer messages dropped because their header "
+                "named another node than the key that sent them",
+                transport_ ? static_cast<double>(transport_->impersonations()) : 0);
   }
 
   // Clients.
