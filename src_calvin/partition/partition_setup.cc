@@ -83,7 +83,8 @@ std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partiti
   }
   GcOptions gc;
   gc.policy = engine.gc;
-  gc.max_threads = engine.workers + 8;
+  // Workers, the other engine threads, and each generator's OLLP recon.
+  gc.max_threads = engine.workers + engine.sequencers_per_node + 8;
   auto store = std::make_unique<MultiVersionStore>(partition, partitions, app.DenseKeys(),
                                                    value_size, gc);
   store->StartCollector();
