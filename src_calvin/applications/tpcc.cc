@@ -58,7 +58,7 @@ size_t BaseWords(uint32_t procedure, const std::vector<uint32_t>& a) {
     case TpccApplication::kNewOrder: return a.size() >= 5 ? 5 + 3 * size_t{a[3]} : 5;
     case TpccApplication::kPayment: return 8;
     case TpccApplication::kOrderStatus: return 4;
-    case TpccApplication::kDelivery: return 3;
+    case TpccApplication::kDelivery: return 3 + kDistricts;  // and the orders it was given
     case TpccApplication::kStockLevel: return 3;
     default: return a.size();
   }
@@ -74,7 +74,9 @@ uint32_t tpcc::NURand(uint64_t (*uniform)(void*, uint64_t), void* rng, uint32_t 
 }
 
 TpccApplication::TpccApplication(const WorkloadParams& params)
-    : params_(params), keys_(params.warehouses ? params.warehouses : 1) {}
+    : params_(params),
+      keys_(params.warehouses ? params.warehouses : 1),
+      delivery_hint_(new std::atomic<uint32_t>[keys_.warehouses() * kDistricts]()) {}
 
 std::string TpccApplication::Words(const std::vector<uint32_t>& words) {
   return std::string(reinterpret_cast<const char*>(words.data()), 4 * words.size());
@@ -274,7 +276,10 @@ class TpccGenerator : public TxnGenerator {
 
   void Delivery(Txn* txn, uint32_t w) {
     txn->set_procedure(TpccApplication::kDelivery);
-    txn->set_args(TpccApplication::Words({w, Between(rng_, 1, 10), clock_}));
+    // The order to deliver in each district: 0, chosen by PlanDependent.
+    std::vector<uint32_t> a = {w, Between(rng_, 1, 10), clock_};
+    a.resize(3 + kDistricts, 0);
+    txn->set_args(TpccApplication::Words(a));
   }
 
   void StockLevel(Txn* txn, uint32_t w) {
@@ -298,6 +303,17 @@ std::unique_ptr<TxnGenerator> TpccApplication::NewGenerator(PartitionId partitio
 }
 
 // ---- OLLP: planning dependent txns ----
+
+uint32_t TpccApplication::TakeDelivery(uint32_t w, uint32_t d, uint32_t oldest,
+                                       uint32_t next_o_id) const {
+  std::atomic<uint32_t>& hint = delivery_hint_[w * kDistricts + d];
+  uint32_t given = hint.load(std::memory_order_relaxed);
+  while (true) {
+    const uint32_t o = std::max(given, oldest);
+    if (o >= next_o_id) return 0;  // nothing undelivered yet
+    if (hint.compare_exchange_weak(given, o + 1, std::memory_order_relaxed)) return o;
+  }
+}
 
 void TpccApplication::PlanDependent(Txn* txn, const ReconRead& read) const {
   std::vector<uint32_t> a = Words(txn->args());
@@ -357,7 +373,7 @@ void TpccApplication::PlanDependent(Txn* txn, const ReconRead& read) const {
       break;
     }
     case kDelivery: {
-      if (a.size() != 3) return;
+      if (a.size() != 3 + kDistricts) return;
       txn->clear_read_write_set();
       const uint32_t w = a[0];
       std::vector<Key> more;
@@ -365,26 +381,25 @@ void TpccApplication::PlanDependent(Txn* txn, const ReconRead& read) const {
         txn->add_read_write_set(keys_.District(w, d));
         DistrictRow district{};
         if (read(keys_.District(w, d), &value)) Decode(value, &district);
-        // The oldest undelivered orders, up to the window: their new-order,
-        // order, lines and customer rows.
-        const uint32_t from = district.next_deliver;
-        uint32_t n = 0;
-        OrderRow order{};
-        std::vector<uint32_t> entries;
-        for (uint32_t o = from; o < district.next_o_id && n < kDeliveryWindow; ++o, ++n) {
-          if (!order_of(w, d, o, &order)) break;
-          entries.insert(entries.end(), {o, order.c_id, order.ol_cnt});
-          more.push_back(keys_.NewOrder(w, d, o));
-          more.push_back(keys_.Order(w, d, o));
-          for (uint32_t ol = 1; ol <= order.ol_cnt; ++ol) more.push_back(keys_.OrderLine(w, d, o, ol));
-          more.push_back(keys_.Customer(w, d, order.c_id));
+        // The order this Delivery delivers in d: the one it was given
+        // before (a restart keeps it, so that Deliveries in flight keep
+        // their turns), unless it was delivered meanwhile or none was; then
+        // the next one not given to a Delivery yet (the hint), at least the
+        // oldest undelivered one.
+        uint32_t o = a[3 + d];
+        if (o == 0 || o < district.next_deliver) {
+          o = TakeDelivery(w, d, district.next_deliver, district.next_o_id);
         }
-        a.push_back(static_cast<uint32_t>(entries.size() / 3));
-        a.insert(a.end(), entries.begin(), entries.end());
+        OrderRow order{};
+        if (o != 0 && !order_of(w, d, o, &order)) o = 0;  // not there yet (a torn read)
+        a[3 + d] = o;
+        a.insert(a.end(), {order.c_id, order.ol_cnt});
+        if (o == 0) continue;
+        more.push_back(keys_.NewOrder(w, d, o));
+        more.push_back(keys_.Order(w, d, o));
+        for (uint32_t ol = 1; ol <= order.ol_cnt; ++ol) more.push_back(keys_.OrderLine(w, d, o, ol));
+        more.push_back(keys_.Customer(w, d, order.c_id));
       }
-      // A customer may have two orders in the window: each key once.
-      std::sort(more.begin(), more.end());
-      more.erase(std::unique(more.begin(), more.end()), more.end());
       for (Key k : more) txn->add_read_write_set(k);
       break;
     }
@@ -604,9 +619,10 @@ void TpccApplication::OrderStatus(const Txn& txn, const std::vector<uint32_t>& a
 void TpccApplication::Delivery(const Txn& txn, const std::vector<uint32_t>& a,
                                const ReadValues& reads, WriteSet* writes,
                                TxnOutcome* outcome) const {
-  // read_write_set: the 10 districts, then the rows of the orders the
-  // reconnaissance found (args: per district a count, then (o, c, ol_cnt)).
-  if (a.size() < 3 + kDistricts || txn.read_write_set_size() < static_cast<int>(kDistricts) ||
+  // read_write_set: the 10 districts, then the rows of the order each
+  // delivers. args: w, carrier, date, each district's order (0: none),
+  // then each district's (customer, ol_cnt) as the reconnaissance read.
+  if (a.size() != 3 + 3 * kDistricts || txn.read_write_set_size() < static_cast<int>(kDistricts) ||
       txn.read_set_size() != 0) {
     Decline(outcome, "malformed tpcc-delivery (planned by PlanDependent?)", false);
     return;
@@ -619,53 +635,39 @@ void TpccApplication::Delivery(const Txn& txn, const std::vector<uint32_t>& a,
     *value = reads.Get(it->second);
     return true;
   };
-  // First check every district, then write: a restart writes nothing.
+  // Every district first, then the writes: a restart writes nothing.
   struct Pick { uint32_t d, o, c, ol_cnt; DistrictRow district; };
   std::vector<Pick> picks;
-  size_t next = 3;
   for (uint32_t d = 0; d < kDistricts; ++d) {
-    if (next >= a.size()) {
-      Decline(outcome, "malformed tpcc-delivery args", false);
-      return;
-    }
-    const uint32_t count = a[next++];
-    if (next + 3 * size_t{count} > a.size()) {
-      Decline(outcome, "malformed tpcc-delivery args", false);
-      return;
-    }
+    const uint32_t o = a[3 + d], c = a[3 + kDistricts + 2 * d], ol_cnt = a[4 + kDistricts + 2 * d];
     DistrictRow district{};
     std::string_view value;
     if (!get(keys_.District(w, d), &value) || !Decode(value, &district)) {
       Decline(outcome, "tpcc-delivery: no such district", false);
       return;
     }
-    bool found = district.next_deliver >= district.next_o_id;  // nothing to deliver
-    for (uint32_t e = 0; e < count && !found; ++e) {
-      const uint32_t o = a[next + 3 * e];
-      if (o != district.next_deliver) continue;
-      picks.push_back({d, o, a[next + 3 * e + 1], a[next + 3 * e + 2], district});
-      found = true;
-    }
-    if (!found) {
-      Decline(outcome, "district " + std::to_string(d) + "'s oldest new order " +
-                           std::to_string(district.next_deliver) +
-                           " is outside the reconnaissance's window", true);
+    const bool none = district.next_deliver >= district.next_o_id;
+    if (o == 0 && none) continue;  // clause 2.7.4.2: nothing to deliver here
+    if (o != district.next_deliver) {
+      Decline(outcome, "district " + std::to_string(d) + "'s oldest new order is " +
+                           std::to_string(district.next_deliver) + ", not " + std::to_string(o),
+              true);
       return;
     }
-    next += 3 * size_t{count};
+    OrderRow order{};
+    if (!get(keys_.Order(w, d, o), &value) || !Decode(value, &order) || order.c_id != c ||
+        order.ol_cnt != ol_cnt || !get(keys_.NewOrder(w, d, o), &value)) {
+      Decline(outcome, "order " + std::to_string(o) + " differs from the reconnaissance's", true);
+      return;
+    }
+    picks.push_back({d, o, c, ol_cnt, district});
   }
   uint64_t checksum = 0;
   for (Pick& pick : picks) {
     std::string_view value;
     OrderRow order{};
-    if (!get(keys_.Order(w, pick.d, pick.o), &value) || !Decode(value, &order) ||
-        order.c_id != pick.c || order.ol_cnt != pick.ol_cnt ||
-        !get(keys_.NewOrder(w, pick.d, pick.o), &value)) {
-      Decline(outcome, "order " + std::to_string(pick.o) + " differs from the reconnaissance's",
-              true);
-      writes->Clear();
-      return;
-    }
+    get(keys_.Order(w, pick.d, pick.o), &value);
+    Decode(value, &order);
     order.carrier_id = static_cast<uint8_t>(carrier);
     writes->Put(keys_.Order(w, pick.d, pick.o), Encode(order));
     writes->Delete(keys_.NewOrder(w, pick.d, pick.o));

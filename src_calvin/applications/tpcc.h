@@ -13,11 +13,15 @@
 //   at its position the procedure checks what it relied on and, if that
 //   changed, declines with a retryable "ollp-restart" and is resubmitted.
 //
-// Immutable after construction; any thread.
+// Immutable after construction but for the Delivery planning hint (an
+// atomic per district, read and moved by PlanDependent only: it shapes
+// plans, which are logged in the txns, never what a txn does); any thread.
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,11 +40,6 @@ constexpr uint32_t kInitialOrders = 3000;  // per district, one per customer
 constexpr uint32_t kFirstNewOrder = 2101;  // orders 2101..3000 start undelivered
 constexpr uint32_t kNames = 1000;          // last names are 3 syllables of 0..999
 constexpr uint32_t kMaxLines = 15;
-// Delivery declares up to this many undelivered orders per district past
-// its reconnaissance's oldest one: other Deliveries of the warehouse that
-// run in between move the district's pointer within that window without
-// a restart.
-constexpr uint32_t kDeliveryWindow = 8;
 constexpr uint32_t kStockLevelOrders = 20;
 constexpr uint32_t kMaxWarehouses = 4096;  // the key encoding's limit
 
@@ -184,8 +183,15 @@ class TpccApplication : public Application {
   void StockLevel(const Txn& txn, const std::vector<uint32_t>& a, const ReadValues& reads,
                   TxnOutcome* outcome) const;
 
+  // Delivery's turn in district d of w: the next undelivered order no
+  // planned Delivery was given yet (at least `oldest`); 0 if that order
+  // does not exist yet (`next_o_id`).
+  uint32_t TakeDelivery(uint32_t w, uint32_t d, uint32_t oldest, uint32_t next_o_id) const;
+
   WorkloadParams params_;
   tpcc::Keys keys_;
+  // By warehouse * kDistricts + district: the next order to give a Delivery.
+  std::unique_ptr<std::atomic<uint32_t>[]> delivery_hint_;
 };
 
 }  // namespace paxflow
