@@ -125,7 +125,18 @@ std::string Node::Start() {
   // the newest checkpoint.
   Epoch restored_at = 0;
   error = recover ? RestorePartition(&restored_at) : "";
-  if (!recover) LoadPartition(*app_, partition, partitions, store_.get());
+  if (!recover) {
+    // A large initial database (TPC-C's warehouses) says how it goes.
+    LoadPartition(*app_, partition, partitions, store_.get(),
+                  [this](uint64_t rows, double seconds, bool done) {
+                    if (done && seconds < 1) return;
+                    char line[96];
+                    snprintf(line, sizeof(line), "%s %llu rows in %.1f s",
+                             done ? "loaded" : "loading:", static_cast<unsigned long long>(rows),
+                             seconds);
+                    Print(line);
+                  });
+  }
   if (!error.empty()) return error;
   held_at_start_.store(std::max(logged_through_, restored_at));
 
