@@ -646,7 +646,9 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
     resubmits_->Push(std::move(again));
   }
   if (txn.procedure() < kCountedProcedures && txn.client_request_id() == 0) {
-    const bool restart = !outcome.committed && outcome.retryable && txn.txn_class() != LTX;
+    // Only a short txn planned by a reconnaissance restarts (OLLP).
+    const bool restart = !outcome.committed && outcome.retryable && txn.txn_class() != LTX &&
+                         app_->NeedsRecon(txn.procedure());
     by_procedure_[txn.procedure()][outcome.committed ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
     if (restart) {
       by_procedure_[txn.procedure()][2].fetch_add(1, std::memory_order_relaxed);
