@@ -88,6 +88,47 @@ INSTANTIATE_TEST_SUITE_P(Modes, BankClusterTest, ::testing::Values(Mode::kCalvin
                            return std::string(ModeName(info.param));
                          });
 
+class TpccClusterTest : public ::testing::TestWithParam<Mode> {};
+
+// TPC-C on three processes, one warehouse each, so that 1% of New-Order
+// lines and 15% of Payments cross partitions: every partition's final
+// state passes clause 3.3.2, every txn type commits, and a replay of the
+// logs prints the live digest.
+TEST_P(TpccClusterTest, RemoteTxnsKeepTheConsistencyConditionsAndReplaysAgree) {
+  TempDir dir;
+  ClusterConfig config = MakeConfig("tpcc", 3, 1, "tcp");
+  const std::string config_path = WriteConfig(dir, config);
+  std::string output;
+  const int rc = RunProcess({Cluster(), "--config=" + config_path, "--workload=tpcc",
+                             std::string("--mode=") + ModeName(GetParam()), "--run_epochs=150",
+                             "--epoch_ms=5", "--max_batch=300", "--progress_ms=0",
+                             "--logs=" + dir.path() + "/logs",
+                             "--log_dir=" + dir.path() + "/input"},
+                            &output);
+  ASSERT_EQ(rc, 0) << output;
+  RunSummary cluster;
+  ASSERT_EQ(RunSummary::FromJson(ReadFile(dir.path() + "/logs/cluster.json"), &cluster), "");
+  EXPECT_EQ(cluster.invariant_failures, 0u) << output;
+  EXPECT_EQ(cluster.consistency, "") << output;
+  ASSERT_EQ(cluster.procedures.size(), 5u) << output;
+  for (const ProcedureSummary& p : cluster.procedures) {
+    EXPECT_GT(p.committed, 0u) << p.name;
+  }
+  std::string replay;
+  ASSERT_EQ(RunProcess({BinaryDir() + "/paxflow-node", "--replay=" + dir.path() + "/input",
+                        "--workers=2"},
+                       &replay),
+            0)
+      << replay;
+  EXPECT_NE(replay.find(": " + DigestHex(cluster.digest)), std::string::npos)
+      << "replay printed another digest:\n" << replay;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, TpccClusterTest, ::testing::Values(Mode::kCalvin, Mode::kPaxflow),
+                         [](const ::testing::TestParamInfo<Mode>& info) {
+                           return std::string(ModeName(info.param));
+                         });
+
 class BankLtxClusterTest : public ::testing::TestWithParam<Mode> {};
 
 // Bank with long txns (each moves money around a ring of accounts) on

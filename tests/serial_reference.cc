@@ -96,6 +96,7 @@ SerialResult SerialExecute(const std::string& dir, const WorkloadParams& workloa
         for (size_t i = 0; i < writes.size(); ++i) {
           state[writes.key(i)] = std::string(writes.value(i));
         }
+        for (Key key : writes.deletes()) state.erase(key);
       }
       ++result.txns;
     }
@@ -198,6 +199,7 @@ OrderResult ExecuteInPositionOrder(const WorkloadParams& workload, uint32_t part
         for (size_t i = 0; i < writes.size(); ++i) {
           state[writes.key(i)] = std::string(writes.value(i));
         }
+        for (Key key : writes.deletes()) state.erase(key);
       }
     }
     if (outcome.checksum != r.outcome.checksum) {

@@ -111,8 +111,14 @@ TEST(WorkloadParamsTest, OutOfRangeValuesNameTheParameter) {
          p->audit_fraction = 2;
        },
        "audit_fraction"},
-      {"application", [](WorkloadParams* p) { p->application = "tpcc"; },
-       "unknown application 'tpcc'"},
+      {"application", [](WorkloadParams* p) { p->application = "tpch"; },
+       "unknown application 'tpch'"},
+      {"warehouses",
+       [](WorkloadParams* p) {
+         p->application = "tpcc";
+         p->warehouses = 0;  // ResolveFlags turns the flag's 0 into the partitions
+       },
+       "warehouses=0"},
   };
   for (const Case& c : cases) {
     WorkloadParams params;
@@ -181,7 +187,10 @@ TEST(WorkloadPresetsTest, EveryPresetIsFindableAndValid) {
     EXPECT_TRUE(Contains(WorkloadPresetNames(), preset.name));
     WorkloadParams params;
     ASSERT_EQ(ApplyPreset(preset, &params), "") << preset.name;
+    // TPC-C's warehouses default to the partitions (ResolveFlags).
+    if (params.application == "tpcc") params.warehouses = 1;
     EXPECT_EQ(params.Validate(1), "") << preset.name;
+    if (params.application == "tpcc") params.warehouses = 4;
     EXPECT_EQ(params.Validate(4), "") << preset.name;
   }
   // The default preset named by WorkloadParams exists.

@@ -68,6 +68,7 @@ void Application::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& re
   for (Key key : txn.read_write_set()) fill(key);
   Execute(txn, values, &out->writes, &out->outcome);
   if (!out->outcome.committed) out->writes.Clear();
+  out->deletes = out->writes.deletes();
 }
 
 }  // namespace paxflow

@@ -4,6 +4,7 @@
 // Applications are immutable after construction and shared by all threads.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -39,14 +40,18 @@ class ReadValues {
   size_t filled_ = 0;
 };
 
-// Writes a procedure makes, in the order it made them (last one wins).
+// Writes a procedure makes, in the order it made them (last one wins),
+// and the keys it deletes (applied after every write).
 class WriteSet {
  public:
   void Clear() {
     keys_.clear();
     offset_.clear();
     arena_.clear();
+    deletes_.clear();
   }
+  void Delete(Key key) { deletes_.push_back(key); }
+  const std::vector<Key>& deletes() const { return deletes_; }
   void Put(Key key, std::string_view value) {
     keys_.push_back(key);
     offset_.push_back(static_cast<uint32_t>(arena_.size()));
@@ -70,7 +75,14 @@ class WriteSet {
   std::vector<Key> keys_;
   std::vector<uint32_t> offset_;
   std::string arena_;
+  std::vector<Key> deletes_;
 };
+
+// A read of a recent state outside the order (OLLP's reconnaissance):
+// false if `key` has no value, or cannot be read here.
+using ReconRead = std::function<bool(Key key, std::string* value)>;
+// Visits every (key, value) of a partition's state.
+using StateScan = std::function<void(const std::function<void(Key, std::string_view)>&)>;
 
 // A txn's place in the serialization order, compared lexicographically
 // (txn.proto's Position): (e, id, 0, 0) for a txn at its own place in epoch
@@ -187,7 +199,19 @@ class Application {
   // txn): calvin mode cannot lock what it will read up front, so its
   // generator runs it first on a recent state to learn its reads (OLLP's
   // reconnaissance, long_run.h's Reconnoiter).
+  // A short procedure that needs it is planned the same way in both modes
+  // (PlanDependent).
   virtual bool NeedsRecon(uint32_t procedure) const { return false; }
+  // OLLP for a short dependent txn (NeedsRecon, not an LTX): fills its key
+  // lists, and the args its procedure will check at its position, from
+  // `read` (a recent state of the generating partition). The procedure
+  // declines with outcome.retryable when what it relied on changed; its
+  // generator then plans and submits it again. Also called on a txn
+  // planned before: it plans it afresh.
+  virtual void PlanDependent(Txn* txn, const ReconRead& read) const {}
+  // The application's consistency conditions over one partition's whole
+  // state (after a run): empty if they hold, else what is violated.
+  virtual std::string CheckState(const StateScan& scan) const { return ""; }
   virtual void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                            LtxRound* out) const;
 };

@@ -34,6 +34,10 @@ class WithKvProcedures : public Application {
     return procedure == kLongKv || inner_->IsLongProcedure(procedure);
   }
   bool NeedsRecon(uint32_t procedure) const override { return inner_->NeedsRecon(procedure); }
+  void PlanDependent(Txn* txn, const ReconRead& read) const override {
+    inner_->PlanDependent(txn, read);
+  }
+  std::string CheckState(const StateScan& scan) const override { return inner_->CheckState(scan); }
   void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                    LtxRound* out) const override;
   const Application& inner() const { return *inner_; }

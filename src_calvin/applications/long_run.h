@@ -29,7 +29,6 @@ void RunLongProcedure(const Application& app, const Txn& txn, const LtxFetch& fe
 // has no value) and declares every key it read as `begin`'s read area,
 // marking it `recon`. The locked run at its position then checks that it
 // read exactly those keys. Returns how many keys it declared.
-using ReconRead = std::function<bool(Key key, std::string* value)>;
 size_t Reconnoiter(const Application& app, Txn* begin, const ReconRead& read);
 
 // Calvin mode: `expanded` is `begin` with every key of its declared areas

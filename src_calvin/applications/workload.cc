@@ -5,6 +5,7 @@
 #include "applications/bank.h"
 #include "applications/bom.h"
 #include "applications/kv_procedures.h"
+#include "applications/tpcc.h"
 #include "applications/ycsb.h"
 
 namespace paxflow {
@@ -21,8 +22,9 @@ bool IsFraction(double x) { return std::isfinite(x) && x >= 0.0 && x <= 1.0; }
 
 std::string WorkloadParams::Validate(uint32_t partitions) const {
   if (partitions == 0) return "a cluster needs at least one partition";
-  if (application != "ycsb" && application != "bank" && application != "bom") {
-    return "unknown application '" + application + "' (expected ycsb, bank or bom)";
+  if (application != "ycsb" && application != "bank" && application != "bom" &&
+      application != "tpcc") {
+    return "unknown application '" + application + "' (expected ycsb, bank, bom or tpcc)";
   }
   if (!IsFraction(ltx_fraction)) {
     return OutOfRange("ltx_fraction", std::to_string(ltx_fraction), "0..1");
@@ -49,6 +51,18 @@ std::string WorkloadParams::Validate(uint32_t partitions) const {
     if (!IsFraction(audit_fraction)) {
       return OutOfRange("audit_fraction", std::to_string(audit_fraction), "0..1");
     }
+    return "";
+  }
+  if (application == "tpcc") {
+    // Partitions hold keys by key % partitions: a warehouse stays whole on
+    // one partition only when the warehouses are a multiple of them.
+    if (warehouses < 1 || warehouses > tpcc::kMaxWarehouses || warehouses % partitions != 0) {
+      return "warehouses=" + std::to_string(warehouses) + " must be a multiple of the " +
+             std::to_string(partitions) + " partitions, at most " +
+             std::to_string(tpcc::kMaxWarehouses) +
+             " (each partition holds whole warehouses; 0 means one per partition)";
+    }
+    if (ltx_fraction > 0) return "the tpcc application makes no long txns (ltx_fraction=0)";
     return "";
   }
   if (application == "bom") {
@@ -210,6 +224,11 @@ const std::vector<WorkloadPreset>& WorkloadPresets() {
        {{"application", "bom"}, {"bom_products", "100"}, {"bom_fanout", "10"},
         {"bom_levels", "4"}, {"ro_fraction", "0"}, {"ops_per_rw_txn", "4"},
         {"ltx_fraction", "0.001"}, {"max_batch", "2000"}}},
+      {"tpcc",
+       "TPC-C: the five txns in the standard mix (45% New-Order, 43% Payment, 4% each "
+       "Order-Status, Delivery, Stock-Level), --warehouses (default one per partition), "
+       "1% remote New-Order lines, 15% remote Payments, no think time",
+       {{"application", "tpcc"}, {"ltx_fraction", "0"}, {"max_batch", "2000"}}},
   };
   return kPresets;
 }
@@ -234,6 +253,7 @@ std::unique_ptr<Application> MakeApplication(const WorkloadParams& params) {
   std::unique_ptr<Application> app;
   if (params.application == "bank") app = std::make_unique<BankApplication>(params);
   else if (params.application == "bom") app = std::make_unique<BomApplication>(params);
+  else if (params.application == "tpcc") app = std::make_unique<TpccApplication>(params);
   else app = std::make_unique<YcsbApplication>(params);
   return std::make_unique<WithKvProcedures>(std::move(app));
 }

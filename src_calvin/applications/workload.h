@@ -14,7 +14,7 @@ namespace paxflow {
 
 struct WorkloadParams {
   std::string workload = "mixed";   // preset the values came from (informational)
-  std::string application = "ycsb"; // ycsb | bank | bom
+  std::string application = "ycsb"; // ycsb | bank | bom | tpcc
 
   // YCSB
   uint64_t records = 1000000;        // YCSB recordcount
@@ -57,6 +57,11 @@ struct WorkloadParams {
   uint64_t bom_products = 100;       // trees, over all partitions (a multiple of them)
   uint32_t bom_fanout = 10;
   uint32_t bom_levels = 4;
+
+  // TPC-C (applications/tpcc.h): warehouses, a multiple of the partitions
+  // (each warehouse's rows live on one partition). 0 on the command line
+  // means one per partition; ResolveFlags sets the number.
+  uint32_t warehouses = 0;
 
   // Empty when the set is usable on `partitions` partitions, else what is wrong.
   std::string Validate(uint32_t partitions) const;

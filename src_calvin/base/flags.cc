@@ -160,6 +160,9 @@ DEFINE_uint32(report_range_writes, 0,
 DEFINE_uint64(bom_products, 100, "Bom: part trees (products), a multiple of the partitions");
 DEFINE_uint32(bom_fanout, 10, "Bom: child pointers per part");
 DEFINE_uint32(bom_levels, 4, "Bom: levels of a part tree (the root is level 0)");
+DEFINE_uint32(warehouses, 0,
+              "TPC-C: warehouses, a multiple of the partitions (each partition holds whole "
+              "warehouses); 0: one per partition");
 DEFINE_uint64(bank_accounts, 100, "Bank: number of accounts");
 DEFINE_int64(bank_initial_balance, 1000, "Bank: initial balance of every account");
 DEFINE_double(audit_fraction, 0.1, "Bank: share of audit txns (read every account)");
@@ -216,7 +219,8 @@ const std::vector<std::string>& NodeFlagNames() {
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
       "ltx_ops", "scan_length", "report_fraction", "report_range_writes", "bank_accounts",
-      "bank_initial_balance", "audit_fraction", "bom_products", "bom_fanout", "bom_levels"};
+      "bank_initial_balance", "audit_fraction", "bom_products", "bom_fanout", "bom_levels",
+      "warehouses"};
   return kNames;
 }
 
@@ -322,6 +326,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   w.bom_products = FLAGS_bom_products;
   w.bom_fanout = FLAGS_bom_fanout;
   w.bom_levels = FLAGS_bom_levels;
+  w.warehouses = FLAGS_warehouses ? FLAGS_warehouses : partitions;
 
   error = p.Validate(partitions);
   if (!error.empty()) return error;

@@ -55,6 +55,7 @@ std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() con
       {"bom_products", std::to_string(w.bom_products)},
       {"bom_fanout", std::to_string(w.bom_fanout)},
       {"bom_levels", std::to_string(w.bom_levels)},
+      {"warehouses", std::to_string(w.warehouses)},
   };
 }
 

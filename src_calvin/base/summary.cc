@@ -170,6 +170,18 @@ std::string RunSummary::ToText() const {
         << Millis(visibility_us.Quantile(0.99)) << "  max " << Millis(visibility_us.max())
         << "\n";
   }
+  for (const ProcedureSummary& p : procedures) {
+    char line[192];
+    snprintf(line, sizeof(line), "%-20s committed %10llu  %9.1f/s  declined %llu  OLLP-restarts %llu\n",
+             p.name.c_str(), static_cast<unsigned long long>(p.committed),
+             seconds > 0 ? p.committed / seconds : 0.0, static_cast<unsigned long long>(p.declined),
+             static_cast<unsigned long long>(p.restarts));
+    out << line;
+    if (p.name == "tpcc-new-order" && seconds > 0) {
+      out << "tpmC (New-Orders committed per minute): " << static_cast<uint64_t>(p.committed * 60.0 / seconds) << "\n";
+    }
+  }
+  if (!consistency.empty()) out << "CONSISTENCY CHECK FAILED: " << consistency << "\n";
   if (invariant_failures > 0) out << "INVARIANT FAILURES: " << invariant_failures << "\n";
   if (dropped_messages > 0) out << "dropped messages: " << dropped_messages << "\n";
   if (waited_ro > 0) out << "read-only txns that waited for their snapshot: " << waited_ro << "\n";
@@ -216,6 +228,14 @@ SummaryFile RunSummary::ToFile() const {
   file.set_dropped_messages(dropped_messages);
   file.set_waited_ro(waited_ro);
   file.set_peak_rss_bytes(peak_rss_bytes);
+  file.set_consistency(consistency);
+  for (const ProcedureSummary& p : procedures) {
+    ProcedureSummaryFile* f = file.add_procedures();
+    f->set_name(p.name);
+    f->set_committed(p.committed);
+    f->set_declined(p.declined);
+    f->set_restarts(p.restarts);
+  }
   if (ltx.any()) {
     LtxSummaryFile* out = file.mutable_ltx();
     for (int r = 0; r < kLtxAbortReasons; ++r) {
@@ -275,6 +295,10 @@ std::string RunSummary::FromFile(const SummaryFile& file, RunSummary* out) {
   s.dropped_messages = file.dropped_messages();
   s.waited_ro = file.waited_ro();
   s.peak_rss_bytes = file.peak_rss_bytes();
+  s.consistency = file.consistency();
+  for (const ProcedureSummaryFile& f : file.procedures()) {
+    s.procedures.push_back({f.name(), f.committed(), f.declined(), f.restarts()});
+  }
   if (file.has_ltx()) {
     const LtxSummaryFile& in = file.ltx();
     for (const auto& [name, count] : in.aborts()) {
@@ -351,6 +375,21 @@ RunSummary RunSummary::Combine(const std::vector<RunSummary>& nodes) {
     total.invariant_failures += node.invariant_failures;
     total.waited_ro += node.waited_ro;
     total.ltx.Add(node.ltx);
+    if (!node.consistency.empty()) {
+      total.consistency += (total.consistency.empty() ? "" : "; ") + std::string("node ") +
+                           std::to_string(node.node) + ": " + node.consistency;
+    }
+    for (const ProcedureSummary& p : node.procedures) {
+      auto it = std::find_if(total.procedures.begin(), total.procedures.end(),
+                             [&](const ProcedureSummary& q) { return q.name == p.name; });
+      if (it == total.procedures.end()) {
+        total.procedures.push_back(p);
+      } else {
+        it->committed += p.committed;
+        it->declined += p.declined;
+        it->restarts += p.restarts;
+      }
+    }
     total.digest += node.digest;
     total.digest_epoch = std::max(total.digest_epoch, node.digest_epoch);
   }

@@ -44,6 +44,13 @@ struct LtxSummary {
   }
 };
 
+// Generated txns of one procedure that finished at their origin.
+struct ProcedureSummary {
+  std::string name;
+  uint64_t committed = 0, declined = 0;
+  uint64_t restarts = 0;  // OLLP restarts, among the declined
+};
+
 struct RunSummary {
   std::string scope = "node";  // "node" or "cluster"
   NodeId node = 0;
@@ -59,6 +66,8 @@ struct RunSummary {
   uint64_t waited_ro = 0;  // read-only txns that waited for their snapshot
   uint64_t peak_rss_bytes = 0;  // the node process's peak resident memory (cluster: largest node)
   LtxSummary ltx;
+  std::string consistency;  // the final state's consistency violations (empty: none)
+  std::vector<ProcedureSummary> procedures;
   Epoch digest_epoch = 0;
   uint64_t digest = 0;
   std::vector<std::pair<Epoch, uint64_t>> epoch_digests;

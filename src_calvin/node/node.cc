@@ -125,7 +125,18 @@ std::string Node::Start() {
   // the newest checkpoint.
   Epoch restored_at = 0;
   error = recover ? RestorePartition(&restored_at) : "";
-  if (!recover) LoadPartition(*app_, partition, partitions, store_.get());
+  if (!recover) {
+    // A large initial database (TPC-C's warehouses) says how it goes.
+    LoadPartition(*app_, partition, partitions, store_.get(),
+                  [this](uint64_t rows, double seconds, bool done) {
+                    if (done && seconds < 1) return;
+                    char line[96];
+                    snprintf(line, sizeof(line), "%s %llu rows in %.1f s",
+                             done ? "loaded" : "loading:", static_cast<unsigned long long>(rows),
+                             seconds);
+                    Print(line);
+                  });
+  }
   if (!error.empty()) return error;
   held_at_start_.store(std::max(logged_through_, restored_at));
 
@@ -408,29 +419,20 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
   if (params.engine.generate) {
     generated_window_ = std::make_unique<InflightWindow>(
         params.engine.max_inflight * per_node, [this] { return stats_->GeneratedDone(); });
-    if (params.engine.mode == Mode::kCalvin) {
-      // OLLP (the Calvin paper's way with dependent txns): a generated LTX
-      // whose reads depend on values is first run on this partition's
-      // current state, outside the order and without locks, to declare what
-      // it reads; at its position it aborts (recon) if that changed, and
-      // OnResult hands it back to the generators. Calvin's store has no
-      // snapshots: the recon reads values in place, possibly mid-write (a
-      // torn value only costs a restart); they are read only, never freed
-      // under it (a key's fixed-size value stays where it is).
-      resubmits_ = std::make_unique<ResubmitQueue>();
-      ollp.resubmit = resubmits_.get();
-      ollp.recon = [this, partition, partitions](Txn* txn) {
-        if (!app_->NeedsRecon(txn->procedure())) return;
-        Reconnoiter(*app_, txn, [&](Key key, std::string* value) {
-          std::string_view view;
-          if (PartitionOf(key, partitions) != partition || !store_->ReadAt(0, key, 0, &view)) {
-            return false;
-          }
-          value->assign(view.data(), view.size());
-          return true;
-        });
-      };
-    }
+    // OLLP (the Calvin paper's way with dependent txns): a generated txn
+    // whose keys depend on values is first run on this partition's current
+    // state, outside the order and without locks, to declare what it reads;
+    // at its position it gives up (retryable) if that changed, and OnResult
+    // hands it back to the generators. Short dependent txns are planned so
+    // in both modes (Application::PlanDependent); LTXs only in calvin mode
+    // (paxflow's LTX lane reads its snapshot round by round). Calvin's
+    // store has no snapshots: the recon reads values in place, possibly
+    // mid-write (a torn value only costs a restart); they are read only,
+    // never freed under it (a key's fixed-size value stays where it is).
+    // The multi-version store's newest versions are read inside an EBR
+    // section, on a slot of the generator's own.
+    resubmits_ = std::make_unique<ResubmitQueue>();
+    ollp.resubmit = resubmits_.get();
   }
   // Every node computes the same start from the same hellos (a margin
   // later, so that none has to catch up). A restarted one starts now, and
@@ -448,10 +450,30 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
     if (clients_) sources.push_back(clients_.get());
     if (params.engine.generate) {
       // The first generator keeps the seed a single-sequencer node used.
+      OllpHooks hooks = ollp;
+      const bool calvin = params.engine.mode == Mode::kCalvin;
+      const size_t slot = calvin ? 0 : store_->RegisterThread();
+      hooks.recon = [this, partition, partitions, calvin, slot](Txn* txn) {
+        if (!app_->NeedsRecon(txn->procedure())) return;
+        if (txn->txn_class() == LTX && !calvin) return;
+        if (!calvin) store_->EnterSnapshot(slot);
+        auto read = [&](Key key, std::string* value) {
+          std::string_view view;
+          if (PartitionOf(key, partitions) != partition ||
+              !store_->ReadAt(slot, key, calvin ? 0 : UINT64_MAX, &view)) {
+            return false;
+          }
+          value->assign(view.data(), view.size());
+          return true;
+        };
+        if (txn->txn_class() == LTX) Reconnoiter(*app_, txn, read);
+        else app_->PlanDependent(txn, read);
+        if (!calvin) store_->ExitSnapshot(slot);
+      };
       generators_.push_back(std::make_unique<GeneratorSource>(
           app_->NewGenerator(partition, partitions,
                              params.engine.seed + options_.id + (uint64_t{index} << 32)),
-          generated_window_.get(), ollp));
+          generated_window_.get(), std::move(hooks)));
       sources.push_back(generators_.back().get());
     }
     SequencerOptions sequencer_options;
@@ -622,6 +644,24 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
     again.mutable_ltx()->set_kind(LTX_BEGIN);
     *again.mutable_ltx()->mutable_write_area() = txn.ltx().write_area();
     resubmits_->Push(std::move(again));
+  }
+  if (txn.procedure() < kCountedProcedures && txn.client_request_id() == 0) {
+    // Only a short txn planned by a reconnaissance restarts (OLLP).
+    const bool restart = !outcome.committed && outcome.retryable && txn.txn_class() != LTX &&
+                         app_->NeedsRecon(txn.procedure());
+    by_procedure_[txn.procedure()][outcome.committed ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
+    if (restart) {
+      by_procedure_[txn.procedure()][2].fetch_add(1, std::memory_order_relaxed);
+      // OLLP: the generated short txn goes again, planned afresh.
+      if (resubmits_) {
+        Txn again;
+        again.set_txn_class(txn.txn_class());
+        again.set_procedure(txn.procedure());
+        again.set_args(txn.args());
+        again.set_submit_time_us(txn.submit_time_us());
+        resubmits_->Push(std::move(again));
+      }
+    }
   }
   if (clients_) clients_->OnResult(txn, outcome, read_version, reads);
   if (options_.result_tap) options_.result_tap->OnResult(txn, outcome, read_version, reads);
@@ -861,6 +901,12 @@ bool Node::WaitFinished(int64_t timeout_ms) {
     end_us_ = NowMicros();
     final_epoch_ = scheduler_->last_epoch();
     final_digest_ = store_->Digest(store_slot_, final_epoch_);
+    // The application's consistency conditions (TPC-C's clause 3.3.2) on
+    // the final state: a violation fails the run (Summary counts it).
+    consistency_ = app_->CheckState([this](const std::function<void(Key, std::string_view)>& visit) {
+      store_->Scan(store_slot_, final_epoch_, visit);
+    });
+    if (!consistency_.empty()) LOG(ERROR) << "consistency check FAILED: " << consistency_;
   }
   return true;
 }
@@ -1057,7 +1103,14 @@ RunSummary Node::Summary() const {
     summary.kinds[k].latency_us = stats_->Latency(k);
   }
   summary.visibility_us = stats_->Visibility();
-  summary.invariant_failures = stats_->InvariantFailures();
+  summary.invariant_failures = stats_->InvariantFailures() + (consistency_.empty() ? 0 : 1);
+  summary.consistency = consistency_;
+  for (uint32_t p = 0; p < kCountedProcedures; ++p) {
+    const uint64_t committed = by_procedure_[p][0].load(), declined = by_procedure_[p][1].load();
+    if (committed + declined == 0) continue;
+    summary.procedures.push_back(
+        {app_->ProcedureName(p), committed, declined, by_procedure_[p][2].load()});
+  }
   summary.dropped_messages = scheduler_->dropped_messages() +
                              (transport_ ? transport_->garbled() : 0) + dropped_.load();
   summary.waited_ro = scheduler_->Status().waited_ro;

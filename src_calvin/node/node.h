@@ -222,9 +222,15 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<InflightWindow> generated_window_;  // shared by the generators
   std::vector<std::unique_ptr<GeneratorSource>> generators_;
-  // Calvin mode: generated LTXs a recon abort sends back (OLLP), taken by
-  // the generators; filled from worker threads (OnResult).
+  // Generated txns an OLLP restart sends back (calvin mode's LTXs, short
+  // dependent txns in both modes), taken by the generators; filled from
+  // worker threads (OnResult).
   std::unique_ptr<ResubmitQueue> resubmits_;
+  // Results at this origin by procedure (ids below kCountedProcedures):
+  // committed, declined, OLLP restarts among the declined. Worker threads.
+  static constexpr uint32_t kCountedProcedures = 16;
+  std::atomic<uint64_t> by_procedure_[kCountedProcedures][3] = {};
+  std::string consistency_;  // the application's check of the final state (WaitFinished)
   std::unique_ptr<ClientService> clients_;
   // Last progress period's rates, for status requests.
   std::atomic<double> ro_rate_{0}, rw_rate_{0};

@@ -2,20 +2,37 @@
 
 #include "backend/multi_version_store.h"
 #include "backend/single_version_store.h"
+#include "common/clock.h"
 
 namespace paxflow {
 
 void LoadPartition(const Application& app, PartitionId partition, uint32_t partitions,
-                   Store* store) {
+                   Store* store, const LoadProgress& progress) {
   class StoreLoader : public Loader {
    public:
-    explicit StoreLoader(Store* store) : store_(store) {}
-    void Put(Key key, std::string_view value) override { store_->Load(key, value); }
+    StoreLoader(Store* store, const LoadProgress& progress)
+        : store_(store), progress_(progress), start_us_(NowMicros()), next_us_(start_us_ + 1000000) {}
+    void Put(Key key, std::string_view value) override {
+      store_->Load(key, value);
+      // The clock is looked at every 64K rows only.
+      if (progress_ && (++rows_ & 0xffff) == 0 && NowMicros() >= next_us_) {
+        next_us_ += 1000000;
+        progress_(rows_, (NowMicros() - start_us_) / 1e6, false);
+      }
+    }
+    void Done() {
+      if (progress_) progress_(rows_, (NowMicros() - start_us_) / 1e6, true);
+    }
 
    private:
     Store* store_;
-  } loader(store);
+    const LoadProgress& progress_;
+    const int64_t start_us_;
+    int64_t next_us_;
+    uint64_t rows_ = 0;
+  } loader(store, progress);
   app.Load(partition, partitions, &loader);
+  loader.Done();
 }
 
 LogHeader MakeLogHeader(const NodeParams& params, NodeId node, PartitionId partition,
@@ -83,7 +100,8 @@ std::unique_ptr<Store> MakeStore(const EngineParams& engine, PartitionId partiti
   }
   GcOptions gc;
   gc.policy = engine.gc;
-  gc.max_threads = engine.workers + 8;
+  // Workers, the other engine threads, and each generator's OLLP recon.
+  gc.max_threads = engine.workers + engine.sequencers_per_node + 8;
   auto store = std::make_unique<MultiVersionStore>(partition, partitions, app.DenseKeys(),
                                                    value_size, gc);
   store->StartCollector();

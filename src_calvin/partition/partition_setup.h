@@ -4,6 +4,7 @@
 //
 // Owns nothing; stateless functions called on the owner's thread.
 #pragma once
+#include <functional>
 #include <memory>
 
 #include "applications/application.h"
@@ -16,8 +17,11 @@
 namespace paxflow {
 
 // Loads the application's initial data of `partition` into `store`.
+// `progress`, if set, is called about once a second with the rows loaded
+// so far and the seconds taken, and once at the end with done = true.
+using LoadProgress = std::function<void(uint64_t rows, double seconds, bool done)>;
 void LoadPartition(const Application& app, PartitionId partition, uint32_t partitions,
-                   Store* store);
+                   Store* store, const LoadProgress& progress = nullptr);
 
 // The scheduler settings of `partition` under `engine`: it merges the
 // batches of engine.sequencers_per_node sequencers per partition unless

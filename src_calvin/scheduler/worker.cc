@@ -264,6 +264,9 @@ void WorkerPool::RunProcedure(TxnWork* work, const ReadValues& reads, Context* c
     for (Key key : deletes) {
       if (local(key)) store_->Delete(context->store_slot, key, epoch);
     }
+    for (Key key : writes.deletes()) {
+      if (local(key)) store_->Delete(context->store_slot, key, epoch);
+    }
   }
   if (work->origin && work->epoch->epoch > recovered_through_) {
     outcome.position = work->position;

@@ -31,13 +31,13 @@ size_t GeneratorSource::Fill(size_t max, int64_t now_us, Batch* batch) {
   batch->mutable_txns()->Reserve(batch->txns_size() + static_cast<int>(count));
   for (size_t i = 0; i < count; ++i) {
     Txn* txn = batch->add_txns();
-    // A resubmitted LTX keeps its first submit time: its latency counts
+    // A resubmitted txn keeps its first submit time: its latency counts
     // its restarts.
     if (!ollp_.resubmit || !ollp_.resubmit->Pop(txn)) {
       generator_->Next(txn);
       txn->set_submit_time_us(now_us);
     }
-    if (ollp_.recon && txn->txn_class() == LTX) ollp_.recon(txn);
+    if (ollp_.recon) ollp_.recon(txn);
   }
   return count;
 }

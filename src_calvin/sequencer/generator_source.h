@@ -30,8 +30,9 @@ class InflightWindow {
   std::atomic<uint64_t> generated_{0};
 };
 
-// Generated LTXs to submit again: calvin mode's OLLP resubmits an LTX whose
-// reads at its position differed from its reconnaissance. Any thread.
+// Generated txns to submit again: OLLP resubmits a txn whose reads at its
+// position differed from its reconnaissance (calvin mode's dependent LTXs,
+// short dependent txns in both modes). Any thread.
 class ResubmitQueue {
  public:
   void Push(Txn txn) {
@@ -51,9 +52,9 @@ class ResubmitQueue {
   std::deque<Txn> txns_;
 };
 
-// Calvin mode's OLLP for dependent LTXs (Application::NeedsRecon): each
-// generated LTX goes through `recon` (which declares what it reads, from a
-// recent state, outside the order) before it is sequenced, and LTXs in
+// OLLP for dependent txns (Application::NeedsRecon): each generated txn
+// goes through `recon` (which declares what a dependent one reads, from a
+// recent state, outside the order) before it is sequenced, and txns in
 // `resubmit` are sequenced again (reconnoitered afresh) before new ones.
 struct OllpHooks {
   std::function<void(Txn*)> recon;

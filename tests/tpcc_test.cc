@@ -1,0 +1,422 @@
+// TPC-C (applications/tpcc.h): the key encoding and loader, each txn run
+// against a plain map (the serial oracle: one txn at a time, its effects
+// checked row by row), the consistency checks passing after a mixed run and
+// failing on a corrupted row, and OLLP restarts stepped by hand: the state
+// changes between the reconnaissance and the txn's position.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <type_traits>
+#include <string>
+#include <vector>
+
+#include "applications/tpcc.h"
+#include "applications/workload.h"
+#include "common/types.h"
+
+namespace paxflow {
+namespace {
+
+using namespace tpcc;  // NOLINT
+
+WorkloadParams Params(uint32_t warehouses) {
+  WorkloadParams params;
+  params.workload = "tpcc";
+  params.application = "tpcc";
+  params.warehouses = warehouses;
+  return params;
+}
+
+// One database on a map, run one txn at a time.
+class Db {
+ public:
+  Db(uint32_t warehouses, uint32_t partitions)
+      : app_(Params(warehouses)), partitions_(partitions) {
+    struct MapLoader : Loader {
+      std::map<Key, std::string>* table;
+      void Put(Key key, std::string_view value) override { (*table)[key] = std::string(value); }
+    } loader;
+    loader.table = &rows;
+    for (PartitionId p = 0; p < partitions; ++p) app_.Load(p, partitions, &loader);
+  }
+  const TpccApplication& app() const { return app_; }
+  const Keys& keys() const { return app_.keys(); }
+
+  // The reconnaissance, reading partition `partition`'s rows only (what a
+  // generating node can read).
+  void Plan(Txn* txn, PartitionId partition = 0) const {
+    if (!app_.NeedsRecon(txn->procedure())) return;
+    app_.PlanDependent(txn, [&](Key key, std::string* value) {
+      auto it = rows.find(key);
+      if (PartitionOf(key, partitions_) != partition || it == rows.end()) return false;
+      *value = it->second;
+      return true;
+    });
+  }
+  // Runs `txn` at its position: reads its declared keys, applies what it writes.
+  TxnOutcome Execute(const Txn& txn) {
+    ReadValues reads;
+    reads.Reset(txn.read_set_size() + txn.read_write_set_size());
+    size_t p = 0;
+    auto read = [&](Key key) {
+      auto it = rows.find(key);
+      if (it == rows.end()) reads.SetMissing(p++);
+      else reads.Set(p++, it->second);
+    };
+    for (Key k : txn.read_set()) read(k);
+    for (Key k : txn.read_write_set()) read(k);
+    WriteSet writes;
+    TxnOutcome outcome;
+    app_.Execute(txn, reads, &writes, &outcome);
+    if (outcome.committed) {
+      for (size_t i = 0; i < writes.size(); ++i) rows[writes.key(i)] = std::string(writes.value(i));
+      for (Key k : writes.deletes()) rows.erase(k);
+    } else {
+      EXPECT_EQ(writes.size(), 0u) << "a declined txn must write nothing";
+    }
+    return outcome;
+  }
+  std::string Check() const {
+    return CheckConsistency(keys().warehouses(), [&](const std::function<void(Key, std::string_view)>& visit) {
+      for (const auto& [k, v] : rows) visit(k, v);
+    });
+  }
+  template <typename Row>
+  Row Get(Key key) const {
+    Row row{};
+    auto it = rows.find(key);
+    EXPECT_TRUE(it != rows.end() && Decode(it->second, &row)) << "no row " << key;
+    return row;
+  }
+
+  std::map<Key, std::string> rows;
+
+ private:
+  TpccApplication app_;
+  uint32_t partitions_;
+};
+
+Txn NewOrderTxn(const Keys& keys, uint32_t w, uint32_t d, uint32_t c,
+                const std::vector<std::pair<uint32_t, uint32_t>>& items) {  // (item, supply)
+  Txn txn;
+  txn.set_procedure(TpccApplication::kNewOrder);
+  std::vector<uint32_t> a = {w, d, c, static_cast<uint32_t>(items.size()), 7};
+  txn.add_read_set(keys.Warehouse(w));
+  txn.add_read_set(keys.Customer(w, d, c));
+  txn.add_read_write_set(keys.District(w, d));
+  for (const auto& [i, supply] : items) {
+    a.insert(a.end(), {i, supply, 3});
+    txn.add_read_set(keys.Item(w, i));
+    txn.add_read_write_set(keys.Stock(supply, i));
+  }
+  txn.set_args(TpccApplication::Words(a));
+  return txn;
+}
+
+Txn Dependent(uint32_t procedure, const std::vector<uint32_t>& args) {
+  Txn txn;
+  txn.set_procedure(procedure);
+  txn.set_args(TpccApplication::Words(args));
+  return txn;
+}
+
+// One Db of one warehouse, loaded once (the loader takes a moment).
+class TpccOneWarehouse : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { shared_ = new Db(1, 1); }
+  static void TearDownTestSuite() { delete shared_; }
+  void SetUp() override { saved_ = shared_->rows; }
+  void TearDown() override { shared_->rows = saved_; }
+  Db& db() { return *shared_; }
+  static Db* shared_;
+  std::map<Key, std::string> saved_;
+};
+Db* TpccOneWarehouse::shared_ = nullptr;
+
+TEST(TpccKeysTest, EveryRowOfAWarehouseLivesOnItsPartition) {
+  const Keys keys(6);
+  for (uint32_t w = 0; w < 6; ++w) {
+    for (Key k : {keys.Warehouse(w), keys.District(w, 9), keys.Customer(w, 3, 3000),
+                  keys.OrderLine(w, 9, 1u << 27, 15), keys.Stock(w, kItems)}) {
+      EXPECT_EQ(PartitionOf(k, 3), w % 3);
+      EXPECT_EQ(PartitionOf(k, 2), w % 2);
+      EXPECT_EQ(keys.WarehouseOf(k), w);
+    }
+  }
+  const Key line = keys.OrderLine(4, 7, 123456, 11);
+  EXPECT_EQ(keys.TableOf(line), kOrderLine);
+  EXPECT_EQ(keys.DistrictOf(line), 7u);
+  EXPECT_EQ(keys.IdOf(line), (123456u << 4) | 11u);
+  // The largest key of the largest cluster still fits.
+  const Keys most(kMaxWarehouses);
+  EXPECT_EQ(most.TableOf(most.Stock(kMaxWarehouses - 1, kItems)), kStock);
+}
+
+TEST(TpccParamsTest, WarehousesMustBeAMultipleOfThePartitions) {
+  EXPECT_EQ(Params(3).Validate(3), "");
+  EXPECT_EQ(Params(6).Validate(3), "");
+  EXPECT_NE(Params(4).Validate(3).find("warehouses=4"), std::string::npos);
+  EXPECT_NE(Params(0).Validate(1).find("warehouses=0"), std::string::npos);
+  const WorkloadPreset* preset = FindWorkloadPreset("tpcc");
+  ASSERT_NE(preset, nullptr);
+}
+
+TEST_F(TpccOneWarehouse, LoadHoldsTheSpecifiedRowsAndIsConsistent) {
+  const Keys& keys = db().keys();
+  EXPECT_EQ(db().Check(), "");
+  const DistrictRow district = db().Get<DistrictRow>(keys.District(0, 4));
+  EXPECT_EQ(district.next_o_id, kInitialOrders + 1);
+  EXPECT_EQ(district.next_deliver, kFirstNewOrder);
+  size_t new_orders = 0, customers = 0;
+  for (const auto& [k, v] : db().rows) {
+    new_orders += keys.TableOf(k) == kNewOrder;
+    customers += keys.TableOf(k) == kCustomer;
+  }
+  EXPECT_EQ(new_orders, kDistricts * (kInitialOrders - kFirstNewOrder + 1));
+  EXPECT_EQ(customers, kDistricts * kCustomers);
+  // The name index holds every customer of each name, sorted by first name.
+  const std::vector<uint32_t> named = db().app().CustomersNamed(0, 2, 371);
+  ASSERT_FALSE(named.empty());
+  const std::string& row = db().rows.at(keys.NameIndex(0, 2, 371));
+  ASSERT_EQ(row.size(), 4 * named.size());
+  EXPECT_EQ(TpccApplication::Words(row), named);
+  for (size_t i = 1; i < named.size(); ++i) {
+    EXPECT_LE(db().Get<CustomerRow>(keys.Customer(0, 2, named[i - 1])).first,
+              db().Get<CustomerRow>(keys.Customer(0, 2, named[i])).first);
+  }
+}
+
+TEST_F(TpccOneWarehouse, NewOrderTakesTheNextOrderIdAndWritesItsRows) {
+  const Keys& keys = db().keys();
+  const StockRow before = db().Get<StockRow>(keys.Stock(0, 42));
+  const TxnOutcome outcome = db().Execute(NewOrderTxn(keys, 0, 3, 77, {{42, 0}, {43, 0}, {44, 0},
+                                                                       {45, 0}, {46, 0}}));
+  ASSERT_TRUE(outcome.committed) << outcome.detail;
+  const uint32_t o = kInitialOrders + 1;
+  EXPECT_EQ(db().Get<DistrictRow>(keys.District(0, 3)).next_o_id, o + 1);
+  const OrderRow order = db().Get<OrderRow>(keys.Order(0, 3, o));
+  EXPECT_EQ(order.c_id, 77u);
+  EXPECT_EQ(order.ol_cnt, 5u);
+  EXPECT_EQ(order.carrier_id, 0u);
+  EXPECT_TRUE(db().rows.count(keys.NewOrder(0, 3, o)));
+  EXPECT_EQ(TpccApplication::Words(db().rows.at(keys.LastOrder(0, 3, 77))),
+            std::vector<uint32_t>{o});
+  for (uint32_t ol = 1; ol <= 5; ++ol) {
+    const OrderLineRow line = db().Get<OrderLineRow>(keys.OrderLine(0, 3, o, ol));
+    EXPECT_EQ(line.i_id, 41 + ol);
+    EXPECT_EQ(line.quantity, 3u);
+    EXPECT_EQ(line.amount, 3 * db().Get<ItemRow>(keys.Item(0, line.i_id)).price);
+  }
+  const StockRow after = db().Get<StockRow>(keys.Stock(0, 42));
+  EXPECT_EQ(after.ytd, before.ytd + 3);
+  EXPECT_EQ(after.order_cnt, before.order_cnt + 1);
+  EXPECT_EQ(after.quantity, before.quantity >= 13 ? before.quantity - 3 : before.quantity - 3 + 91);
+  EXPECT_EQ(db().Check(), "");
+}
+
+TEST_F(TpccOneWarehouse, NewOrderWithAnUnusedItemRollsBackEntirely) {
+  const Keys& keys = db().keys();
+  const auto before = db().rows;
+  const TxnOutcome outcome =
+      db().Execute(NewOrderTxn(keys, 0, 1, 5, {{10, 0}, {11, 0}, {12, 0}, {13, 0}, {kItems + 1, 0}}));
+  EXPECT_FALSE(outcome.committed);
+  EXPECT_FALSE(outcome.retryable);
+  EXPECT_NE(outcome.detail.find("rolled back"), std::string::npos) << outcome.detail;
+  EXPECT_TRUE(db().rows == before);
+}
+
+TEST_F(TpccOneWarehouse, PaymentByNamePaysTheMiddleCustomerAndKeepsTheYtdSums) {
+  const Keys& keys = db().keys();
+  const std::vector<uint32_t> named = db().app().CustomersNamed(0, 6, 500);
+  ASSERT_FALSE(named.empty());
+  const uint32_t c = named[(named.size() - 1) / 2];
+  const CustomerRow before = db().Get<CustomerRow>(keys.Customer(0, 6, c));
+  Txn txn = Dependent(TpccApplication::kPayment, {0, 2, 0, 6, 1, 500, 12345, 9});
+  db().Plan(&txn);
+  const TxnOutcome outcome = db().Execute(txn);
+  ASSERT_TRUE(outcome.committed) << outcome.detail;
+  const CustomerRow after = db().Get<CustomerRow>(keys.Customer(0, 6, c));
+  EXPECT_EQ(after.balance, before.balance - 12345);
+  EXPECT_EQ(after.payment_cnt, before.payment_cnt + 1);
+  EXPECT_EQ(db().Get<WarehouseRow>(keys.Warehouse(0)).ytd, 30000000 + 12345);
+  EXPECT_EQ(db().Get<DistrictRow>(keys.District(0, 2)).ytd, 3000000 + 12345);
+  const HistoryRow history = db().Get<HistoryRow>(keys.History(0, 2, kCustomers + 1));
+  EXPECT_EQ(history.c_id, c);
+  EXPECT_EQ(history.c_d, 6u);
+  EXPECT_EQ(db().Check(), "");
+}
+
+TEST_F(TpccOneWarehouse, OrderStatusReadsTheLastOrderAndRestartsWhenTheCustomerOrdersMeanwhile) {
+  const Keys& keys = db().keys();
+  Txn status = Dependent(TpccApplication::kOrderStatus, {0, 4, 0, 99});
+  db().Plan(&status);
+  EXPECT_EQ(status.read_write_set_size(), 0) << "read-only: paxflow mode's RO path";
+  TxnOutcome outcome = db().Execute(status);
+  ASSERT_TRUE(outcome.committed) << outcome.detail;
+  // Between the reconnaissance and the position, the customer orders.
+  ASSERT_TRUE(db().Execute(NewOrderTxn(keys, 0, 4, 99, {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}})).committed);
+  outcome = db().Execute(status);
+  EXPECT_FALSE(outcome.committed);
+  EXPECT_TRUE(outcome.retryable);
+  EXPECT_EQ(outcome.detail.rfind(TpccApplication::kRestart, 0), 0u) << outcome.detail;
+  // Planned afresh (what the node does with a restart), it reads the new order.
+  db().Plan(&status);
+  EXPECT_EQ(TpccApplication::Words(status.args())[5], kInitialOrders + 1);
+  EXPECT_TRUE(db().Execute(status).committed);
+}
+
+TEST_F(TpccOneWarehouse, DeliveryDeliversTheOldestNewOrderOfEachDistrict) {
+  const Keys& keys = db().keys();
+  Txn delivery = Dependent(TpccApplication::kDelivery, {0, 4, 50, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  db().Plan(&delivery);
+  const uint32_t o = TpccApplication::Words(delivery.args())[3 + 8];
+  ASSERT_EQ(o, db().Get<DistrictRow>(keys.District(0, 8)).next_deliver);
+  const OrderRow order = db().Get<OrderRow>(keys.Order(0, 8, o));
+  const CustomerRow before = db().Get<CustomerRow>(keys.Customer(0, 8, order.c_id));
+  int64_t sum = 0;
+  for (uint32_t ol = 1; ol <= order.ol_cnt; ++ol) {
+    sum += db().Get<OrderLineRow>(keys.OrderLine(0, 8, o, ol)).amount;
+  }
+  TxnOutcome outcome = db().Execute(delivery);
+  ASSERT_TRUE(outcome.committed) << outcome.detail;
+  EXPECT_EQ(outcome.detail, "delivered 10 orders");
+  EXPECT_FALSE(db().rows.count(keys.NewOrder(0, 8, o))) << "new-order row deleted";
+  EXPECT_EQ(db().Get<OrderRow>(keys.Order(0, 8, o)).carrier_id, 4u);
+  EXPECT_EQ(db().Get<OrderLineRow>(keys.OrderLine(0, 8, o, 1)).delivery_d, 50u);
+  const CustomerRow after = db().Get<CustomerRow>(keys.Customer(0, 8, order.c_id));
+  EXPECT_EQ(after.balance, before.balance + sum);
+  EXPECT_EQ(after.delivery_cnt, before.delivery_cnt + 1);
+  EXPECT_EQ(db().Get<DistrictRow>(keys.District(0, 8)).next_deliver, o + 1);
+  EXPECT_EQ(db().Check(), "");
+}
+
+// OLLP, stepped: each planned Delivery is given its turn (the next order
+// of each district no Delivery was given yet). Run out of turn it restarts
+// and keeps its turn; a turn another Delivery took meanwhile is given anew.
+TEST(TpccDeliveryTest, DeliveriesKeepTheirTurnsAcrossRestarts) {
+  // A Db of its own: the planning hints live in the application.
+  Db own(1, 1);
+  auto db = [&]() -> Db& { return own; };
+  const Keys& keys = db().keys();
+  Txn first = Dependent(TpccApplication::kDelivery, {0, 1, 60, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  Txn second = Dependent(TpccApplication::kDelivery, {0, 2, 61, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  db().Plan(&first);
+  db().Plan(&second);
+  const uint32_t turn = TpccApplication::Words(first.args())[3];
+  EXPECT_EQ(turn, kFirstNewOrder);
+  EXPECT_EQ(TpccApplication::Words(second.args())[3], turn + 1);
+  // The second runs first: the oldest new order is not its turn.
+  const auto before = db().rows;
+  TxnOutcome outcome = db().Execute(second);
+  EXPECT_FALSE(outcome.committed);
+  EXPECT_TRUE(outcome.retryable);
+  EXPECT_EQ(outcome.detail.rfind(TpccApplication::kRestart, 0), 0u) << outcome.detail;
+  EXPECT_TRUE(db().rows == before);
+  // Planned again (the node resubmits it), it keeps its turn.
+  db().Plan(&second);
+  EXPECT_EQ(TpccApplication::Words(second.args())[3], turn + 1);
+  outcome = db().Execute(first);
+  ASSERT_TRUE(outcome.committed) << outcome.detail;
+  EXPECT_EQ(db().Get<OrderRow>(keys.Order(0, 0, turn)).carrier_id, 1u);
+  outcome = db().Execute(second);
+  ASSERT_TRUE(outcome.committed) << outcome.detail;
+  EXPECT_EQ(db().Get<OrderRow>(keys.Order(0, 0, turn + 1)).carrier_id, 2u);
+  EXPECT_EQ(db().Check(), "");
+  // A turn already delivered (a node restarted, its hints forgotten) is
+  // given anew from the district's oldest new order.
+  Txn stale = first;
+  outcome = db().Execute(stale);
+  EXPECT_FALSE(outcome.committed);
+  EXPECT_TRUE(outcome.retryable);
+  db().Plan(&stale);
+  EXPECT_GT(TpccApplication::Words(stale.args())[3], turn + 1);
+  EXPECT_TRUE(db().Execute(stale).committed);
+}
+
+TEST_F(TpccOneWarehouse, StockLevelCountsLowStockOfTheLastTwentyOrders) {
+  const Keys& keys = db().keys();
+  Txn level = Dependent(TpccApplication::kStockLevel, {0, 5, 20});
+  db().Plan(&level);
+  EXPECT_EQ(level.read_write_set_size(), 0);
+  // Serially: the distinct items of orders 2981..3000 with quantity < 20.
+  std::set<uint32_t> low;
+  for (uint32_t o = kInitialOrders - 19; o <= kInitialOrders; ++o) {
+    const OrderRow order = db().Get<OrderRow>(keys.Order(0, 5, o));
+    for (uint32_t ol = 1; ol <= order.ol_cnt; ++ol) {
+      const uint32_t i = db().Get<OrderLineRow>(keys.OrderLine(0, 5, o, ol)).i_id;
+      if (db().Get<StockRow>(keys.Stock(0, i)).quantity < 20) low.insert(i);
+    }
+  }
+  TxnOutcome outcome = db().Execute(level);
+  ASSERT_TRUE(outcome.committed) << outcome.detail;
+  EXPECT_EQ(outcome.detail, std::to_string(low.size()) + " items low");
+  // A New-Order in the district meanwhile does not restart it (level 1 suffices).
+  ASSERT_TRUE(db().Execute(NewOrderTxn(keys, 0, 5, 1, {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}})).committed);
+  EXPECT_TRUE(db().Execute(level).committed);
+}
+
+// The generator's mix, run serially with its OLLP plans, keeps clause
+// 3.3.2's conditions; corrupting a row on purpose breaks each of them.
+TEST(TpccMixTest, GeneratedMixKeepsConsistencyAndCorruptionIsCaught) {
+  Db db(2, 2);
+  const Keys& keys = db.keys();
+  std::map<uint32_t, int> done, declined, restarts;
+  size_t remote = 0;
+  for (PartitionId p = 0; p < 2; ++p) {
+    auto generator = db.app().NewGenerator(p, 2, 17 + p);
+    for (int n = 0; n < 1500; ++n) {
+      Txn txn;
+      generator->Next(&txn);
+      db.Plan(&txn, p);
+      for (Key k : txn.read_write_set()) remote += PartitionOf(k, 2) != p;
+      TxnOutcome outcome = db.Execute(txn);
+      ++done[txn.procedure()];
+      if (!outcome.committed) ++declined[txn.procedure()];
+      if (outcome.retryable) ++restarts[txn.procedure()];
+      ASSERT_TRUE(outcome.committed || !outcome.retryable ||
+                  txn.procedure() != TpccApplication::kNewOrder);
+    }
+  }
+  // The mix: 45/43/4/4/4 of 3000.
+  EXPECT_NEAR(done[TpccApplication::kNewOrder], 1350, 120);
+  EXPECT_NEAR(done[TpccApplication::kPayment], 1290, 120);
+  for (uint32_t p : {TpccApplication::kOrderStatus, TpccApplication::kDelivery,
+                     TpccApplication::kStockLevel}) {
+    EXPECT_NEAR(done[p], 120, 50) << p;
+  }
+  EXPECT_NEAR(declined[TpccApplication::kNewOrder], 13, 12) << "1% rolled back";
+  EXPECT_EQ(restarts[TpccApplication::kPayment], 0) << "the name index never changes";
+  EXPECT_GT(remote, 50u) << "15% of Payments and 1% of New-Order lines are remote";
+  ASSERT_EQ(db.Check(), "");
+
+  // Corruptions, one condition each.
+  auto corrupt = [&](Key key, auto change) {
+    auto row = db.Get<std::decay_t<decltype(change(nullptr))>>(key);
+    change(&row);
+    const std::string saved = db.rows.at(key);
+    db.rows[key] = Encode(row);
+    const std::string problem = db.Check();
+    db.rows[key] = saved;
+    return problem;
+  };
+  EXPECT_NE(corrupt(keys.Warehouse(1), [](WarehouseRow* r) { if (r) r->ytd += 1; return WarehouseRow{}; })
+                .find("3.3.2.1"), std::string::npos);
+  EXPECT_NE(corrupt(keys.District(0, 3), [](DistrictRow* r) { if (r) r->next_o_id += 1; return DistrictRow{}; })
+                .find("3.3.2.2"), std::string::npos);
+  EXPECT_NE(corrupt(keys.Order(1, 2, 5), [](OrderRow* r) { if (r) r->ol_cnt += 1; return OrderRow{}; })
+                .find("3.3.2.4"), std::string::npos);
+  // A new-order row missing from the middle.
+  const DistrictRow district = db.Get<DistrictRow>(keys.District(0, 0));
+  const Key middle = keys.NewOrder(0, 0, district.next_deliver + 3);
+  const std::string saved = db.rows.at(middle);
+  db.rows.erase(middle);
+  EXPECT_NE(db.Check().find("3.3.2.3"), std::string::npos);
+  db.rows[middle] = saved;
+  EXPECT_EQ(db.Check(), "");
+}
+
+}  // namespace
+}  // namespace paxflow
