@@ -915,8 +915,7 @@ TEST(OllpTest, ReconDeclaresTheWalkAndALockedRunOfAnotherWalkAbortsWithRecon) {
     for (Key k : expanded.read_set()) values.Set(position++, loader.table.at(k));
     for (Key k : expanded.read_write_set()) values.Set(position++, loader.table.at(k));
     WriteSet out;
-    std::vector<Key> deletes;
-    ExecuteLongLocked(*app, txn, expanded, values, &out, &deletes, outcome);
+    ExecuteLongLocked(*app, txn, expanded, values, &out, outcome);
     return out.size();
   };
   TxnOutcome outcome;

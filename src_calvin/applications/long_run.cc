@@ -71,8 +71,7 @@ size_t Reconnoiter(const Application& app, Txn* begin, const ReconRead& read) {
 }
 
 void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expanded,
-                       const ReadValues& reads, WriteSet* writes, std::vector<Key>* deletes,
-                       TxnOutcome* outcome) {
+                       const ReadValues& reads, WriteSet* writes, TxnOutcome* outcome) {
   std::map<Key, size_t> position;
   size_t next = 0;
   for (Key key : expanded.read_set()) position[key] = next++;
@@ -154,9 +153,9 @@ void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expa
     outcome->abort_reason = reason;
     return;
   }
-  // Deletes apply after every write (LtxRound's contract).
+  // Deletes apply after every write (LtxRound's contract, and WriteSet's).
   for (size_t i = 0; i < last.writes.size(); ++i) writes->Put(last.writes.key(i), last.writes.value(i));
-  deletes->assign(last.deletes.begin(), last.deletes.end());
+  for (Key key : last.deletes) writes->Delete(key);
 }
 
 }  // namespace paxflow

@@ -37,9 +37,8 @@ size_t Reconnoiter(const Application& app, Txn* begin, const ReconRead& read);
 // declared areas or a write (or delete) outside the write area aborts it;
 // for a `recon` begin, reading other keys than its declared read area
 // aborts it with reason recon (retryable).
-// Fills `writes` and `deletes` (a committed LTX's) and `outcome`.
+// Fills `writes` (a committed LTX's writes and deletes) and `outcome`.
 void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expanded,
-                       const ReadValues& reads, WriteSet* writes, std::vector<Key>* deletes,
-                       TxnOutcome* outcome);
+                       const ReadValues& reads, WriteSet* writes, TxnOutcome* outcome);
 
 }  // namespace paxflow

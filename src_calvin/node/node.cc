@@ -631,19 +631,27 @@ void Node::RequestStop() {
   for (auto& runner : runners_) runner->RequestStop();
 }
 
+void Node::Resubmit(const Txn& txn) {
+  // What the generator made, not what the reconnaissance declared: that is
+  // planned again. It keeps its first submit time, so its latency counts
+  // its restarts.
+  Txn again;
+  again.set_txn_class(txn.txn_class());
+  again.set_procedure(txn.procedure());
+  again.set_args(txn.args());
+  again.set_submit_time_us(txn.submit_time_us());
+  if (txn.txn_class() == LTX) {
+    again.mutable_ltx()->set_kind(LTX_BEGIN);
+    *again.mutable_ltx()->mutable_write_area() = txn.ltx().write_area();
+  }
+  resubmits_->Push(std::move(again));
+}
+
 void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
                     const ReadValues& reads) {
   if (resubmits_ && outcome.aborted && txn.txn_class() == LTX && txn.client_request_id() == 0 &&
       LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon) {
-    // OLLP: the generated LTX goes again, with a fresh reconnaissance.
-    Txn again;
-    again.set_txn_class(LTX);
-    again.set_procedure(txn.procedure());
-    again.set_args(txn.args());
-    again.set_submit_time_us(txn.submit_time_us());
-    again.mutable_ltx()->set_kind(LTX_BEGIN);
-    *again.mutable_ltx()->mutable_write_area() = txn.ltx().write_area();
-    resubmits_->Push(std::move(again));
+    Resubmit(txn);  // OLLP: the generated LTX goes again, with a fresh reconnaissance
   }
   if (txn.procedure() < kCountedProcedures && txn.client_request_id() == 0) {
     // Only a short txn planned by a reconnaissance restarts (OLLP).
@@ -652,15 +660,7 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
     by_procedure_[txn.procedure()][outcome.committed ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
     if (restart) {
       by_procedure_[txn.procedure()][2].fetch_add(1, std::memory_order_relaxed);
-      // OLLP: the generated short txn goes again, planned afresh.
-      if (resubmits_) {
-        Txn again;
-        again.set_txn_class(txn.txn_class());
-        again.set_procedure(txn.procedure());
-        again.set_args(txn.args());
-        again.set_submit_time_us(txn.submit_time_us());
-        resubmits_->Push(std::move(again));
-      }
+      if (resubmits_) Resubmit(txn);  // OLLP: the generated short txn goes again, planned afresh
     }
   }
   if (clients_) clients_->OnResult(txn, outcome, read_version, reads);

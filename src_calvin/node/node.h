@@ -129,6 +129,9 @@ class Node : public PeerSender, public ResultSink {
   std::string StartClients();
   std::string RestorePartition(Epoch* restored_at);
   void StartSequencer(Epoch first_epoch, Epoch catch_up_to);
+  // OLLP: hands a generated txn whose reconnaissance went stale back to the
+  // generators (resubmits_), to be planned again. Worker threads.
+  void Resubmit(const Txn& txn);
   // A restart of a replica-0 node, after the peers answered: moves
   // `sequenced_through` to the newest epoch its sequencer is known to have
   // cut (its logs, its checkpoint, its peers), and sets sequencer_finished_

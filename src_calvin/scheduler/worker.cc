@@ -246,10 +246,8 @@ void WorkerPool::RunProcedure(TxnWork* work, const ReadValues& reads, Context* c
   WriteSet& writes = context->writes;
   writes.Clear();
   TxnOutcome outcome;
-  std::vector<Key>& deletes = context->deletes;
-  deletes.clear();
   if (work->procedure_txn) {
-    ExecuteLongLocked(*app_, *work->procedure_txn, txn, reads, &writes, &deletes, &outcome);
+    ExecuteLongLocked(*app_, *work->procedure_txn, txn, reads, &writes, &outcome);
   } else {
     app_->Execute(txn, reads, &writes, &outcome);
   }
@@ -260,9 +258,6 @@ void WorkerPool::RunProcedure(TxnWork* work, const ReadValues& reads, Context* c
     };
     for (size_t i = 0; i < writes.size(); ++i) {
       if (local(writes.key(i))) store_->Write(context->store_slot, writes.key(i), writes.value(i), epoch);
-    }
-    for (Key key : deletes) {
-      if (local(key)) store_->Delete(context->store_slot, key, epoch);
     }
     for (Key key : writes.deletes()) {
       if (local(key)) store_->Delete(context->store_slot, key, epoch);

@@ -89,7 +89,6 @@ class WorkerPool {
     size_t store_slot = 0;
     ReadValues reads;
     WriteSet writes;
-    std::vector<Key> deletes;  // a calvin-mode LTX's
     RemoteReads outgoing;
   };
 
