@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "applications/bank.h"
+#include "applications/tpcc.h"
+#include "client/client_service.h"
 #include "client/client.h"
 #include "client/reply.h"
 #include "common/json.h"
@@ -35,9 +37,10 @@ std::string Endpoint(const NodeConfig& node) {
 class ClientClusterTest : public ::testing::Test {
  protected:
   void StartCluster(const std::string& preset, uint32_t partitions, uint32_t replicas = 1,
-                    const std::string& log_dir = "") {
+                    const std::string& log_dir = "", Mode mode = Mode::kPaxflow) {
     config_ = testing::MakeConfig("clients", partitions, replicas, "inproc");
-    params_ = testing::TestParams(preset, Mode::kPaxflow, 0);
+    params_ = testing::TestParams(preset, mode, 0);
+    if (preset == "tpcc") params_.workload.warehouses = partitions;
     params_.engine.generate = false;
     params_.engine.log_dir = log_dir.empty() ? logs_.path() : log_dir;
     cluster_ = std::make_unique<InProcessCluster>(config_, params_);
@@ -263,6 +266,79 @@ TEST_F(ClientClusterTest, BankInvariantHoldsThroughRealClients) {
   EXPECT_EQ(serial.digest, cluster_->DatabaseDigest());
 }
 
+
+// TPC-C through paxflow-load on three partitions, one warehouse each
+// (remote Payments and New-Order lines), in both modes. Clients send the
+// generator's args; each node plans the dependent txns it is sent (OLLP)
+// and sends one whose reconnaissance went stale back in line, unanswered.
+// Every txn gets one reply, every type commits, clause 3.3.2 holds on
+// every partition, and the state is the serial execution of the log.
+class TpccClientClusterTest : public ClientClusterTest,
+                              public ::testing::WithParamInterface<Mode> {};
+
+TEST_P(TpccClientClusterTest, EveryTypeRunsThroughClientsAndTheStateStaysConsistent) {
+  StartCluster("tpcc", 3, 1, "", GetParam());
+  const std::string config_path = logs_.path() + "/cluster.conf";
+  std::ofstream(config_path) << testing::ToText(config_);
+  const std::string report = logs_.path() + "/load.json";
+  std::string output;
+  const int rc = testing::RunProcess(
+      {testing::BinaryDir() + "/paxflow-load", "--config=" + config_path, "--workload=tpcc",
+       "--warehouses=3", "--duration=2", "--clients=3", "--outstanding=16",
+       "--report_json=" + report},
+      &output);
+  EXPECT_EQ(rc, 0) << output;
+  JsonValue json;
+  ASSERT_EQ(ParseJson(testing::ReadFile(report), &json), "") << output;
+  EXPECT_EQ(json.NumberOr("errors", -1), 0) << output;
+  EXPECT_EQ(json.NumberOr("lost", -1), 0) << output;
+  EXPECT_GT(json.NumberOr("tpmC", 0), 0) << output;
+  const JsonValue* procedures = json.Find("procedures");
+  ASSERT_NE(procedures, nullptr) << output;
+  for (const char* name : {"tpcc-new-order", "tpcc-payment", "tpcc-order-status",
+                           "tpcc-delivery", "tpcc-stock-level"}) {
+    const JsonValue* procedure = procedures->Find(name);
+    ASSERT_NE(procedure, nullptr) << name << "\n" << output;
+    EXPECT_GT(procedure->NumberOr("committed", 0), 0) << name << "\n" << output;
+  }
+  // A dependent txn sent to a node that cannot read its warehouse is
+  // planned blind, restarts at every position, and is answered once, with
+  // a retryable decline, after ClientService::kMaxRestarts restarts.
+  Client client;
+  ASSERT_EQ(client.Connect(Endpoint(config_.node(0))), "");
+  ClientRequest remote;
+  remote.mutable_txn()->set_procedure("tpcc-order-status");
+  remote.mutable_txn()->set_args(TpccApplication::Words({1, 4, 0, 42}));  // warehouse 1: partition 1
+  ClientReply reply;
+  ASSERT_EQ(client.Call(remote, &reply, 60000), "");
+  ASSERT_EQ(reply.status(), OK) << reply.error();
+  EXPECT_FALSE(reply.txn().committed());
+  EXPECT_NE(reply.txn().detail().find(TpccApplication::kRestart), std::string::npos)
+      << reply.txn().detail();
+  // The same call sent to warehouse 1's node commits.
+  Client home;
+  ASSERT_EQ(home.Connect(Endpoint(config_.node(1))), "");
+  ASSERT_EQ(home.Call(remote, &reply, 20000), "");
+  ASSERT_EQ(reply.status(), OK) << reply.error();
+  EXPECT_TRUE(reply.txn().committed()) << reply.txn().detail();
+  StopCluster();
+  uint64_t restarts = 0;
+  for (size_t i = 0; i < cluster_->size(); ++i) {
+    const RunSummary summary = cluster_->node(i).Summary();
+    EXPECT_EQ(summary.consistency, "") << "node " << i;
+    for (const ProcedureSummary& p : summary.procedures) restarts += p.restarts;
+  }
+  EXPECT_GE(restarts, ClientService::kMaxRestarts);
+  testing::SerialResult serial = testing::SerialExecute(logs_.path(), params_.workload);
+  ASSERT_EQ(serial.error, "");
+  EXPECT_EQ(serial.digest, cluster_->DatabaseDigest());
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, TpccClientClusterTest,
+                         ::testing::Values(Mode::kCalvin, Mode::kPaxflow),
+                         [](const ::testing::TestParamInfo<Mode>& info) {
+                           return std::string(ModeName(info.param));
+                         });
 
 // One txn of the comparison below, as a client would send it.
 struct ScriptedTxn {

@@ -418,5 +418,60 @@ TEST(TpccMixTest, GeneratedMixKeepsConsistencyAndCorruptionIsCaught) {
   EXPECT_EQ(db.Check(), "");
 }
 
+// Clients call TPC-C's procedures with the generator's args (paxflow-load
+// does): every generated txn passes CheckClientTxn, and a call whose words
+// would name another table's keys, or whose keys are not the ones its
+// args name, is refused with what is wrong.
+TEST(TpccClientTest, GeneratedCallsPassAndMalformedOnesAreRefusedByName) {
+  const TpccApplication app(Params(2));
+  const Keys& keys = app.keys();
+  auto generator = app.NewGenerator(1, 2, 99);
+  std::set<uint32_t> seen;
+  for (int n = 0; n < 2000; ++n) {
+    Txn txn;
+    generator->Next(&txn);
+    seen.insert(txn.procedure());
+    ASSERT_EQ(app.CheckClientTxn(txn), "") << app.ProcedureName(txn.procedure());
+  }
+  EXPECT_EQ(seen.size(), 5u);
+
+  auto refusal = [&](const Txn& txn) { return app.CheckClientTxn(txn); };
+  auto contains = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  const Txn good = NewOrderTxn(keys, 1, 3, 42, {{5, 1}, {6, 0}, {7, 1}, {8, 1}, {9, 1}});
+  ASSERT_EQ(refusal(good), "");
+  EXPECT_TRUE(contains(refusal(NewOrderTxn(keys, 2, 3, 42, {{5, 1}})), "warehouse 2"));
+  EXPECT_TRUE(contains(refusal(NewOrderTxn(keys, 1, 10, 42, {{5, 1}})), "district 10"));
+  EXPECT_TRUE(contains(refusal(NewOrderTxn(keys, 1, 3, 0, {{5, 1}})), "customer 0"));
+  EXPECT_TRUE(contains(refusal(NewOrderTxn(keys, 1, 3, 42, {{kItems + 2, 1}})), "item"));
+  EXPECT_TRUE(contains(refusal(NewOrderTxn(keys, 1, 3, 42, {{5, 2}})), "supplying warehouse 2"));
+  Txn other_keys = good;
+  other_keys.set_read_write_set(1, keys.Stock(0, 5));  // line 1 says warehouse 1
+  EXPECT_TRUE(contains(refusal(other_keys), "declared keys differ"));
+  Txn short_args = good;
+  short_args.set_args(good.args().substr(0, good.args().size() - 4));
+  EXPECT_TRUE(contains(refusal(short_args), "words of args"));
+  short_args.set_args(good.args().substr(0, good.args().size() - 1));
+  EXPECT_TRUE(contains(refusal(short_args), "whole 32-bit words"));
+
+  EXPECT_EQ(refusal(Dependent(TpccApplication::kPayment, {1, 2, 0, 9, 1, 999, 100, 1})), "");
+  EXPECT_TRUE(contains(refusal(Dependent(TpccApplication::kPayment, {1, 2, 0, 9, 1, 1000, 100, 1})),
+                       "last name 1000"));
+  EXPECT_TRUE(contains(refusal(Dependent(TpccApplication::kPayment, {1, 2, 0, 9, 2, 1, 100, 1})),
+                       "by-name flag"));
+  Txn with_keys = Dependent(TpccApplication::kOrderStatus, {0, 1, 0, 7});
+  ASSERT_EQ(refusal(with_keys), "");
+  with_keys.add_read_set(keys.Customer(0, 1, 7));
+  EXPECT_TRUE(contains(refusal(with_keys), "the node plans them"));
+  std::vector<uint32_t> delivery(3 + kDistricts, 0);
+  delivery[1] = 5;
+  EXPECT_EQ(refusal(Dependent(TpccApplication::kDelivery, delivery)), "");
+  delivery[7] = 12;
+  EXPECT_TRUE(contains(refusal(Dependent(TpccApplication::kDelivery, delivery)), "must be 0"));
+  EXPECT_TRUE(contains(refusal(Dependent(TpccApplication::kStockLevel, {0, 1, 9})), "threshold 9"));
+  EXPECT_TRUE(contains(refusal(Dependent(99, {})), "unknown procedure"));
+}
+
 }  // namespace
 }  // namespace paxflow

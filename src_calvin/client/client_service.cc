@@ -611,6 +611,7 @@ void ClientService::EnqueueAdmittedLocked(Connection* connection, int64_t now) {
     waiter.id = admitted.id;
     waiter.arrival_us = now;
     waiter.sequenced_us = 0;
+    waiter.restarts = 0;
     waiter.batched = admitted.batched;
     waiter.reads_with_keys = admitted.reads_with_keys;
     admitted.txn->set_client_request_id(uint64_t{waiter.generation} << 32 | slot);
@@ -647,6 +648,23 @@ size_t ClientService::Fill(size_t max, int64_t now_us, Batch* batch) {
     ++count;
   }
   return count;
+}
+
+bool ClientService::Resubmit(Txn txn) {
+  std::lock_guard<std::mutex> lock(admit_mu_);
+  const uint32_t slot = SlotOf(txn.client_request_id());
+  if (stopped_ || slot >= waiters_.size() || !waiters_[slot].connection ||
+      waiters_[slot].generation != GenerationOf(txn.client_request_id()) ||
+      ++waiters_[slot].restarts > kMaxRestarts) {
+    return false;
+  }
+  // Still admitted and unanswered; first in line, as the generators take
+  // their restarts before new txns. Should the node stop before it is
+  // sequenced again, its client hears that it never ran (true: the
+  // attempt that gave up wrote nothing).
+  waiters_[slot].sequenced_us = 0;
+  incoming_.push_front(std::make_unique<Txn>(std::move(txn)));
+  return true;
 }
 
 void ClientService::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,

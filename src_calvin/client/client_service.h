@@ -114,6 +114,16 @@ class ClientService : public TxnSource, public ResultSink {
 
   // TxnSource, on sequencer threads: waiting client txns, first come first.
   size_t Fill(size_t max, int64_t now_us, Batch* batch) override;
+  // OLLP: `txn` (a client txn of this node whose reconnaissance went
+  // stale, replanned) goes back in line instead of being answered; false if
+  // its client is gone, the service stopped or it restarted kMaxRestarts
+  // times (then answer it). Result
+  // threads.
+  bool Resubmit(Txn txn);
+  // A dependent txn that cannot be planned here (its reads live on another
+  // partition) would restart for ever: past this many restarts its client
+  // gets the retryable decline instead.
+  static constexpr uint32_t kMaxRestarts = 100;
   // ResultSink, on result threads.
   void OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
                 const ReadValues& reads) override;
@@ -160,6 +170,7 @@ class ClientService : public TxnSource, public ResultSink {
     uint32_t generation = 0;
     bool batched = false;
     bool reads_with_keys = false;
+    uint32_t restarts = 0;             // OLLP restarts so far (Resubmit)
   };
 
   void Loop();

@@ -47,6 +47,12 @@ void LoadStats::Merge(const LoadStats& other, bool buckets) {
   lost += other.lost;
   skipped += other.skipped;
   for (const auto& [reason, n] : other.ltx_aborts) ltx_aborts[reason] += n;
+  for (const auto& [procedure, theirs] : other.by_procedure) {
+    ProcedureStats& mine = by_procedure[procedure];
+    mine.latency_us.Merge(theirs.latency_us);
+    mine.committed += theirs.committed;
+    mine.declined += theirs.declined;
+  }
   if (!buckets) return;
   for (auto [mine, theirs] : {std::make_pair(&timeline, &other.timeline),
                                std::make_pair(&steps, &other.steps)}) {
@@ -199,6 +205,7 @@ void LoadClient::SubmitNew(int64_t scheduled_us) {
   flight.scheduled_us = scheduled_us;
   Txn txn;
   generator_->Next(&txn);
+  flight.procedure = txn.procedure();
   flight.audit =
       workload_.application == "bank" && txn.procedure() == BankApplication::kAudit;
   if (options_.retry_busy) {
@@ -330,6 +337,10 @@ void LoadClient::Record(const InFlight& flight, const TxnResult& result, int64_t
   } else if (!txn.committed()) {
     ++stats_.declined;
   }
+  ProcedureStats& procedure = stats_.by_procedure[flight.procedure];
+  procedure.latency_us.Record(latency);
+  if (txn.committed()) ++procedure.committed;
+  else if (!txn.aborted()) ++procedure.declined;
   const uint64_t server_latency = static_cast<uint64_t>(std::max<int64_t>(0, txn.server_latency_us()));
   stats_.server_latency_us.Record(server_latency);
   TallyLocked(flight.scheduled_us, false, latency, server_latency);

@@ -56,6 +56,14 @@ struct TimelineBucket {
   uint64_t busy = 0;            // BUSY replies to txns scheduled in it
 };
 
+// One procedure's replies (OK ones): latency from the scheduled send, and
+// how many committed or were declined by the procedure.
+struct ProcedureStats {
+  Histogram latency_us;
+  uint64_t committed = 0;
+  uint64_t declined = 0;
+};
+
 struct LoadStats {
   Histogram latency_us[kLoadKinds];
   Histogram visibility_us;           // RO: end of the snapshot's epoch -> result (node-side)
@@ -72,6 +80,7 @@ struct LoadStats {
   uint64_t lost = 0;                 // no reply by the end of the drain
   uint64_t skipped = 0;              // open loop: too far behind to send
   std::map<std::string, uint64_t> ltx_aborts;  // by reason
+  std::map<uint32_t, ProcedureStats> by_procedure;  // by procedure id
   std::vector<TimelineBucket> timeline;
   std::vector<TimelineBucket> steps;  // by step of an open-loop schedule (several steps)
 
@@ -112,6 +121,7 @@ class LoadClient {
   struct InFlight {
     int64_t scheduled_us = 0;
     int kind = kLoadRW;
+    uint32_t procedure = 0;
     bool audit = false;
     int attempts = 0;
     std::unique_ptr<Txn> txn;  // kept only for retries

@@ -1,5 +1,5 @@
-// paxflow-load: drives a running cluster through real clients (YCSB or
-// bank, LTXs included when the workload generates them): closed loop
+// paxflow-load: drives a running cluster through real clients (YCSB, bank
+// or TPC-C, LTXs included when the workload generates them): closed loop
 // (--outstanding per client), open loop (--rate, or a --rate_schedule), or a
 // latency-throughput sweep (--sweep: open loop at fractions of the
 // capacity). Reports end-to-end latency the YCSB way, plus JSON/CSV.
@@ -16,6 +16,7 @@
 
 #include "auth/client_keys.h"
 #include "base/flags.h"
+#include "applications/tpcc.h"
 #include "client/load_driver.h"
 #include "client/request.h"
 #include "common/clock.h"
@@ -183,8 +184,44 @@ void PrintSpread(const char* label, const Histogram& h) {
 }
 
 // The YCSB-style report of one run, and its JSON and CSV.
-void Report(const LoadStats& total, double seconds, const std::string& application,
-            std::string* json, std::string* csv) {
+// Per procedure, when the workload has several (TPC-C's five, bank's
+// transfers and audits...): throughput, commits, declines, latency.
+// TPC-C adds tpmC, its New-Orders committed per minute.
+std::string ReportProcedures(const LoadStats& total, double seconds, const Application& app,
+                             const std::string& application) {
+  if (total.by_procedure.size() < 2) return "";
+  std::string json = ",\"procedures\":{";
+  bool first = true;
+  for (const auto& [id, stats] : total.by_procedure) {
+    const char* name = app.ProcedureName(id);
+    const Histogram& h = stats.latency_us;
+    std::printf("[%s], Operations, %llu\n", name, static_cast<unsigned long long>(h.count()));
+    std::printf("[%s], Throughput(ops/sec), %.2f\n", name, h.count() / seconds);
+    std::printf("[%s], Committed, %llu\n", name, static_cast<unsigned long long>(stats.committed));
+    std::printf("[%s], Declined, %llu\n", name, static_cast<unsigned long long>(stats.declined));
+    for (double q : {0.5, 0.95, 0.99}) {
+      std::printf("[%s], %.0fthPercentileLatency(us), %llu\n", name, q * 100,
+                  static_cast<unsigned long long>(h.Quantile(q)));
+    }
+    std::printf("[%s], MaxLatency(us), %llu\n", name, static_cast<unsigned long long>(h.max()));
+    json += std::string(first ? "" : ",") + JsonEscape(name) +
+            ":{\"committed\":" + std::to_string(stats.committed) +
+            ",\"declined\":" + std::to_string(stats.declined) + ",\"latency\":" + KindJson(h) + "}";
+    first = false;
+  }
+  json += "}";
+  if (application == "tpcc") {
+    const auto new_order = total.by_procedure.find(TpccApplication::kNewOrder);
+    const uint64_t committed = new_order == total.by_procedure.end() ? 0 : new_order->second.committed;
+    const double tpmc = committed * 60.0 / seconds;
+    std::printf("[TPCC], tpmC(New-Orders committed per minute), %.0f\n", tpmc);
+    json += ",\"tpmC\":" + Fixed(tpmc, 0);
+  }
+  return json;
+}
+
+void Report(const LoadStats& total, double seconds, const Application& app,
+            const std::string& application, std::string* json, std::string* csv) {
   const uint64_t ops = total.Completed();
   std::printf("[OVERALL], RunTime(ms), %.0f\n", seconds * 1000);
   std::printf("[OVERALL], Throughput(ops/sec), %.2f\n", ops / seconds);
@@ -245,6 +282,7 @@ void Report(const LoadStats& total, double seconds, const std::string& applicati
     std::printf("[BANK], AuditViolations, %llu\n",
                 static_cast<unsigned long long>(total.audit_violations));
   }
+  *json += ReportProcedures(total, seconds, app, application);
   *json += ",\"errors\":" + std::to_string(total.Errors()) + ",\"errors_by_status\":{" +
            errors_json + "},\"busy\":" + std::to_string(total.busy) +
            ",\"busy_local\":" + std::to_string(total.busy_local) +
@@ -488,7 +526,7 @@ int Main(int argc, char** argv) {
   std::fflush(stdout);
   const LoadStats total = run.Phase(seconds, steps, false);
   std::string json, csv;
-  Report(total, seconds, resolved.workload.application, &json, &csv);
+  Report(total, seconds, *app, resolved.workload.application, &json, &csv);
   if (!FLAGS_report_json.empty()) std::ofstream(FLAGS_report_json) << json << "\n";
   if (!FLAGS_report_csv.empty()) std::ofstream(FLAGS_report_csv) << csv;
   if (!FLAGS_timeline_csv.empty()) WriteTimeline(total, FLAGS_timeline_csv);

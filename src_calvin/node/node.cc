@@ -447,10 +447,8 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
   sequenced_bytes_.resize(per_node);
   for (uint32_t index = 0; index < per_node; ++index) {
     std::vector<TxnSource*> sources;
-    if (clients_) sources.push_back(clients_.get());
-    if (params.engine.generate) {
-      // The first generator keeps the seed a single-sequencer node used.
-      OllpHooks hooks = ollp;
+    OllpHooks hooks = ollp;
+    if (params.engine.generate || clients_) {
       const bool calvin = params.engine.mode == Mode::kCalvin;
       const size_t slot = calvin ? 0 : store_->RegisterThread();
       hooks.recon = [this, partition, partitions, calvin, slot](Txn* txn) {
@@ -470,6 +468,20 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
         else app_->PlanDependent(txn, read);
         if (!calvin) store_->ExitSnapshot(slot);
       };
+    }
+    if (clients_) {
+      // Client txns are planned the same way, on this sequencer's thread
+      // (clients cannot read the state; an OLLP restart of theirs is
+      // queued again at the client port, see OnResult). LTXs from clients
+      // declare their own keys.
+      planned_clients_.push_back(std::make_unique<PlanningSource>(
+          clients_.get(), [recon = hooks.recon](Txn* txn) {
+            if (txn->txn_class() != LTX) recon(txn);
+          }));
+      sources.push_back(planned_clients_.back().get());
+    }
+    if (params.engine.generate) {
+      // The first generator keeps the seed a single-sequencer node used.
       generators_.push_back(std::make_unique<GeneratorSource>(
           app_->NewGenerator(partition, partitions,
                              params.engine.seed + options_.id + (uint64_t{index} << 32)),
@@ -631,39 +643,45 @@ void Node::RequestStop() {
   for (auto& runner : runners_) runner->RequestStop();
 }
 
-void Node::Resubmit(const Txn& txn) {
-  // What the generator made, not what the reconnaissance declared: that is
-  // planned again. It keeps its first submit time, so its latency counts
-  // its restarts.
+Txn Node::Replanned(const Txn& txn) {
+  // What the generator or client sent, not what the reconnaissance
+  // declared: that is planned again. It keeps its first submit time, so its
+  // latency counts its restarts, and its client request id, so that the
+  // client is answered once, by the attempt that resolves.
   Txn again;
   again.set_txn_class(txn.txn_class());
   again.set_procedure(txn.procedure());
   again.set_args(txn.args());
   again.set_submit_time_us(txn.submit_time_us());
+  again.set_client_request_id(txn.client_request_id());
   if (txn.txn_class() == LTX) {
     again.mutable_ltx()->set_kind(LTX_BEGIN);
     *again.mutable_ltx()->mutable_write_area() = txn.ltx().write_area();
   }
-  resubmits_->Push(std::move(again));
+  return again;
 }
 
 void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
                     const ReadValues& reads) {
-  if (resubmits_ && outcome.aborted && txn.txn_class() == LTX && txn.client_request_id() == 0 &&
+  const bool generated = txn.client_request_id() == 0;
+  if (resubmits_ && outcome.aborted && txn.txn_class() == LTX && generated &&
       LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon) {
-    Resubmit(txn);  // OLLP: the generated LTX goes again, with a fresh reconnaissance
+    resubmits_->Push(Replanned(txn));  // OLLP: the generated LTX goes again, with a fresh reconnaissance
   }
-  if (txn.procedure() < kCountedProcedures && txn.client_request_id() == 0) {
-    // Only a short txn planned by a reconnaissance restarts (OLLP).
-    const bool restart = !outcome.committed && outcome.retryable && txn.txn_class() != LTX &&
-                         app_->NeedsRecon(txn.procedure());
+  // Only a short txn planned by a reconnaissance restarts (OLLP): a
+  // generated one goes back to the generators, a client's to the client
+  // port's queue, unanswered (the client waits for the attempt that
+  // commits or declines for good).
+  const bool restart = !outcome.committed && outcome.retryable && txn.txn_class() != LTX &&
+                       app_->NeedsRecon(txn.procedure());
+  if (txn.procedure() < kCountedProcedures) {
     by_procedure_[txn.procedure()][outcome.committed ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
-    if (restart) {
-      by_procedure_[txn.procedure()][2].fetch_add(1, std::memory_order_relaxed);
-      if (resubmits_) Resubmit(txn);  // OLLP: the generated short txn goes again, planned afresh
-    }
+    if (restart) by_procedure_[txn.procedure()][2].fetch_add(1, std::memory_order_relaxed);
   }
-  if (clients_) clients_->OnResult(txn, outcome, read_version, reads);
+  bool answered_later = false;
+  if (restart && generated && resubmits_) resubmits_->Push(Replanned(txn));
+  if (restart && !generated && clients_ && txn.origin_node() == options_.id) answered_later = clients_->Resubmit(Replanned(txn));
+  if (clients_ && !answered_later) clients_->OnResult(txn, outcome, read_version, reads);
   if (options_.result_tap) options_.result_tap->OnResult(txn, outcome, read_version, reads);
 }
 

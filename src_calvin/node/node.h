@@ -51,6 +51,7 @@
 #include "scheduler/scheduler.h"
 #include "sequencer/generator_source.h"
 #include "sequencer/input_log.h"
+#include "sequencer/planning_source.h"
 #include "sequencer/sequencer.h"
 
 namespace paxflow {
@@ -129,9 +130,10 @@ class Node : public PeerSender, public ResultSink {
   std::string StartClients();
   std::string RestorePartition(Epoch* restored_at);
   void StartSequencer(Epoch first_epoch, Epoch catch_up_to);
-  // OLLP: hands a generated txn whose reconnaissance went stale back to the
-  // generators (resubmits_), to be planned again. Worker threads.
-  void Resubmit(const Txn& txn);
+  // OLLP: the txn to sequence again after `txn`'s reconnaissance went
+  // stale (handed to the generators or the client port, planned afresh
+  // there). Worker threads.
+  static Txn Replanned(const Txn& txn);
   // A restart of a replica-0 node, after the peers answered: moves
   // `sequenced_through` to the newest epoch its sequencer is known to have
   // cut (its logs, its checkpoint, its peers), and sets sequencer_finished_
@@ -225,6 +227,8 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<InflightWindow> generated_window_;  // shared by the generators
   std::vector<std::unique_ptr<GeneratorSource>> generators_;
+  // The client port as each sequencer polls it, dependent txns planned.
+  std::vector<std::unique_ptr<PlanningSource>> planned_clients_;
   // Generated txns an OLLP restart sends back (calvin mode's LTXs, short
   // dependent txns in both modes), taken by the generators; filled from
   // worker threads (OnResult).
