@@ -106,7 +106,8 @@ class LtxExecutor {
   void Start();
   void Stop();
   // Runs queued tasks on the calling thread (tests); returns how many ran.
-  size_t RunQueued();
+  // The tasks of LTX `held` (if not 0) stay queued: a test keeps it running.
+  size_t RunQueued(TxnId held = 0);
 
   // Origin: run LTX `begin` (an LTX_BEGIN record) at snapshot `snapshot`.
   // `in_place` (one partition, every replica runs it): its commit or abort

@@ -108,7 +108,7 @@ class LtxLane {
 
   void Start() { executor_.Start(); }
   void Stop() { executor_.Stop(); }
-  size_t RunQueued() { return executor_.RunQueued(); }
+  size_t RunQueued(TxnId held = 0) { return executor_.RunQueued(held); }
 
   // Epoch boundaries. BeginEpoch applies the timeouts that fall at `epoch`;
   // EndEpoch fixes what each LTX begun in `epoch` will find pending and

@@ -213,7 +213,7 @@ void Scheduler::Step() {
 
 void Scheduler::RunQueuedWork(size_t worker) { workers_.RunQueued(worker); }
 
-size_t Scheduler::RunQueuedLtxWork() { return ltx_lane_.RunQueued(); }
+size_t Scheduler::RunQueuedLtxWork(TxnId held) { return ltx_lane_.RunQueued(held); }
 
 void Scheduler::TakeInbox(std::vector<std::unique_ptr<Batch>>* batches,
                           std::vector<DoneMessage>* done) {

@@ -205,10 +205,11 @@ class Scheduler {
 
   // Step-by-step driving (tests): process everything in the inbox, then run
   // every queued txn on the calling thread as worker `worker`, and every
-  // queued LTX-thread task (RunQueuedLtxWork returns how many).
+  // queued LTX-thread task (RunQueuedLtxWork returns how many) but those of
+  // LTX `held`, if given (it stays running).
   void Step();
   void RunQueuedWork(size_t worker = 0);
-  size_t RunQueuedLtxWork();
+  size_t RunQueuedLtxWork(TxnId held = 0);
 
  private:
   struct DoneMessage {
