@@ -241,6 +241,13 @@ class Scheduler {
   void Admit(std::unique_ptr<MergedEpoch> merged);
   // Hands one admitted txn to its lane.
   void Dispatch(TxnWork* work);
+  // A read-only txn (paxflow) to the RO lane, or straight to the workers
+  // when an LTX in place holds its snapshot's publication and every key it
+  // reads here has settled there (ReadsSettled, RwLane::Settled).
+  void AdmitReadOnly(TxnWork* work);
+  bool ReadsSettled(TxnWork* work) const;
+  // Locks were released: waiting read-only txns whose keys settled since go.
+  void ReleaseSettledReadOnly();
   // Calvin mode: an LTX becomes one big locked txn over its declared areas.
   void DispatchLockedLtx(TxnWork* work);
   // An LTX record in paxflow mode: bookkeeping, done at once.
