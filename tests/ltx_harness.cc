@@ -218,6 +218,21 @@ Txn LtxBench::Scan(Key lo, Key hi) {
   return txn;
 }
 
+Txn LtxBench::Report(Key lo, Key hi, Key summary_lo, Key summary_hi) {
+  Txn txn;
+  txn.set_txn_class(LTX);
+  txn.set_procedure(YcsbApplication::kReport);
+  LtxRecord* ltx = txn.mutable_ltx();
+  ltx->set_kind(LTX_BEGIN);
+  KeyRange* range = ltx->add_read_area();
+  range->set_lo(lo);
+  range->set_hi(hi);
+  KeyRange* summary = ltx->add_write_area();
+  summary->set_lo(summary_lo);
+  summary->set_hi(summary_hi);
+  return txn;
+}
+
 Txn LtxBench::Insert(std::vector<Key> keys) {
   Txn txn;
   txn.set_procedure(YcsbApplication::kInsert);
@@ -273,7 +288,11 @@ std::vector<TxnId> LtxBench::Sequence(Epoch epoch, std::vector<Txn> txns, Partit
   return ids;
 }
 
-void LtxBench::Drain(bool ltx_threads) {
+void LtxBench::Drain(bool ltx_threads) { DrainAll(ltx_threads, 0); }
+
+void LtxBench::DrainHolding(TxnId held) { DrainAll(true, held); }
+
+void LtxBench::DrainAll(bool ltx_threads, TxnId held) {
   // Each pass moves every partition as far as it goes; messages between
   // partitions land in inboxes that the next pass reads.
   for (int pass = 0; pass < 50; ++pass) {
@@ -281,7 +300,7 @@ void LtxBench::Drain(bool ltx_threads) {
       Scheduler& scheduler = *partitions_[p]->scheduler;
       scheduler.Step();
       scheduler.RunQueuedWork();
-      if (ltx_threads) scheduler.RunQueuedLtxWork();
+      if (ltx_threads) scheduler.RunQueuedLtxWork(held);
       scheduler.Step();
     }
   }

@@ -64,6 +64,9 @@ class LtxBench : public RecordSubmitter, public PeerSender {
   static Txn LongKv(std::vector<Key> reads, std::vector<std::pair<Key, std::string>> writes,
                     std::vector<std::pair<Key, Key>> write_area);
   static Txn Scan(Key lo, Key hi);
+  // ycsb-report (the report preset's LTX): scans [lo, hi], writes its
+  // summary into the keys of [summary_lo, summary_hi] (its write area).
+  static Txn Report(Key lo, Key hi, Key summary_lo, Key summary_hi);
   static Txn Insert(std::vector<Key> keys);
 
   // Sequences `txns` as epoch `epoch` (the next one) and delivers every
@@ -74,6 +77,9 @@ class LtxBench : public RecordSubmitter, public PeerSender {
   // without `ltx_threads`, leaves the LTX threads' work queued (an LTX
   // then has not read yet, however long short txns run).
   void Drain(bool ltx_threads = true);
+  // Drain, but the LTX threads' tasks of LTX `held` stay queued: that LTX
+  // runs as long as the test wants, while the others go on.
+  void DrainHolding(TxnId held);
   // The records the LTX lanes submitted since the last call.
   std::vector<Txn> TakeRecords();
 
@@ -131,6 +137,7 @@ class LtxBench : public RecordSubmitter, public PeerSender {
     std::vector<Epoch> admitted;  // by the scheduler's input hook
   };
   std::unique_ptr<Partition> MakePartition(PartitionId p, bool load);
+  void DrainAll(bool ltx_threads, TxnId held);
   // `partition` takes partition p's place: the old one stops, what it had
   // not answered is lost, and the other partitions hear of the restart.
   void Replace(PartitionId p, std::unique_ptr<Partition> partition);

@@ -109,6 +109,89 @@ TEST(LtxInPlaceTest, AReadOnlyTxnNeverWaitsAndReadsBeforeOrAfterTheLtxAsItsSnaps
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 
+// Publication around LTXs in place (docs/ltx.md): the LTX's install holds
+// epoch 2's publication until its procedure ran, but a snapshot read at 2 of
+// a key no unfinished txn of epoch 2 or before locks goes at once.
+TEST(LtxInPlaceTest, AReadOnlyTxnOutsideTheAreaGoesWhileTheLtxRunsAndOneInsideWaits) {
+  LtxBench bench(InPlace());
+  const TxnId ltx = bench.Sequence(1, {LtxBench::LongKv({}, {{5, "long"}}, {{5, 5}})})[0];
+  bench.Drain(/*ltx_threads=*/false);
+  // Epoch 2 holds the LTX's install (key 5) and a writer of key 9; epoch 3's
+  // read-only txns read snapshot 2. Both epochs are admitted before any
+  // worker ran: the read of key 9 first waits for the writer, then goes.
+  const TxnId writer = bench.Sequence(2, {LtxBench::Rmw({9})})[0];
+  const auto readers = bench.Sequence(3, {LtxBench::Read({9}), LtxBench::Read({5})});
+  bench.scheduler(0).Step();
+  Result result;
+  EXPECT_FALSE(bench.Result(readers[0], &result)) << "read key 9 before its writer ran";
+  bench.Drain(/*ltx_threads=*/false);  // the LTX has not run
+  ASSERT_TRUE(bench.Result(writer, &result));
+  EXPECT_LT(bench.Published(), 2u) << "epoch 2 published before the LTX in it installed";
+  ASSERT_TRUE(bench.Result(readers[0], &result))
+      << "a read of a key outside the running LTX's write area waited for it";
+  EXPECT_TRUE(SamePosition(result.outcome.position, SerialPosition{3, 0, 0, 0}));
+  EXPECT_FALSE(bench.Result(readers[1], &result))
+      << "read key 5 before the LTX ordered before it wrote it";
+  EXPECT_FALSE(bench.Result(ltx, &result));
+
+  bench.Drain();
+  ASSERT_TRUE(bench.Result(ltx, &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  ASSERT_TRUE(bench.Result(readers[1], &result));
+  // The read of key 9 saw the writer's value, the read of key 5 the LTX's.
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+TEST(LtxInPlaceTest, AKeyATxnQueuedBehindTheInstallWritesIsReadOnlyAfterIt) {
+  LtxBench bench(InPlace());
+  const TxnId ltx = bench.Sequence(1, {LtxBench::LongKv({}, {{5, "long"}}, {{5, 5}})})[0];
+  bench.Drain(/*ltx_threads=*/false);
+  // The short txn writes key 5 (in the area: it waits for the install) and
+  // key 9 (outside): key 9's value at epoch 2 is the one it writes.
+  const TxnId queued = bench.Sequence(2, {LtxBench::Rmw({5, 9})})[0];
+  const TxnId reader = bench.Sequence(3, {LtxBench::Read({9})})[0];
+  bench.Drain(/*ltx_threads=*/false);
+  Result result;
+  EXPECT_FALSE(bench.Result(queued, &result)) << "ran before the LTX it is ordered after";
+  EXPECT_FALSE(bench.Result(reader, &result))
+      << "read key 9 before the txn ordered before it (behind the LTX) wrote it";
+  bench.Drain();
+  ASSERT_TRUE(bench.Result(ltx, &result));
+  ASSERT_TRUE(bench.Result(queued, &result));
+  ASSERT_TRUE(bench.Result(reader, &result));
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+TEST(LtxInPlaceTest, ScansOutsideTheAreaGoWhileTheLtxRunsAndScansOverItWait) {
+  LtxBench bench(InPlace());
+  const TxnId ltx = bench.Sequence(1, {LtxBench::LongKv({}, {{50, "long"}}, {{50, 50}})})[0];
+  bench.Drain(/*ltx_threads=*/false);
+  // Epoch 2 holds the LTX's install (key 50), a writer of key 3 and two
+  // reports (LTXs in place) reading snapshot 2: one over [0, 20], one over
+  // [40, 59]. Epoch 3 has two long scans at snapshot 2, over the same ranges.
+  const auto ids = bench.Sequence(2, {LtxBench::Rmw({3}), LtxBench::Report(0, 20, 60, 63),
+                                      LtxBench::Report(40, 59, 64, 67)});
+  const auto scans = bench.Sequence(3, {LtxBench::Scan(0, 20), LtxBench::Scan(40, 59)});
+  bench.Sequence(4, {});
+  bench.DrainHolding(ltx);  // every LTX thread task runs but the first LTX's
+  Result result;
+  EXPECT_FALSE(bench.Result(ltx, &result));
+  ASSERT_TRUE(bench.Result(ids[1], &result))
+      << "a report over keys outside the running LTX's write area waited for it";
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  ASSERT_TRUE(bench.Result(scans[0], &result))
+      << "a long scan outside the running LTX's write area waited for it";
+  EXPECT_FALSE(bench.Result(ids[2], &result)) << "a report read key 50 before the LTX wrote it";
+  EXPECT_FALSE(bench.Result(scans[1], &result)) << "a scan read key 50 before the LTX wrote it";
+
+  bench.Drain();
+  ASSERT_TRUE(bench.Result(ltx, &result));
+  ASSERT_TRUE(bench.Result(ids[2], &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  ASSERT_TRUE(bench.Result(scans[1], &result));
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
 TEST(LtxInPlaceTest, AWriteOutsideTheAreaAbortsTheLtxAndFreesItsLocks) {
   LtxBench bench(InPlace());
   const TxnId ltx = bench.Sequence(1, {LtxBench::LongKv({}, {{7, "outside"}}, {{5, 5}})})[0];

@@ -94,13 +94,21 @@ void LtxExecutor::Loop(size_t index) {
   }
 }
 
-size_t LtxExecutor::RunQueued() {
+size_t LtxExecutor::RunQueued(TxnId held) {
   size_t ran = 0;
+  std::vector<Task*> kept;  // `held`'s tasks, queued again at the end
   while (true) {
     std::unique_ptr<Task> task;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (queue_.empty()) return ran;
+      while (held != 0 && !queue_.empty() && queue_.top()->ltx == held) {
+        kept.push_back(queue_.top());
+        queue_.pop();
+      }
+      if (queue_.empty()) {
+        for (Task* waiting : kept) queue_.push(waiting);
+        return ran;
+      }
       task.reset(PopLocked());
     }
     Execute(task.get(), options_.threads);

@@ -52,6 +52,10 @@ struct LtxReadTask {
   bool long_scan = false;  // a long scan's share: tell the lane when served
   int64_t waiting_since_us = 0;  // parked, or waiting for its snapshot: since
   size_t settled_keys = 0;  // waiting for its snapshot: keys[0..this) are settled
+  // Waiting for its snapshot: scans[0..settled_scans) are settled, and so
+  // are the first `settled_in_scan` keys of scans[settled_scans].
+  size_t settled_scans = 0;
+  uint64_t settled_in_scan = 0;
   // LTXs, finished but not resolved, whose writes the lane chose (early reads).
   std::vector<TxnId> read_from;
 };
@@ -106,7 +110,8 @@ class LtxExecutor {
   void Start();
   void Stop();
   // Runs queued tasks on the calling thread (tests); returns how many ran.
-  size_t RunQueued();
+  // The tasks of LTX `held` (if not 0) stay queued: a test keeps it running.
+  size_t RunQueued(TxnId held = 0);
 
   // Origin: run LTX `begin` (an LTX_BEGIN record) at snapshot `snapshot`.
   // `in_place` (one partition, every replica runs it): its commit or abort

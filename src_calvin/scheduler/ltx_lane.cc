@@ -845,11 +845,13 @@ void LtxLane::ServeWhenPublished(std::unique_ptr<LtxReadTask> task) {
     executor_.Serve(std::move(*task));
     return;
   }
-  if (settled_ && !task->long_scan && task->scans.empty()) {
-    // An LTX's snapshot is its begin epoch, admitted everywhere it is
-    // served (EndEpoch came first): a key no txn of that epoch or before
-    // still locks has its final value there. Those are read now; the
-    // others (and scans) wait for the snapshot's publication.
+  // A reader's snapshot is an admitted epoch everywhere it is served (an
+  // LTX's begin epoch: EndEpoch came first; a long scan's RO snapshot): a
+  // key no txn of that epoch or before still locks has its final value
+  // there (docs/ltx.md, "Publication around LTXs in place"). A task of keys
+  // only is split: the settled keys are read now, the others wait. A task
+  // with scans goes as a whole once every key of its ranges settled.
+  if (settled_ && task->scans.empty()) {
     LtxReadTask now;
     auto later = std::make_unique<LtxReadTask>();
     for (LtxReadTask* part : {&now, later.get()}) {
@@ -869,10 +871,39 @@ void LtxLane::ServeWhenPublished(std::unique_ptr<LtxReadTask> task) {
     if (!now.keys.empty()) executor_.Serve(std::move(now));
     if (later->keys.empty()) return;
     task = std::move(later);
+  } else if (Settled(task.get())) {
+    executor_.Serve(std::move(*task));
+    return;
   }
   const Epoch snapshot = task->snapshot;
   task->waiting_since_us = NowMicros();
   unpublished_.emplace(snapshot, std::move(task));
+}
+
+bool LtxLane::Settled(LtxReadTask* task) const {
+  if (!settled_) return false;
+  // Keys settle for good (every txn of the snapshot's epoch or before asked
+  // for its locks already), so each check goes on from where the last one
+  // stopped.
+  while (task->settled_keys < task->keys.size() &&
+         (task->key_chosen[task->settled_keys] ||
+          settled_(task->keys[task->settled_keys], task->snapshot))) {
+    ++task->settled_keys;
+  }
+  if (task->settled_keys < task->keys.size()) return false;
+  for (; task->settled_scans < task->scans.size();
+       ++task->settled_scans, task->settled_in_scan = 0) {
+    const KeyRange& scan = task->scans[task->settled_scans];
+    if (scan.hi() < scan.lo()) continue;
+    // A range too wide to check key by key waits for publication.
+    if (scan.hi() - scan.lo() >= kMaxSettledScanKeys) return false;
+    const uint64_t width = scan.hi() - scan.lo() + 1;
+    while (task->settled_in_scan < width) {
+      if (!settled_(scan.lo() + task->settled_in_scan, task->snapshot)) return false;
+      ++task->settled_in_scan;
+    }
+  }
+  return true;
 }
 
 void LtxLane::RecordWait(int stage, int64_t since_us) {
@@ -894,19 +925,11 @@ void LtxLane::ServeSettled() {
   if (!settled_) return;
   for (auto it = unpublished_.begin(); it != unpublished_.end();) {
     LtxReadTask& task = *it->second;
-    if (task.long_scan || !task.scans.empty()) {
+    if (!Settled(&task)) {
       ++it;
       continue;
     }
-    while (task.settled_keys < task.keys.size() &&
-           settled_(task.keys[task.settled_keys], task.snapshot)) {
-      ++task.settled_keys;
-    }
-    if (task.settled_keys < task.keys.size()) {
-      ++it;
-      continue;
-    }
-    RecordWait(kLtxSnapshotWait, task.waiting_since_us);
+    if (!task.long_scan) RecordWait(kLtxSnapshotWait, task.waiting_since_us);
     executor_.Serve(std::move(task));
     it = unpublished_.erase(it);
   }
@@ -1038,6 +1061,13 @@ void LtxLane::StartScanShare(const TxnWork& work) {
 void LtxLane::OnScanServed(TxnId id) {
   scan_share_of_.erase(id);
   // The origin's tracking of its scan ends with its result or its timeout.
+}
+
+bool LtxLane::HoldsPublication(Epoch epoch) const {
+  for (TxnId id : placed_) {
+    if (ltxs_.at(id).resolved_epoch <= epoch) return true;
+  }
+  return false;
 }
 
 size_t LtxLane::unresolved_here() const {

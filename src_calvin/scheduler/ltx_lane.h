@@ -108,7 +108,7 @@ class LtxLane {
 
   void Start() { executor_.Start(); }
   void Stop() { executor_.Stop(); }
-  size_t RunQueued() { return executor_.RunQueued(); }
+  size_t RunQueued(TxnId held = 0) { return executor_.RunQueued(held); }
 
   // Epoch boundaries. BeginEpoch applies the timeouts that fall at `epoch`;
   // EndEpoch fixes what each LTX begun in `epoch` will find pending and
@@ -136,11 +136,16 @@ class LtxLane {
   // publish_epoch advanced: read tasks waiting for it go to the LTX threads.
   void OnPublish(Epoch published);
   // Locks were released: a read task waiting for its snapshot whose every
-  // key has settled since (RwLane::Settled) goes to the LTX threads without
-  // waiting for the whole epoch's publication. Keys settle for good (every
-  // txn of the snapshot's epoch or before asked for its locks already), so
-  // each task is checked from where it stopped.
+  // key (its keys and every key of its scans) has settled since
+  // (RwLane::Settled) goes to the LTX threads without waiting for the
+  // whole epoch's publication. Keys settle for good (every txn of the
+  // snapshot's epoch or before asked for its locks already), so each task
+  // is checked from where it stopped.
   void ServeSettled();
+  // Whether an LTX in place whose procedure has not finished is placed at
+  // or before `epoch`: that epoch's publication waits for its run, so the
+  // scheduler lets read-only txns of keys that settled go before it.
+  bool HoldsPublication(Epoch epoch) const;
   // A participant's share of a long scan was served; a scan begun here
   // has its result.
   void OnScanServed(TxnId id);
@@ -343,6 +348,12 @@ class LtxLane {
                      const std::vector<ReadOverride>* snapshot_reads = nullptr) const;
   void PrepareTask(LtxReadTask* task, const ReadPlan& plan) const;
   void ServeWhenPublished(std::unique_ptr<LtxReadTask> task);
+  // Whether every key `task` reads here (its keys, every key of its scans)
+  // has its final value at its snapshot (`settled_`); advances the task's
+  // cursors past what settled.
+  bool Settled(LtxReadTask* task) const;
+  // Wider scan ranges are not checked key by key: they wait for publication.
+  static constexpr uint64_t kMaxSettledScanKeys = uint64_t{1} << 22;
   void ParkOn(const std::vector<TxnId>& ltxs, uint64_t waiter);
   void ServeRequest(LtxReadRequest&& request);
   void ReplyError(const LtxReadRequest& request, const std::string& error);

@@ -5,7 +5,9 @@
 // read-write work (EndEpoch is told which epochs had any), so every
 // partition an RO touches reads the same cut. An RO whose snapshot is
 // published goes to the workers at once; the others wait in a queue,
-// ordered by snapshot, released as publish_epoch reaches them.
+// ordered by snapshot, released as publish_epoch reaches them, or earlier
+// when the scheduler finds that every key one reads has its final value at
+// its snapshot (while an LTX in place holds publication: docs/ltx.md).
 //
 // Owns: the snapshot choice and the waiting queue. In: admitted ROs,
 // publish_epoch advances. Out: ROs ready to run.
@@ -36,6 +38,18 @@ class RoLane {
   void Admit(TxnWork* work, Epoch published, std::vector<WorkItem>* ready);
   // publish_epoch advanced: appends the waiting ROs it releases.
   void Release(Epoch published, std::vector<WorkItem>* ready);
+  // Appends the waiting ROs for which `settled` says every key they read
+  // here has its final value at their snapshot (their order kept), ahead
+  // of its publication. Used while an LTX in place holds publication back.
+  template <typename Settled>
+  void ReleaseSettled(Settled settled, std::vector<WorkItem>* ready) {
+    auto kept = waiting_.begin();
+    for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+      if (settled(*it)) ready->push_back(WorkItem{*it, WorkItem::kExecute});
+      else *kept++ = *it;
+    }
+    waiting_.erase(kept, waiting_.end());
+  }
 
   size_t waiting() const { return waiting_.size(); }
   uint64_t waited() const { return waited_; }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "common/clock.h"
 
@@ -213,7 +214,7 @@ void Scheduler::Step() {
 
 void Scheduler::RunQueuedWork(size_t worker) { workers_.RunQueued(worker); }
 
-size_t Scheduler::RunQueuedLtxWork() { return ltx_lane_.RunQueued(); }
+size_t Scheduler::RunQueuedLtxWork(TxnId held) { return ltx_lane_.RunQueued(held); }
 
 void Scheduler::TakeInbox(std::vector<std::unique_ptr<Batch>>* batches,
                           std::vector<DoneMessage>* done) {
@@ -309,6 +310,7 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   ltx_requests_.clear();
   AdvancePublish();
   ltx_lane_.ServeSettled();
+  ReleaseSettledReadOnly();
   TakeLaneStates();
   ltx_lane_.Forget(ro_lane_.snapshot());
   UpdatePins();
@@ -475,7 +477,7 @@ void Scheduler::Dispatch(TxnWork* work) {
       return;
     }
     epoch->ro_unfinished.fetch_add(1, std::memory_order_relaxed);
-    ro_lane_.Admit(work, published_.load(std::memory_order_relaxed), &ready_ro_);
+    AdmitReadOnly(work);
     return;
   }
   if (paxflow && ltx_lane_.Covers(*work)) {
@@ -484,6 +486,42 @@ void Scheduler::Dispatch(TxnWork* work) {
   }
   if (work->writes_here) ++epoch->writes_pending;
   if (rw_lane_.Acquire(work)) ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
+}
+
+void Scheduler::AdmitReadOnly(TxnWork* work) {
+  const Epoch published = published_.load(std::memory_order_relaxed);
+  // An LTX in place holds its epoch's publication until its procedure ran;
+  // a read-only txn whose keys all have their final value at its snapshot
+  // does not wait for it (docs/ltx.md, "Publication around LTXs in place").
+  if (work->read_version > published && ltx_lane_.HoldsPublication(work->read_version) &&
+      ReadsSettled(work)) {
+    ready_ro_.push_back(WorkItem{work, WorkItem::kExecute});
+    return;
+  }
+  ro_lane_.Admit(work, published, &ready_ro_);
+}
+
+bool Scheduler::ReadsSettled(TxnWork* work) const {
+  const Txn& txn = *work->txn;
+  const uint32_t reads = static_cast<uint32_t>(txn.read_set_size());
+  const uint32_t total = reads + static_cast<uint32_t>(txn.read_write_set_size());
+  for (; work->settled_reads < total; ++work->settled_reads) {
+    const uint32_t i = work->settled_reads;
+    const Key key = i < reads ? txn.read_set(static_cast<int>(i))
+                              : txn.read_write_set(static_cast<int>(i - reads));
+    if (!work->all_local && PartitionOf(key, options_.partitions) != options_.partition) continue;
+    if (!rw_lane_.Settled(key, work->read_version)) return false;
+  }
+  return true;
+}
+
+void Scheduler::ReleaseSettledReadOnly() {
+  if (ro_lane_.waiting() == 0 || !ltx_lane_.HoldsPublication(std::numeric_limits<Epoch>::max())) return;
+  ro_lane_.ReleaseSettled(
+      [&](TxnWork* work) {
+        return ltx_lane_.HoldsPublication(work->read_version) && ReadsSettled(work);
+      },
+      &ready_ro_);
 }
 
 void Scheduler::DispatchLtxRecord(TxnWork* work) {
@@ -592,7 +630,7 @@ void Scheduler::Adopt(std::unique_ptr<TxnWork> work, EpochWork* epoch) {
   if (txn->snapshot_read) {
     epoch->ro_unfinished.fetch_add(1, std::memory_order_relaxed);
     epoch->adopted_snapshots.push_back(txn->read_version);
-    ro_lane_.Admit(txn, published_.load(std::memory_order_relaxed), &ready_ro_);
+    AdmitReadOnly(txn);
     return;
   }
   if (txn->writes_here) ++epoch->writes_pending;

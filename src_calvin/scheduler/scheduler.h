@@ -205,10 +205,11 @@ class Scheduler {
 
   // Step-by-step driving (tests): process everything in the inbox, then run
   // every queued txn on the calling thread as worker `worker`, and every
-  // queued LTX-thread task (RunQueuedLtxWork returns how many).
+  // queued LTX-thread task (RunQueuedLtxWork returns how many) but those of
+  // LTX `held`, if given (it stays running).
   void Step();
   void RunQueuedWork(size_t worker = 0);
-  size_t RunQueuedLtxWork();
+  size_t RunQueuedLtxWork(TxnId held = 0);
 
  private:
   struct DoneMessage {
@@ -240,6 +241,13 @@ class Scheduler {
   void Admit(std::unique_ptr<MergedEpoch> merged);
   // Hands one admitted txn to its lane.
   void Dispatch(TxnWork* work);
+  // A read-only txn (paxflow) to the RO lane, or straight to the workers
+  // when an LTX in place holds its snapshot's publication and every key it
+  // reads here has settled there (ReadsSettled, RwLane::Settled).
+  void AdmitReadOnly(TxnWork* work);
+  bool ReadsSettled(TxnWork* work) const;
+  // Locks were released: waiting read-only txns whose keys settled since go.
+  void ReleaseSettledReadOnly();
   // Calvin mode: an LTX becomes one big locked txn over its declared areas.
   void DispatchLockedLtx(TxnWork* work);
   // An LTX record in paxflow mode: bookkeeping, done at once.

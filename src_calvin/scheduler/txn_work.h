@@ -65,6 +65,9 @@ struct TxnWork : LockedTxn {
   // PaxFlow read-only fast path: reads `read_version` lock-free.
   bool snapshot_read = false;
   Epoch read_version = 0;
+  // Waiting for its snapshot: its first `settled_reads` keys here have
+  // their final value there (Scheduler::ReadsSettled; keys settle for good).
+  uint32_t settled_reads = 0;
   bool all_local = true;     // every key of the txn is on this partition
   bool reads_here = false;   // has keys to read on this partition
   bool writes_here = false;  // has keys to write on this partition
