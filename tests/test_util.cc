@@ -142,11 +142,12 @@ NodeParams TestParams(const std::string& preset, Mode mode, uint64_t run_epochs)
     w.ro_fraction = 0;
     w.ops_per_rw_txn = 2;
     w.ltx_fraction = 0.03;
-  } else if (preset == "tpcc") {
+  } else if (preset == "tpcc" || preset == "ch") {
     // TPC-C at its specified sizes; the test sets the warehouses (a
-    // multiple of its partitions).
+    // multiple of its partitions). ch: two analytic streams beside it.
     w.application = "tpcc";
     w.warehouses = 0;
+    w.ch_streams = preset == "ch" ? 2 : 0;
   } else if (preset == "rmw") {
     w.ro_fraction = 0;
   } else if (preset == "ro") {

@@ -5,7 +5,10 @@
 // changes between the reconnaissance and the txn's position.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
+#include <sstream>
+#include <tuple>
 #include <map>
 #include <memory>
 #include <set>
@@ -13,8 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "applications/long_run.h"
 #include "applications/tpcc.h"
 #include "applications/workload.h"
+#include "common/hash.h"
 #include "common/types.h"
 
 namespace paxflow {
@@ -471,6 +476,149 @@ TEST(TpccClientTest, GeneratedCallsPassAndMalformedOnesAreRefusedByName) {
   EXPECT_TRUE(contains(refusal(Dependent(TpccApplication::kDelivery, delivery)), "must be 0"));
   EXPECT_TRUE(contains(refusal(Dependent(TpccApplication::kStockLevel, {0, 1, 9})), "threshold 9"));
   EXPECT_TRUE(contains(refusal(Dependent(99, {})), "unknown procedure"));
+
+// ---- CH-benCHmark's queries ----
+
+// A query planned on partition 0's rows and run over the whole map (what a
+// serial execution at its snapshot gives): its result text, or "abort: ...".
+std::string RunQuery(Db& db, uint32_t procedure, Txn* planned = nullptr) {
+  Txn txn;
+  if (planned) {
+    txn = *planned;
+  } else {
+    txn.set_txn_class(LTX);
+    txn.set_procedure(procedure);
+    txn.mutable_ltx()->set_kind(LTX_SCAN);
+    db.Plan(&txn);
+  }
+  auto fetch = [&](const std::vector<Key>& keys, const std::vector<KeyRange>& scans,
+                   LtxReads* out) -> std::string {
+    EXPECT_TRUE(keys.empty()) << "a query reads only its ranges";
+    for (const KeyRange& scan : scans) {
+      LtxReads::Rows rows;
+      for (auto it = db.rows.lower_bound(scan.lo()); it != db.rows.end() && it->first <= scan.hi(); ++it) {
+        rows.emplace_back(it->first, it->second);
+      }
+      out->AddScan(std::move(rows));
+    }
+    return "";
+  };
+  LtxRound last;
+  std::string reason;
+  RunLongProcedure(db.app(), txn, fetch, &last, &reason);
+  if (!reason.empty()) return "abort: " + reason;
+  EXPECT_EQ(last.outcome.checksum, HashBytes(last.outcome.detail));
+  EXPECT_EQ(last.writes.size(), 0u);
+  return last.outcome.detail;
+}
+
+// The same queries computed directly: point lookups over the whole map,
+// order by order (no ranges, no planning).
+std::string Direct(Db& db, uint32_t procedure) {
+  const Keys& keys = db.keys();
+  struct Q1 { uint64_t quantity = 0; int64_t amount = 0; uint64_t count = 0; };
+  std::map<uint32_t, Q1> q1;
+  int64_t q6_revenue = 0;
+  uint64_t q6_count = 0;
+  std::vector<std::tuple<int64_t, uint32_t, uint32_t, uint32_t, uint32_t>> q3;  // -revenue, date, w, d, o
+  for (uint32_t w = 0; w < keys.warehouses(); ++w) {
+    for (uint32_t d = 0; d < kDistricts; ++d) {
+      const uint32_t next = db.Get<DistrictRow>(keys.District(w, d)).next_o_id;
+      for (uint32_t o = next > kChWindow ? next - kChWindow : 1; o < next; ++o) {
+        const OrderRow order = db.Get<OrderRow>(keys.Order(w, d, o));
+        int64_t revenue = 0;
+        for (uint32_t ol = 1; ol <= order.ol_cnt; ++ol) {
+          const OrderLineRow line = db.Get<OrderLineRow>(keys.OrderLine(w, d, o, ol));
+          revenue += line.amount;
+          if (line.delivery_d == 0) continue;
+          q1[ol].quantity += line.quantity;
+          q1[ol].amount += line.amount;
+          q1[ol].count++;
+          q6_revenue += line.amount;
+          q6_count++;
+        }
+        const bool undelivered = db.rows.count(keys.NewOrder(w, d, o)) > 0;
+        if (undelivered && db.Get<CustomerRow>(keys.Customer(w, d, order.c_id)).last < kChQ3Names) {
+          q3.emplace_back(-revenue, order.entry_d, w, d, o);
+        }
+      }
+    }
+  }
+  std::ostringstream out;
+  if (procedure == TpccApplication::kQ1) {
+    out << "q1";
+    for (const auto& [n, g] : q1) out << " " << n << ":" << g.quantity << ":" << g.amount << ":" << g.count;
+  } else if (procedure == TpccApplication::kQ6) {
+    out << "q6 " << q6_revenue << ":" << q6_count;
+  } else {
+    std::sort(q3.begin(), q3.end());
+    out << "q3 " << q3.size();
+    for (size_t i = 0; i < q3.size() && i < kChTopRows; ++i) {
+      const auto& [revenue, date, w, d, o] = q3[i];
+      out << " " << w << "." << d << "." << o << ":" << -revenue << ":" << date;
+    }
+  }
+  return out.str();
+}
+
+TEST(TpccChTest, QueriesMatchADirectComputationAndNeverAnswerOutsideTheirPlan) {
+  // Two warehouses on one partition: every range spans both.
+  Db db(2, 1);
+  std::vector<uint32_t> queries = {TpccApplication::kQ1, TpccApplication::kQ6, TpccApplication::kQ3};
+  for (uint32_t q : queries) EXPECT_EQ(RunQuery(db, q), Direct(db, q)) << "loaded state";
+  // A mix with Deliveries (delivered lines), New-Orders (the period moves).
+  auto generator = db.app().NewGenerator(0, 1, 5);
+  for (int n = 0; n < 2500; ++n) {
+    Txn txn;
+    generator->Next(&txn);
+    db.Plan(&txn);
+    db.Execute(txn);
+  }
+  ASSERT_EQ(db.Check(), "");
+  for (uint32_t q : queries) {
+    const std::string result = RunQuery(db, q);
+    EXPECT_EQ(result, Direct(db, q));
+    EXPECT_EQ(result.find("abort"), std::string::npos) << result;
+  }
+  EXPECT_NE(Direct(db, TpccApplication::kQ3).find("q3 0"), 0u) << "Q3 found no order at all";
+
+  // Planned, then kChMargin + 1 New-Orders in one district before it runs:
+  // its ranges no longer cover the period, and it says so.
+  Txn planned;
+  planned.set_txn_class(LTX);
+  planned.set_procedure(TpccApplication::kQ6);
+  planned.mutable_ltx()->set_kind(LTX_SCAN);
+  db.Plan(&planned);
+  // (The district of the warehouse further ahead: ranges span both.)
+  const uint32_t w = db.Get<DistrictRow>(db.keys().District(1, 4)).next_o_id >
+                             db.Get<DistrictRow>(db.keys().District(0, 4)).next_o_id
+                         ? 1
+                         : 0;
+  for (uint32_t n = 0; n <= kChMargin; ++n) {
+    ASSERT_TRUE(db.Execute(NewOrderTxn(db.keys(), w, 4, 1 + n % 100, {{1 + n % 50, w}})).committed);
+  }
+  const std::string late = RunQuery(db, TpccApplication::kQ6, &planned);
+  EXPECT_NE(late.find("outside the planned"), std::string::npos) << late;
+  EXPECT_EQ(RunQuery(db, TpccApplication::kQ6), Direct(db, TpccApplication::kQ6)) << "planned afresh";
+}
+
+TEST(TpccChTest, StreamsIssueOneQueryEachUntilItsResultIsIn) {
+  WorkloadParams params = Params(2);
+  params.ch_streams = 3;  // partition 0 of 2 runs streams 0 and 2
+  TpccApplication app(params);
+  uint32_t q = 0;
+  std::vector<uint32_t> taken;
+  while (app.TakeQuery(0, 2, &q)) taken.push_back(q);
+  EXPECT_EQ(taken, (std::vector<uint32_t>{TpccApplication::kQ1, TpccApplication::kQ6}));
+  Txn done;
+  done.set_procedure(TpccApplication::kQ1);
+  app.OnGeneratedResult(done, TxnOutcome{});
+  ASSERT_TRUE(app.TakeQuery(0, 2, &q));
+  EXPECT_EQ(q, TpccApplication::kQ3);
+  EXPECT_FALSE(app.TakeQuery(0, 2, &q));
+  // Without streams, the generator makes TPC-C's five txns only.
+  TpccApplication plain(Params(1));
+  EXPECT_FALSE(plain.TakeQuery(0, 1, &q));
 }
 
 }  // namespace

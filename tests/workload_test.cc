@@ -111,6 +111,15 @@ TEST(WorkloadParamsTest, OutOfRangeValuesNameTheParameter) {
          p->audit_fraction = 2;
        },
        "audit_fraction"},
+      {"ch_streams",
+       [](WorkloadParams* p) {
+         p->application = "tpcc";
+         p->warehouses = 1;
+         p->ch_streams = 257;
+       },
+       "ch_streams"},
+      {"ch_streams without tpcc", [](WorkloadParams* p) { p->ch_streams = 1; },
+       "application tpcc"},
       {"application", [](WorkloadParams* p) { p->application = "tpch"; },
        "unknown application 'tpch'"},
       {"warehouses",
@@ -169,6 +178,7 @@ std::string ApplyPreset(const WorkloadPreset& preset, WorkloadParams* params) {
     else if (name == "bom_products") params->bom_products = std::stoull(value);
     else if (name == "bom_fanout") params->bom_fanout = std::stoul(value);
     else if (name == "bom_levels") params->bom_levels = std::stoul(value);
+    else if (name == "ch_streams") params->ch_streams = std::stoul(value);
     else if (name == "max_batch") continue;
     else return "unknown setting '" + name + "'";
   }

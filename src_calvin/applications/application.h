@@ -212,6 +212,9 @@ class Application {
   // The application's consistency conditions over one partition's whole
   // state (after a run): empty if they hold, else what is violated.
   virtual std::string CheckState(const StateScan& scan) const { return ""; }
+  // The result of a txn this node's generator made, at its origin (closed-
+  // loop generators, e.g. TPC-C's analytic streams, issue the next then).
+  virtual void OnGeneratedResult(const Txn& txn, const TxnOutcome& outcome) const {}
   virtual void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                            LtxRound* out) const;
 };

@@ -38,6 +38,9 @@ class WithKvProcedures : public Application {
     inner_->PlanDependent(txn, read);
   }
   std::string CheckState(const StateScan& scan) const override { return inner_->CheckState(scan); }
+  void OnGeneratedResult(const Txn& txn, const TxnOutcome& outcome) const override {
+    inner_->OnGeneratedResult(txn, outcome);
+  }
   void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                    LtxRound* out) const override;
   const Application& inner() const { return *inner_; }

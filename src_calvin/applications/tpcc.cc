@@ -4,6 +4,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <map>
+#include <sstream>
 #include <tuple>
 #include <unordered_map>
 
@@ -200,11 +201,19 @@ class TpccGenerator : public TxnGenerator {
  public:
   TpccGenerator(const TpccApplication& app, PartitionId partition, uint32_t partitions,
                 uint64_t seed)
-      : keys_(app.keys()), rng_(seed) {
+      : app_(app), partition_(partition), partitions_(partitions), keys_(app.keys()), rng_(seed) {
     for (uint32_t w = partition; w < keys_.warehouses(); w += partitions) own_.push_back(w);
   }
 
   void Next(Txn* txn) override {
+    uint32_t query = 0;
+    if (app_.TakeQuery(partition_, partitions_, &query)) {
+      // A long read-only scan; PlanDependent declares its ranges.
+      txn->set_txn_class(LTX);
+      txn->set_procedure(query);
+      txn->mutable_ltx()->set_kind(LTX_SCAN);
+      return;
+    }
     const uint32_t w = own_[rng_.Uniform(own_.size())];
     const uint32_t roll = static_cast<uint32_t>(rng_.Uniform(100));
     ++clock_;
@@ -289,6 +298,9 @@ class TpccGenerator : public TxnGenerator {
         {w, static_cast<uint32_t>(rng_.Uniform(kDistricts)), Between(rng_, 10, 20)}));
   }
 
+  const TpccApplication& app_;
+  const PartitionId partition_;
+  const uint32_t partitions_;
   const Keys keys_;
   SplitMix64 rng_;
   std::vector<uint32_t> own_;
@@ -317,6 +329,10 @@ uint32_t TpccApplication::TakeDelivery(uint32_t w, uint32_t d, uint32_t oldest,
 }
 
 void TpccApplication::PlanDependent(Txn* txn, const ReconRead& read) const {
+  if (IsQuery(txn->procedure())) {
+    PlanQuery(txn, read);
+    return;
+  }
   std::vector<uint32_t> a = Words(txn->args());
   a.resize(std::min(a.size(), BaseWords(txn->procedure(), a)));
   std::string value;
@@ -757,6 +773,9 @@ const char* TpccApplication::ProcedureName(uint32_t procedure) const {
     case kOrderStatus: return "tpcc-order-status";
     case kDelivery: return "tpcc-delivery";
     case kStockLevel: return "tpcc-stock-level";
+    case kQ1: return "ch-q1";
+    case kQ6: return "ch-q6";
+    case kQ3: return "ch-q3";
     default: return "unknown";
   }
 }
@@ -764,7 +783,7 @@ const char* TpccApplication::ProcedureName(uint32_t procedure) const {
 std::vector<std::pair<std::string, uint32_t>> TpccApplication::Procedures() const {
   return {{"tpcc-new-order", kNewOrder}, {"tpcc-payment", kPayment},
           {"tpcc-order-status", kOrderStatus}, {"tpcc-delivery", kDelivery},
-          {"tpcc-stock-level", kStockLevel}};
+          {"tpcc-stock-level", kStockLevel}, {"ch-q1", kQ1}, {"ch-q6", kQ6}, {"ch-q3", kQ3}};
 }
 
 std::string TpccApplication::CheckClientTxn(const Txn& txn) const {
@@ -863,6 +882,259 @@ std::string TpccApplication::CheckClientTxn(const Txn& txn) const {
     default:
       return "unknown procedure";
   }
+}
+
+// ---- CH-benCHmark's analytic queries ----
+
+bool TpccApplication::TakeQuery(PartitionId partition, uint32_t partitions,
+                                uint32_t* procedure) const {
+  if (params_.ch_streams == 0) return false;
+  int64_t free = free_streams_.load(std::memory_order_relaxed);
+  if (free < 0) {
+    // This node's streams: s in [0, ch_streams) with s % partitions == partition.
+    const int64_t mine = params_.ch_streams / partitions + (partition < params_.ch_streams % partitions);
+    free_streams_.compare_exchange_strong(free, mine, std::memory_order_relaxed);
+    free = free_streams_.load(std::memory_order_relaxed);
+  }
+  while (free > 0) {
+    if (free_streams_.compare_exchange_weak(free, free - 1, std::memory_order_relaxed)) {
+      static constexpr uint32_t kTurns[] = {kQ1, kQ6, kQ3};
+      *procedure = kTurns[next_query_.fetch_add(1, std::memory_order_relaxed) % 3];
+      return true;
+    }
+  }
+  return false;
+}
+
+void TpccApplication::OnGeneratedResult(const Txn& txn, const TxnOutcome& outcome) const {
+  if (IsQuery(txn.procedure()) && free_streams_.load(std::memory_order_relaxed) >= 0) {
+    free_streams_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void TpccApplication::PlanQuery(Txn* txn, const ReconRead& read) const {
+  // The period of district d: the orders [lo, hi] of every warehouse, from
+  // the next_o_id its planning reads (a warehouse this partition cannot
+  // read is taken as the others; RunQuery checks the cover all the same).
+  // Ranges span every warehouse (a key's warehouse is its lowest digit), so
+  // a query reads each of its tables as kDistricts ranges; calvin mode
+  // locks every key of them (KeyArea::KeysOn), so they must stay tight.
+  const uint32_t warehouses = keys_.warehouses();
+  LtxRecord* ltx = txn->mutable_ltx();
+  ltx->clear_read_area();
+  std::string value;
+  std::vector<uint32_t> lo(kDistricts, ~0u), hi(kDistricts, 0);
+  for (uint32_t d = 0; d < kDistricts; ++d) {
+    for (uint32_t w = 0; w < warehouses; ++w) {
+      DistrictRow district{};
+      if (!read(keys_.District(w, d), &value) || !Decode(value, &district)) continue;
+      const uint32_t next = district.next_o_id;
+      lo[d] = std::min(lo[d], next > kChWindow ? next - kChWindow : 1);
+      hi[d] = std::max(hi[d], next - 1 + kChMargin);
+    }
+    if (hi[d] == 0) {  // no district readable: the loaded state
+      lo[d] = kInitialOrders + 1 - kChWindow;
+      hi[d] = kInitialOrders + kChMargin;
+    }
+  }
+  auto add = [&](Table t, uint32_t d, uint64_t first, uint64_t last) {
+    KeyRange* range = ltx->add_read_area();
+    range->set_lo(keys_.Make(t, 0, d, first));
+    range->set_hi(keys_.Make(t, warehouses - 1, d, last));
+  };
+  for (uint32_t d = 0; d < kDistricts; ++d) add(kDistrict, d, 0, 0);
+  for (uint32_t d = 0; d < kDistricts; ++d) {
+    add(kOrderLine, d, uint64_t{lo[d]} << 4, uint64_t{hi[d]} << 4 | 0xf);
+  }
+  if (txn->procedure() == kQ3) {
+    for (uint32_t d = 0; d < kDistricts; ++d) {
+      add(tpcc::kOrder, d, lo[d], hi[d]);
+      add(tpcc::kNewOrder, d, lo[d], hi[d]);
+      add(kCustomer, d, 1, kCustomers);
+    }
+  }
+}
+
+void TpccApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
+                                  LtxRound* out) const {
+  if (!IsQuery(txn.procedure())) {
+    Application::ExecuteLong(txn, round, reads, out);
+    return;
+  }
+  if (txn.ltx().read_area_size() == 0) {
+    out->abort = true;
+    out->reason = std::string(ProcedureName(txn.procedure())) +
+                  " has no ranges (planned by PlanDependent?)";
+    return;
+  }
+  if (round == 0) {
+    // A long scan reads its declared ranges in one round (paxflow's LTX
+    // lane starts it at round 1 with them; calvin mode and the oracle
+    // ask here).
+    out->scans.assign(txn.ltx().read_area().begin(), txn.ltx().read_area().end());
+    return;
+  }
+  std::string result, why;
+  if (!RunQuery(txn, reads, &result, &why)) {
+    out->abort = true;
+    out->reason = why;
+    return;
+  }
+  out->outcome.checksum = HashBytes(result);
+  out->outcome.detail = std::move(result);
+}
+
+bool TpccApplication::RunQuery(const Txn& txn, const LtxReads& reads, std::string* result,
+                               std::string* why) const {
+  const uint32_t warehouses = keys_.warehouses();
+  // The planned order ids of each district (its order-line range).
+  std::vector<uint32_t> planned_lo(kDistricts, 0), planned_hi(kDistricts, 0);
+  for (const KeyRange& range : txn.ltx().read_area()) {
+    if (keys_.TableOf(range.lo()) != kOrderLine) continue;
+    const uint32_t d = keys_.DistrictOf(range.lo());
+    planned_lo[d] = static_cast<uint32_t>(keys_.IdOf(range.lo()) >> 4);
+    planned_hi[d] = static_cast<uint32_t>(keys_.IdOf(range.hi()) >> 4);
+  }
+  // Each district's period at the snapshot: orders [first, next).
+  std::vector<uint32_t> first(warehouses * kDistricts, 0), next(warehouses * kDistricts, 0);
+  auto at = [&](uint32_t w, uint32_t d) { return size_t{w} * kDistricts + d; };
+  auto in_period = [&](Key k, uint32_t o) {
+    const size_t i = at(keys_.WarehouseOf(k), keys_.DistrictOf(k));
+    return o >= first[i] && o < next[i];
+  };
+  // Rows by table, in key order.
+  std::vector<std::pair<Key, std::string_view>> lines, orders;
+  std::unordered_map<uint64_t, uint16_t> last_name;  // (w, d, c) -> C_LAST's number
+  std::unordered_map<uint64_t, bool> undelivered;    // (w, d, o) with a new-order row
+  auto id3 = [](uint32_t w, uint32_t d, uint32_t x) {
+    return uint64_t{w} << 40 | uint64_t{d} << 32 | x;
+  };
+  size_t districts = 0;
+  for (size_t s = 0; s < reads.scans(); ++s) {
+    for (const auto& [k, value] : reads.Scan(s)) {
+      const uint32_t w = keys_.WarehouseOf(k), d = keys_.DistrictOf(k);
+      const uint64_t id = keys_.IdOf(k);
+      switch (keys_.TableOf(k)) {
+        case kDistrict: {
+          DistrictRow row{};
+          if (!Decode(value, &row) || w >= warehouses || d >= kDistricts) break;
+          next[at(w, d)] = row.next_o_id;
+          first[at(w, d)] = row.next_o_id > kChWindow ? row.next_o_id - kChWindow : 1;
+          ++districts;
+          break;
+        }
+        case kOrderLine: lines.emplace_back(k, value); break;
+        case tpcc::kOrder: orders.emplace_back(k, value); break;
+        case tpcc::kNewOrder: undelivered[id3(w, d, static_cast<uint32_t>(id))] = true; break;
+        case kCustomer: {
+          CustomerRow row{};
+          if (Decode(value, &row)) last_name[id3(w, d, static_cast<uint32_t>(id))] = row.last;
+          break;
+        }
+        default: break;
+      }
+    }
+  }
+  if (districts != size_t{warehouses} * kDistricts) {
+    *why = "it read " + std::to_string(districts) + " district rows, not " +
+           std::to_string(warehouses * kDistricts);
+    return false;
+  }
+  for (uint32_t w = 0; w < warehouses; ++w) {
+    for (uint32_t d = 0; d < kDistricts; ++d) {
+      const size_t i = at(w, d);
+      if (first[i] < planned_lo[d] || next[i] - 1 > planned_hi[d]) {
+        // New-Orders outran the planned ranges (OLLP's planning was too
+        // early): a wrong answer is never given.
+        *why = "warehouse " + std::to_string(w) + " district " + std::to_string(d) +
+               "'s period is orders " + std::to_string(first[i]) + ".." +
+               std::to_string(next[i] - 1) + ", outside the planned " +
+               std::to_string(planned_lo[d]) + ".." + std::to_string(planned_hi[d]);
+        return false;
+      }
+    }
+  }
+  std::ostringstream out;
+  switch (txn.procedure()) {
+    case kQ1: {
+      // CH Q1: delivered lines grouped by ol_number: sum(quantity),
+      // sum(amount), count (the averages follow).
+      struct Group { uint64_t quantity = 0; int64_t amount = 0; uint64_t count = 0; };
+      Group groups[kMaxLines + 1];
+      for (const auto& [k, value] : lines) {
+        const uint64_t id = keys_.IdOf(k);
+        OrderLineRow line{};
+        if (!in_period(k, static_cast<uint32_t>(id >> 4)) || !Decode(value, &line) ||
+            line.delivery_d == 0) {
+          continue;
+        }
+        Group& g = groups[id & 0xf];
+        g.quantity += line.quantity;
+        g.amount += line.amount;
+        g.count++;
+      }
+      out << "q1";
+      for (uint32_t n = 1; n <= kMaxLines; ++n) {
+        if (groups[n].count == 0) continue;
+        out << " " << n << ":" << groups[n].quantity << ":" << groups[n].amount << ":"
+            << groups[n].count;
+      }
+      break;
+    }
+    case kQ6: {
+      // CH Q6: revenue of the delivered lines with quantity 1..100000.
+      int64_t revenue = 0;
+      uint64_t count = 0;
+      for (const auto& [k, value] : lines) {
+        OrderLineRow line{};
+        if (!in_period(k, static_cast<uint32_t>(keys_.IdOf(k) >> 4)) || !Decode(value, &line) ||
+            line.delivery_d == 0 || line.quantity < 1 || line.quantity > 100000) {
+          continue;
+        }
+        revenue += line.amount;
+        count++;
+      }
+      out << "q6 " << revenue << ":" << count;
+      break;
+    }
+    case kQ3: {
+      // CH Q3: undelivered orders (a new-order row) of customers whose last
+      // name's number is below kChQ3Names (CH: c_state LIKE 'A%'), revenue
+      // = sum of their lines' amounts, by revenue desc, entry date, then id.
+      struct Row { int64_t revenue; uint32_t entry_d, w, d, o; };
+      std::unordered_map<uint64_t, size_t> row_of;
+      std::vector<Row> rows;
+      for (const auto& [k, value] : orders) {
+        const uint32_t w = keys_.WarehouseOf(k), d = keys_.DistrictOf(k);
+        const uint32_t o = static_cast<uint32_t>(keys_.IdOf(k));
+        OrderRow order{};
+        if (!in_period(k, o) || !Decode(value, &order) || !undelivered.count(id3(w, d, o))) continue;
+        auto name = last_name.find(id3(w, d, order.c_id));
+        if (name == last_name.end() || name->second >= kChQ3Names) continue;
+        row_of[id3(w, d, o)] = rows.size();
+        rows.push_back({0, order.entry_d, w, d, o});
+      }
+      for (const auto& [k, value] : lines) {
+        const uint32_t w = keys_.WarehouseOf(k), d = keys_.DistrictOf(k);
+        auto it = row_of.find(id3(w, d, static_cast<uint32_t>(keys_.IdOf(k) >> 4)));
+        OrderLineRow line{};
+        if (it != row_of.end() && Decode(value, &line)) rows[it->second].revenue += line.amount;
+      }
+      std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+        return std::tie(b.revenue, a.entry_d, a.w, a.d, a.o) <
+               std::tie(a.revenue, b.entry_d, b.w, b.d, b.o);
+      });
+      out << "q3 " << rows.size();
+      for (size_t i = 0; i < rows.size() && i < kChTopRows; ++i) {
+        out << " " << rows[i].w << "." << rows[i].d << "." << rows[i].o << ":" << rows[i].revenue
+            << ":" << rows[i].entry_d;
+      }
+      break;
+    }
+    default: break;
+  }
+  *result = out.str();
+  return true;
 }
 
 // ---- Consistency (clause 3.3.2, conditions 1 to 4) ----

@@ -13,9 +13,17 @@
 //   at its position the procedure checks what it relied on and, if that
 //   changed, declines with a retryable "ollp-restart" and is resubmitted.
 //
+// CH-benCHmark (the `ch` preset, --ch_streams): analytic queries Q1, Q6
+// and Q3 over the same tables, each a long read-only scan (an LTX_SCAN)
+// of the current period (the last kChWindow orders of every district),
+// issued by closed-loop analytic streams beside the TPC-C mix;
+// docs/design.md ("CH-benCHmark") says how each mode runs them.
+//
 // Immutable after construction but for the Delivery planning hint (an
 // atomic per district, read and moved by PlanDependent only: it shapes
-// plans, which are logged in the txns, never what a txn does); any thread.
+// plans, which are logged in the txns, never what a txn does) and the
+// analytic streams' free slots (taken by the generators, given back by
+// OnGeneratedResult: they shape the mix, never what a txn does); any thread.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -42,6 +50,16 @@ constexpr uint32_t kNames = 1000;          // last names are 3 syllables of 0..9
 constexpr uint32_t kMaxLines = 15;
 constexpr uint32_t kStockLevelOrders = 20;
 constexpr uint32_t kMaxWarehouses = 4096;  // the key encoding's limit
+// CH-benCHmark: a query reads the orders [next_o_id - kChWindow, next_o_id)
+// of every district (the current period: its work stays the same however
+// long the run and whatever the mode's throughput); its planned ranges
+// reach kChMargin orders past the next_o_id its planning read, for the
+// New-Orders sequenced before it runs; Q3 reports its top kChTopRows.
+constexpr uint32_t kChWindow = 1000;
+constexpr uint32_t kChMargin = 512;
+constexpr uint32_t kChTopRows = 10;
+// Q3's stand-in for CH's c_state LIKE 'A%': a last name's number below this.
+constexpr uint32_t kChQ3Names = 100;
 
 enum Table : uint32_t {
   kWarehouse = 1, kDistrict = 2, kCustomer = 3, kNameIndex = 4, kOrder = 5, kNewOrder = 6,
@@ -136,6 +154,8 @@ class TpccApplication : public Application {
  public:
   enum Procedure : uint32_t {
     kNewOrder = 1, kPayment = 2, kOrderStatus = 3, kDelivery = 4, kStockLevel = 5,
+    // CH-benCHmark's analytic queries (long read-only scans).
+    kQ1 = 6, kQ6 = 7, kQ3 = 8,
   };
   static constexpr uint32_t kProcedures = 5;
   // An OLLP restart's detail starts with this.
@@ -152,10 +172,19 @@ class TpccApplication : public Application {
   const char* ProcedureName(uint32_t procedure) const override;
   std::vector<std::pair<std::string, uint32_t>> Procedures() const override;
   std::string CheckClientTxn(const Txn& txn) const override;
+  static bool IsQuery(uint32_t procedure) {
+    return procedure == kQ1 || procedure == kQ6 || procedure == kQ3;
+  }
+  bool IsLongProcedure(uint32_t procedure) const override { return IsQuery(procedure); }
+  // A query's ranges are planned from a recent state too (the period).
   bool NeedsRecon(uint32_t procedure) const override {
     return procedure == kPayment || procedure == kOrderStatus || procedure == kDelivery ||
-           procedure == kStockLevel;
+           procedure == kStockLevel || IsQuery(procedure);
   }
+  void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
+                   LtxRound* out) const override;
+  // Gives a finished query's stream its slot back.
+  void OnGeneratedResult(const Txn& txn, const TxnOutcome& outcome) const override;
   void PlanDependent(Txn* txn, const ReconRead& read) const override;
   std::string CheckState(const StateScan& scan) const override;
 
@@ -182,6 +211,19 @@ class TpccApplication : public Application {
                 WriteSet* writes, TxnOutcome* outcome) const;
   void StockLevel(const Txn& txn, const std::vector<uint32_t>& a, const ReadValues& reads,
                   TxnOutcome* outcome) const;
+  // A query's declared ranges (its read area) from a recent state.
+  void PlanQuery(Txn* txn, const ReconRead& read) const;
+  // A query over its scans: false (and why) if its planned ranges do not
+  // cover its period at its snapshot.
+  bool RunQuery(const Txn& txn, const LtxReads& reads, std::string* result,
+                std::string* why) const;
+
+ public:
+  // The analytic streams (CH): a generator of partition `partition` takes
+  // a free stream's turn (true, and the query's procedure) or gets false.
+  bool TakeQuery(PartitionId partition, uint32_t partitions, uint32_t* procedure) const;
+
+ private:
 
   // Delivery's turn in district d of w: the next undelivered order no
   // planned Delivery was given yet (at least `oldest`); 0 if that order
@@ -192,6 +234,10 @@ class TpccApplication : public Application {
   tpcc::Keys keys_;
   // By warehouse * kDistricts + district: the next order to give a Delivery.
   std::unique_ptr<std::atomic<uint32_t>[]> delivery_hint_;
+  // CH: this node's streams with no query in flight (-1: not counted yet),
+  // and the next query to issue (Q1, Q6, Q3 in turn).
+  mutable std::atomic<int64_t> free_streams_{-1};
+  mutable std::atomic<uint32_t> next_query_{0};
 };
 
 }  // namespace paxflow

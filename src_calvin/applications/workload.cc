@@ -62,8 +62,17 @@ std::string WorkloadParams::Validate(uint32_t partitions) const {
              std::to_string(tpcc::kMaxWarehouses) +
              " (each partition holds whole warehouses; 0 means one per partition)";
     }
-    if (ltx_fraction > 0) return "the tpcc application makes no long txns (ltx_fraction=0)";
+    if (ltx_fraction > 0) {
+      return "the tpcc application makes no long txns by fraction (ltx_fraction=0; its analytic "
+             "queries come from --ch_streams)";
+    }
+    if (ch_streams > 256) return OutOfRange("ch_streams", std::to_string(ch_streams), "0..256");
     return "";
+  }
+  if (ch_streams > 0) {
+    return "ch_streams=" + std::to_string(ch_streams) +
+           ": analytic streams run CH-benCHmark's queries on TPC-C's tables (application tpcc, "
+           "the ch preset)";
   }
   if (application == "bom") {
     if (bom_levels < 2 || bom_levels > 8) {
@@ -228,7 +237,12 @@ const std::vector<WorkloadPreset>& WorkloadPresets() {
        "TPC-C: the five txns in the standard mix (45% New-Order, 43% Payment, 4% each "
        "Order-Status, Delivery, Stock-Level), --warehouses (default one per partition), "
        "1% remote New-Order lines, 15% remote Payments, no think time",
-       {{"application", "tpcc"}, {"ltx_fraction", "0"}, {"max_batch", "2000"}}},
+       {{"application", "tpcc"}, {"ltx_fraction", "0"}, {"ch_streams", "0"}, {"max_batch", "2000"}}},
+      {"ch",
+       "CH-benCHmark: the tpcc mix plus --ch_streams (default 1) closed-loop analytic streams, "
+       "each running Q1, Q6 and Q3 in turn as long read-only scans of the last 1,000 orders of "
+       "every district (paxflow: at a committed snapshot; calvin: read-locked)",
+       {{"application", "tpcc"}, {"ltx_fraction", "0"}, {"ch_streams", "1"}, {"max_batch", "2000"}}},
   };
   return kPresets;
 }

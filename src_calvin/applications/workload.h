@@ -62,6 +62,10 @@ struct WorkloadParams {
   // (each warehouse's rows live on one partition). 0 on the command line
   // means one per partition; ResolveFlags sets the number.
   uint32_t warehouses = 0;
+  // CH-benCHmark (the ch preset): closed-loop analytic streams beside the
+  // TPC-C mix, over the cluster (stream s runs on partition s % partitions);
+  // each issues Q1, Q6, Q3 in turn, the next when the last one's result is in.
+  uint32_t ch_streams = 0;
 
   // Empty when the set is usable on `partitions` partitions, else what is wrong.
   std::string Validate(uint32_t partitions) const;

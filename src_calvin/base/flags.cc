@@ -163,6 +163,10 @@ DEFINE_uint32(bom_levels, 4, "Bom: levels of a part tree (the root is level 0)")
 DEFINE_uint32(warehouses, 0,
               "TPC-C: warehouses, a multiple of the partitions (each partition holds whole "
               "warehouses); 0: one per partition");
+DEFINE_uint32(ch_streams, 0,
+              "CH-benCHmark (application tpcc): closed-loop analytic streams over the cluster, "
+              "each running Q1, Q6, Q3 in turn as long read-only scans beside the TPC-C mix "
+              "(0..256; the ch preset sets 1, tpcc 0)");
 DEFINE_uint64(bank_accounts, 100, "Bank: number of accounts");
 DEFINE_int64(bank_initial_balance, 1000, "Bank: initial balance of every account");
 DEFINE_double(audit_fraction, 0.1, "Bank: share of audit txns (read every account)");
@@ -220,7 +224,7 @@ const std::vector<std::string>& NodeFlagNames() {
       "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
       "ltx_ops", "scan_length", "report_fraction", "report_range_writes", "bank_accounts",
       "bank_initial_balance", "audit_fraction", "bom_products", "bom_fanout", "bom_levels",
-      "warehouses"};
+      "warehouses", "ch_streams"};
   return kNames;
 }
 
@@ -327,6 +331,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   w.bom_fanout = FLAGS_bom_fanout;
   w.bom_levels = FLAGS_bom_levels;
   w.warehouses = FLAGS_warehouses ? FLAGS_warehouses : partitions;
+  w.ch_streams = FLAGS_ch_streams;
 
   error = p.Validate(partitions);
   if (!error.empty()) return error;

@@ -56,6 +56,7 @@ std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() con
       {"bom_fanout", std::to_string(w.bom_fanout)},
       {"bom_levels", std::to_string(w.bom_levels)},
       {"warehouses", std::to_string(w.warehouses)},
+      {"ch_streams", std::to_string(w.ch_streams)},
   };
 }
 

@@ -180,6 +180,13 @@ std::string RunSummary::ToText() const {
     if (p.name == "tpcc-new-order" && seconds > 0) {
       out << "tpmC (New-Orders committed per minute): " << static_cast<uint64_t>(p.committed * 60.0 / seconds) << "\n";
     }
+    if (p.latency_us.count() > 0) {
+      out << "  " << p.name << " latency (ms) p50 " << Millis(p.latency_us.Quantile(0.5))
+          << "  p99 " << Millis(p.latency_us.Quantile(0.99)) << "; snapshot age at result: p50 "
+          << p.age_epochs.Quantile(0.5) << " epochs / " << Millis(p.age_us.Quantile(0.5))
+          << " ms, p99 " << p.age_epochs.Quantile(0.99) << " epochs / "
+          << Millis(p.age_us.Quantile(0.99)) << " ms\n";
+    }
   }
   if (!consistency.empty()) out << "CONSISTENCY CHECK FAILED: " << consistency << "\n";
   if (invariant_failures > 0) out << "INVARIANT FAILURES: " << invariant_failures << "\n";
@@ -235,6 +242,11 @@ SummaryFile RunSummary::ToFile() const {
     f->set_committed(p.committed);
     f->set_declined(p.declined);
     f->set_restarts(p.restarts);
+    if (p.latency_us.count() > 0) {
+      f->set_latency_us(p.latency_us.Encode());
+      f->set_age_us(p.age_us.Encode());
+      f->set_age_epochs(p.age_epochs.Encode());
+    }
   }
   if (ltx.any()) {
     LtxSummaryFile* out = file.mutable_ltx();
@@ -297,7 +309,17 @@ std::string RunSummary::FromFile(const SummaryFile& file, RunSummary* out) {
   s.peak_rss_bytes = file.peak_rss_bytes();
   s.consistency = file.consistency();
   for (const ProcedureSummaryFile& f : file.procedures()) {
-    s.procedures.push_back({f.name(), f.committed(), f.declined(), f.restarts()});
+    ProcedureSummary p;
+    p.name = f.name();
+    p.committed = f.committed();
+    p.declined = f.declined();
+    p.restarts = f.restarts();
+    if ((!f.latency_us().empty() && !p.latency_us.Decode(f.latency_us())) ||
+        (!f.age_us().empty() && !p.age_us.Decode(f.age_us())) ||
+        (!f.age_epochs().empty() && !p.age_epochs.Decode(f.age_epochs()))) {
+      return "procedure " + p.name + ": a histogram does not decode";
+    }
+    s.procedures.push_back(std::move(p));
   }
   if (file.has_ltx()) {
     const LtxSummaryFile& in = file.ltx();
@@ -388,6 +410,9 @@ RunSummary RunSummary::Combine(const std::vector<RunSummary>& nodes) {
         it->committed += p.committed;
         it->declined += p.declined;
         it->restarts += p.restarts;
+        it->latency_us.Merge(p.latency_us);
+        it->age_us.Merge(p.age_us);
+        it->age_epochs.Merge(p.age_epochs);
       }
     }
     total.digest += node.digest;

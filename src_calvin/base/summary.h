@@ -49,6 +49,10 @@ struct ProcedureSummary {
   std::string name;
   uint64_t committed = 0, declined = 0;
   uint64_t restarts = 0;  // OLLP restarts, among the declined
+  // Long txns only (CH's analytic queries): latency, and freshness: how old
+  // the snapshot a result read was when it came back, in us and in epochs
+  // (node/query_stats.h).
+  Histogram latency_us, age_us, age_epochs;
 };
 
 struct RunSummary {

@@ -453,7 +453,9 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
       const size_t slot = calvin ? 0 : store_->RegisterThread();
       hooks.recon = [this, partition, partitions, calvin, slot](Txn* txn) {
         if (!app_->NeedsRecon(txn->procedure())) return;
-        if (txn->txn_class() == LTX && !calvin) return;
+        // A long scan's ranges are planned in both modes (PlanDependent: CH's queries).
+        const bool scan = txn->txn_class() == LTX && txn->ltx().kind() == LTX_SCAN;
+        if (txn->txn_class() == LTX && !calvin && !scan) return;
         if (!calvin) store_->EnterSnapshot(slot);
         auto read = [&](Key key, std::string* value) {
           std::string_view view;
@@ -464,7 +466,7 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
           value->assign(view.data(), view.size());
           return true;
         };
-        if (txn->txn_class() == LTX) Reconnoiter(*app_, txn, read);
+        if (txn->txn_class() == LTX && !scan) Reconnoiter(*app_, txn, read);
         else app_->PlanDependent(txn, read);
         if (!calvin) store_->ExitSnapshot(slot);
       };
@@ -539,7 +541,10 @@ Epoch Node::LastSequencedEpoch() const {
 
 bool Node::BeforeSend(size_t runner, Epoch epoch,
                       const std::vector<std::unique_ptr<Batch>>& batches) {
-  if (runner == 0) sequenced_epoch_.store(epoch);
+  if (runner == 0) {
+    sequenced_epoch_.store(epoch);
+    query_stats_.NoteClosed(epoch, NowMicros());
+  }
   if (runner == 0 && checkpoint_asked_.exchange(false)) {
     for (const auto& batch : batches) batch->set_checkpoint(true);
   }
@@ -677,6 +682,14 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
   if (txn.procedure() < kCountedProcedures) {
     by_procedure_[txn.procedure()][outcome.committed ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
     if (restart) by_procedure_[txn.procedure()][2].fetch_add(1, std::memory_order_relaxed);
+    if (generated && txn.txn_class() == LTX) {
+      // Its snapshot: the one it read (paxflow), else its own epoch (calvin
+      // mode's locked run reads the state at its position there).
+      query_stats_.Record(app_->ProcedureName(txn.procedure()),
+                          read_version ? read_version : TxnEpoch(txn.id()), txn.submit_time_us(),
+                          NowMicros());
+    }
+    if (generated) app_->OnGeneratedResult(txn, outcome);
   }
   bool answered_later = false;
   if (restart && generated && resubmits_) resubmits_->Push(Replanned(txn));
@@ -1126,9 +1139,14 @@ RunSummary Node::Summary() const {
   for (uint32_t p = 0; p < kCountedProcedures; ++p) {
     const uint64_t committed = by_procedure_[p][0].load(), declined = by_procedure_[p][1].load();
     if (committed + declined == 0) continue;
-    summary.procedures.push_back(
-        {app_->ProcedureName(p), committed, declined, by_procedure_[p][2].load()});
+    ProcedureSummary procedure;
+    procedure.name = app_->ProcedureName(p);
+    procedure.committed = committed;
+    procedure.declined = declined;
+    procedure.restarts = by_procedure_[p][2].load();
+    summary.procedures.push_back(std::move(procedure));
   }
+  query_stats_.Fill(&summary.procedures);
   summary.dropped_messages = scheduler_->dropped_messages() +
                              (transport_ ? transport_->garbled() : 0) + dropped_.load();
   summary.waited_ro = scheduler_->Status().waited_ro;

@@ -46,6 +46,7 @@
 #include "common/membership.h"
 #include "metrics/metrics_server.h"
 #include "node/peer_monitor.h"
+#include "node/query_stats.h"
 #include "node/read_exchange.h"
 #include "partition/partition_setup.h"
 #include "scheduler/scheduler.h"
@@ -237,6 +238,7 @@ class Node : public PeerSender, public ResultSink {
   // committed, declined, OLLP restarts among the declined. Worker threads.
   static constexpr uint32_t kCountedProcedures = 16;
   std::atomic<uint64_t> by_procedure_[kCountedProcedures][3] = {};
+  QueryStats query_stats_;  // generated long txns' latency and freshness
   std::string consistency_;  // the application's check of the final state (WaitFinished)
   std::unique_ptr<ClientService> clients_;
   // Last progress period's rates, for status requests.

@@ -156,9 +156,23 @@ std::string Table(const std::vector<BenchRow>& rows) {
 // Per procedure (runs whose summaries count them, e.g. TPC-C): committed
 // txns/s of each, declined and OLLP restarts, tpmC (New-Orders committed
 // per minute) and the consistency check. Empty if no run counted any.
+uint64_t TpccCommitted(const RunSummary& s) {
+  uint64_t committed = 0;
+  for (const ProcedureSummary& p : s.procedures) {
+    if (p.name.rfind("tpcc-", 0) == 0) committed += p.committed;
+  }
+  return committed;
+}
+
 std::string ProcedureTable(const std::vector<BenchRow>& rows) {
   std::ostringstream out;
   char line[320];
+  std::map<std::string, double> calvin;  // TPC-C txn/s of each label's calvin run
+  for (const BenchRow& row : rows) {
+    if (row.mode == "calvin" && row.summary.seconds > 0) {
+      calvin[row.label] = TpccCommitted(row.summary) / row.summary.seconds;
+    }
+  }
   for (const BenchRow& row : rows) {
     const RunSummary& s = row.summary;
     if (s.procedures.empty()) continue;
@@ -167,18 +181,44 @@ std::string ProcedureTable(const std::vector<BenchRow>& rows) {
                "procedure", "txn/s", "declined", "OLLP-rest.");
       out << "\n" << line;
     }
+    const uint64_t tpcc = TpccCommitted(s);  // TPC-C's five txns (CH's queries apart)
     for (const ProcedureSummary& p : s.procedures) {
-      snprintf(line, sizeof(line), "%-22s %-8s %-18s %10s %10llu %10llu\n", row.label.c_str(),
+      snprintf(line, sizeof(line), "%-22s %-8s %-18s %10s %10llu %10llu", row.label.c_str(),
                row.mode.c_str(), p.name.c_str(),
                Thousands(s.seconds > 0 ? p.committed / s.seconds : 0).c_str(),
                static_cast<unsigned long long>(p.declined),
                static_cast<unsigned long long>(p.restarts));
       out << line;
+      if (p.latency_us.count() > 0) {
+        // A long txn (CH's queries): latency, and the age of its snapshot
+        // when its result came back (freshness), in epochs and ms.
+        snprintf(line, sizeof(line), "  lat p50/p99 %s/%s ms  age p50 %llu ep %s ms, p99 %llu ep %s ms",
+                 Ms(p.latency_us.Quantile(0.5), true).c_str(),
+                 Ms(p.latency_us.Quantile(0.99), true).c_str(),
+                 static_cast<unsigned long long>(p.age_epochs.Quantile(0.5)),
+                 Ms(p.age_us.Quantile(0.5), p.age_us.count()).c_str(),
+                 static_cast<unsigned long long>(p.age_epochs.Quantile(0.99)),
+                 Ms(p.age_us.Quantile(0.99), p.age_us.count()).c_str());
+        out << line;
+      }
+      out << "\n";
       if (p.name == "tpcc-new-order" && s.seconds > 0) {
         snprintf(line, sizeof(line), "%-22s %-8s %-18s %10s\n", row.label.c_str(),
                  row.mode.c_str(), "tpmC", Thousands(p.committed * 60.0 / s.seconds).c_str());
         out << line;
       }
+    }
+    if (tpcc > 0 && s.seconds > 0) {
+      const double rate = tpcc / s.seconds;
+      std::string ratio;
+      if (row.mode != "calvin" && calvin.count(row.label) && calvin[row.label] > 0) {
+        char buffer[48];
+        snprintf(buffer, sizeof(buffer), "  %.2fx calvin", rate / calvin[row.label]);
+        ratio = buffer;
+      }
+      snprintf(line, sizeof(line), "%-22s %-8s %-18s %10s%s\n", row.label.c_str(), row.mode.c_str(),
+               "tpcc txn/s", Thousands(rate).c_str(), ratio.c_str());
+      out << line;
     }
     snprintf(line, sizeof(line), "%-22s %-8s consistency: %s\n", row.label.c_str(),
              row.mode.c_str(), s.consistency.empty() ? "ok" : ("FAILED: " + s.consistency).c_str());
@@ -186,7 +226,9 @@ std::string ProcedureTable(const std::vector<BenchRow>& rows) {
   }
   if (out.tellp() > 0) {
     out << "declined: rolled back by the procedure (TPC-C's 1% of New-Orders) or restarted; "
-           "OLLP-rest.: restarts of dependent txns whose reconnaissance was stale\n";
+           "OLLP-rest.: restarts of dependent txns whose reconnaissance was stale; tpcc txn/s: "
+           "the five TPC-C txns committed (CH's queries apart); ch-q*: lat = query latency, "
+           "age = its snapshot's age when the result came back (ep = epochs)\n";
   }
   return out.str();
 }

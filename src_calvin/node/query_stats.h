@@ -1,0 +1,47 @@
+// Latency and freshness of the long txns (LTXs and long scans) this node's
+// generator made, by procedure: what CH-benCHmark reports of its analytic
+// queries. Freshness is the visibility delay of a query's snapshot: how
+// old that snapshot was when the result came back, in epochs (the newest
+// epoch this node's sequencer had closed, minus the snapshot's epoch) and
+// in ms (since the snapshot's epoch closed here).
+//
+// NoteClosed from the first sequencer thread, Record from any result
+// thread (a mutex: long txns are few), Fill after the run.
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/summary.h"
+#include "common/types.h"
+
+namespace paxflow {
+
+class QueryStats {
+ public:
+  // Epoch `epoch` closed at `now_us` (the sequencer sent it).
+  void NoteClosed(Epoch epoch, int64_t now_us);
+  // A result of `procedure` (named `name`) that read the state as of
+  // `snapshot`, submitted at `submit_us`, came back at `now_us`.
+  void Record(const std::string& name, Epoch snapshot, int64_t submit_us, int64_t now_us);
+  // Adds the histograms to the summary's procedures of the same name.
+  void Fill(std::vector<ProcedureSummary>* procedures) const;
+
+ private:
+  static constexpr size_t kRing = 4096;  // epochs whose close time is remembered
+  struct Closed {
+    std::atomic<Epoch> epoch{0};
+    std::atomic<int64_t> at_us{0};
+  };
+  std::array<Closed, kRing> closed_;
+  std::atomic<Epoch> newest_{0};
+  mutable std::mutex mu_;
+  struct Entry { Histogram latency_us, age_us, age_epochs; };
+  std::map<std::string, Entry> by_name_;
+};
+
+}  // namespace paxflow
