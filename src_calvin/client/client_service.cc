@@ -568,7 +568,7 @@ ReplyStatus ClientService::AdmitTxn(Connection* connection, uint64_t id, bool ba
     *error = "node " + std::to_string(options_.node) + " cannot run txns now: " + unavailable_text_;
     return UNAVAILABLE;
   }
-  if (!options_.sequences) {
+  if (!sequences_.load()) {
     *error = "node " + std::to_string(options_.node) +
              " is a replica that does not sequence; send txns to " + options_.leader;
     return NOT_LEADER;
