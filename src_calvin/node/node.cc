@@ -716,6 +716,7 @@ StatusReply Node::NodeStatus() const {
     const std::vector<Epoch> held = checkpointer_->Held();
     if (!held.empty()) reply.set_checkpoint_epoch(held.back());
   }
+  if (replicated_) replicated_->FillStatus(&reply);
   return reply;
 }
 

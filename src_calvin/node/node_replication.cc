@@ -3,6 +3,9 @@
 // group commits comes back here, on every member, and only then runs.
 #include <glog/logging.h>
 
+#include <chrono>
+#include <thread>
+
 #include "node/node.h"
 #include "recovery.pb.h"
 
@@ -51,6 +54,14 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
   }
   Epoch seen = sequenced_epoch_.load();
   while (seen < epoch && !sequenced_epoch_.compare_exchange_weak(seen, epoch)) {
+  }
+  // A replica behind the group (the majority commits without it) takes
+  // the entry only once its scheduler has room for the epoch: beyond its
+  // window the batch would be refused, and nothing sends it again. The
+  // group's log keeps what waits.
+  const Epoch window = 2 * Epoch{options_.params.engine.max_epochs_ahead};
+  while (epoch >= scheduler_->Status().next_epoch + window && !replicated_->stopping()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   const PartitionId own = self_->partition();
   for (int p = 0; p < sequenced.batches_size(); ++p) {

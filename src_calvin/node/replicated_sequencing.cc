@@ -151,6 +151,15 @@ int64_t ReplicatedSequencing::leader_node() const {
   return now.leader == 0 ? -1 : static_cast<int64_t>(now.leader - 1);
 }
 
+void ReplicatedSequencing::FillStatus(StatusReply* status) const {
+  const replication::Leadership now = leadership();
+  // "leader" once its sequencer runs (its barrier committed), not at election.
+  status->set_group_role(leads_.load() && now.leading ? "leader" : "follower");
+  status->set_group_term(now.term);
+  status->set_group_leader(now.leader == 0 ? -1 : static_cast<int64_t>(now.leader - 1));
+  status->set_group_committed_epoch(committed_epoch_.load());
+}
+
 std::string ReplicatedSequencing::Problem() const {
   const int64_t since = leaderless_since_us_.load();
   if (since == 0 || leadership().leader != 0) return "";

@@ -28,6 +28,7 @@
 
 #include "common/config.h"
 #include "common/types.h"
+#include "client.pb.h"
 #include "replication/replicated_log.h"
 
 namespace paxflow {
@@ -65,9 +66,13 @@ class ReplicatedSequencing {
   // This member has been told to lead (its sequencer was started).
   bool leads() const { return leads_.load(); }
   Epoch committed_epoch() const { return committed_epoch_.load(); }
+  // Stop was called: `committed` should return without waiting.
+  bool stopping() const { return stop_.load(); }
   replication::Leadership leadership() const;
   // The leader's node id as this member knows it (-1: none known).
   int64_t leader_node() const;
+  // Its role, term, leader and committed epoch, into a status reply.
+  void FillStatus(StatusReply* status) const;
   // Why the partition's input cannot move now (no leader known, for how
   // long), or empty.
   std::string Problem() const;
