@@ -1,5 +1,7 @@
 // Unit tests for deployment configs (common/config.h): parsing and validation.
 #include "common/config.h"
+#include "base/params.h"
+#include "node/replicated_sequencing.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -199,7 +201,7 @@ TEST(ConfigTest, ShippedConfigsLoadAndValidate) {
     uint32_t replicas;
   };
   for (const Shipped& s : {Shipped{"local-1.conf", 1, 1}, Shipped{"local-3.conf", 3, 1},
-                           Shipped{"local-2x2.conf", 2, 2}}) {
+                           Shipped{"local-2x2.conf", 2, 2}, Shipped{"local-1x3.conf", 1, 3}}) {
     const std::string path = ShippedConfig(s.file);
     ClusterConfig config;
     ASSERT_EQ(LoadClusterConfig(path, &config), "") << path;
@@ -246,7 +248,7 @@ TEST(ConfigTest, KeyFilesAreRelativeToTheConfig) {
 }
 
 TEST(ConfigTest, CurveIsOffInTheLoopbackDemosAndOnInTheMultiHostExamples) {
-  for (const char* name : {"local-1.conf", "local-3.conf", "local-2x2.conf"}) {
+  for (const char* name : {"local-1.conf", "local-3.conf", "local-2x2.conf", "local-1x3.conf"}) {
     ClusterConfig config;
     ASSERT_EQ(LoadClusterConfig(ShippedConfig(name), &config), "") << name;
     EXPECT_FALSE(config.auth().curve()) << name;
@@ -302,4 +304,44 @@ TEST(ConfigTest, NodeEndpointFollowsTransport) {
 }
 
 }  // namespace
+
+// Replicated input: consensus ports are checked like the others, every
+// node needs one when it is on, and the parameters it cannot run with are
+// refused by name. local-1x3 turns it on; the other demos leave it off.
+TEST(ConfigTest, ReplicatedInputConfigAndParameters) {
+  EXPECT_TRUE(Contains(Check("node { id: 0 host: \"127.0.0.1\" port: 5000 consensus_port: 70000 }\n"),
+                       "node 0 has consensus_port 70000"));
+  EXPECT_TRUE(Contains(Check("node { id: 0 host: \"127.0.0.1\" port: 5000 consensus_port: 5000 }\n"),
+                       "port clash"));
+  ClusterConfig config;
+  ASSERT_EQ(LoadClusterConfig(ShippedConfig("local-1x3.conf"), &config), "");
+  EXPECT_EQ(ReplicationConfigProblem(config), "");
+  bool on = false;
+  for (const Param& param : config.param()) on |= param.name() == "replicated_input" && param.value() == "true";
+  EXPECT_TRUE(on);
+  config.mutable_node(1)->set_consensus_port(0);
+  EXPECT_TRUE(Contains(ReplicationConfigProblem(config), "node 1 has no consensus_port")) << ReplicationConfigProblem(config);
+  ASSERT_EQ(LoadClusterConfig(ShippedConfig("local-2x2.conf"), &config), "");
+  for (const Param& param : config.param()) EXPECT_NE(param.name(), "replicated_input");
+
+  NodeParams params;
+  params.engine.replicated_input = true;
+  EXPECT_TRUE(Contains(params.Validate(1), "give --log_dir")) << params.Validate(1);
+  params.engine.log_dir = "/tmp/x";
+  EXPECT_EQ(params.Validate(1), "");
+  params.engine.sequencers_per_node = 2;
+  EXPECT_TRUE(Contains(params.Validate(1), "sequencers_per_node=1")) << params.Validate(1);
+  params.engine.sequencers_per_node = 1;
+  params.workload.ltx_fraction = 0.01;
+  EXPECT_TRUE(Contains(params.Validate(1), "give ltx_fraction=0")) << params.Validate(1);
+  params.workload.ltx_fraction = 0;
+  params.engine.election_timeout_ms = 10;
+  EXPECT_TRUE(Contains(params.Validate(1), "election_timeout_ms=10 is out of range")) << params.Validate(1);
+  // Off, the cluster parameters (and so old logs' headers) are as before.
+  NodeParams off;
+  EXPECT_EQ(off.ClusterParamsText().find("replicated_input"), std::string::npos);
+  params.engine.election_timeout_ms = 1000;
+  EXPECT_NE(params.ClusterParamsText().find("replicated_input=true"), std::string::npos);
+}
+
 }  // namespace paxflow

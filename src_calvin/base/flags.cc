@@ -66,6 +66,17 @@ DEFINE_double(checkpoint_every, 60,
               "With --log_dir: seconds between checkpoints (a cluster parameter: every node "
               "checkpoints at the same epochs); 0: none. Logs older than the newest "
               "checkpoint every node holds are removed");
+DEFINE_bool(replicated_input, false,
+            "Replicate each partition's input through consensus before it runs (a cluster "
+            "parameter): the replicas of a partition form one Raft group (libraft, on each "
+            "node's consensus_port in the config), its leader sequences, and an epoch's batches "
+            "run, and clients are answered, only once a majority of the group holds them on "
+            "disk; another replica takes over from a leader that dies. Needs --log_dir. Off: "
+            "replica 0 sequences and the other replicas follow its batches as they come");
+DEFINE_uint32(election_timeout_ms, 1000,
+              "With --replicated_input: how long a follower waits without hearing its group's "
+              "leader before it stands for election (libraft randomizes it to 1x-2x); a failover "
+              "takes about 1-2 times this (50..60000)");
 DEFINE_uint32(heartbeat_ms, 200, "How often a node tells every peer it is alive (ms)");
 DEFINE_uint32(peer_timeout_ms, 1000,
               "A peer silent this long (ms) is reported in progress lines and status; while "
@@ -217,7 +228,7 @@ const std::vector<std::string>& NodeFlagNames() {
       "peer_wait_s", "drain_timeout_s", "client_admit_limit", "client_buffer_mb", "gc",
       "checkpoint_every", "heartbeat_ms", "peer_timeout_ms", "peer_queue_mb", "max_epochs_ahead",
       "fault_stall_checkpoint", "reads_retry_ms", "fault_drop_peer_messages",
-      "fault_drop_channels", "fault_pause_sequencer", "peer_max_message_mb", "wipe", "ltx_workers", "ltx_timeout",
+      "fault_drop_channels", "fault_pause_sequencer", "replicated_input", "election_timeout_ms", "peer_max_message_mb", "wipe", "ltx_workers", "ltx_timeout",
       "max_active_ltx",
       "ltx_max_deferrals", "ltx_in_place", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
@@ -290,6 +301,8 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.peer_max_message_mb = FLAGS_peer_max_message_mb;
   e.checkpoint_every_s = FLAGS_checkpoint_every;
   e.metrics_port = FLAGS_metrics_port;
+  e.replicated_input = FLAGS_replicated_input;
+  e.election_timeout_ms = FLAGS_election_timeout_ms;
   e.heartbeat_ms = FLAGS_heartbeat_ms;
   e.peer_timeout_ms = FLAGS_peer_timeout_ms;
   e.peer_queue_mb = FLAGS_peer_queue_mb;

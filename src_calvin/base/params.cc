@@ -20,7 +20,7 @@ std::string Number(double x) {
 
 std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() const {
   const WorkloadParams& w = workload;
-  return {
+  std::vector<std::pair<std::string, std::string>> params = {
       {"mode", ModeName(engine.mode)},
       {"epoch_ms", std::to_string(engine.epoch_ms)},
       {"max_batch", std::to_string(engine.max_batch)},
@@ -58,6 +58,10 @@ std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() con
       {"warehouses", std::to_string(w.warehouses)},
       {"ch_streams", std::to_string(w.ch_streams)},
   };
+  // Listed only when on: logs and fingerprints of clusters without it stay
+  // what they were (old logs recover, replays match).
+  if (engine.replicated_input) params.emplace_back("replicated_input", "true");
+  return params;
 }
 
 uint64_t EngineParams::CheckpointEpochs() const {
@@ -257,6 +261,30 @@ std::string NodeParams::Validate(uint32_t partitions) const {
   if (e.wipe && e.log_dir.empty()) return "--wipe removes this node's history from --log_dir: give --log_dir too";
   if (e.recover && e.log_dir.empty()) {
     return "--recover rebuilds the node from its log directory: give --log_dir too";
+  }
+  if (e.election_timeout_ms < 50 || e.election_timeout_ms > 60000) {
+    return "election_timeout_ms=" + std::to_string(e.election_timeout_ms) +
+           " is out of range (50..60000)";
+  }
+  if (e.replicated_input) {
+    if (e.log_dir.empty()) {
+      return "replicated_input keeps each node's consensus log on disk: give --log_dir too";
+    }
+    if (e.sequencers_per_node != 1) {
+      return "replicated_input with sequencers_per_node=" + std::to_string(e.sequencers_per_node) +
+             ": a group's leader proposes one entry per epoch from one sequencer; give "
+             "sequencers_per_node=1";
+    }
+    if (workload.ltx_fraction > 0) {
+      return "replicated_input with ltx_fraction=" + Number(workload.ltx_fraction) +
+             ": the LTX lane's procedures run on replica 0, which need not lead its group, and "
+             "that role does not move with leadership yet; give ltx_fraction=0 (or a workload "
+             "without long txns, e.g. mixed)";
+    }
+    if (e.recover) {
+      return "--recover with replicated_input: a replica's restart into its group (rejoin) is "
+             "not built yet; start the cluster afresh (paxflow-cluster start --wipe)";
+    }
   }
   if (e.recover && e.sequencers_per_node > 1) {
     return "--recover with sequencers_per_node=" + std::to_string(e.sequencers_per_node) +

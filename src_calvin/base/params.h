@@ -52,6 +52,11 @@ struct EngineParams {
   bool recover = false;            // rejoin a running cluster from the log directory
   bool wipe = false;               // a fresh start may remove this node's history in log_dir
   double checkpoint_every_s = 60;  // checkpoint period (cluster parameter); 0: none
+  // Replicated input (node/replicated_sequencing.h): a partition's replicas
+  // agree on its batches through a Raft group before they run. A cluster
+  // parameter; election_timeout_ms is the node's own.
+  bool replicated_input = false;
+  uint32_t election_timeout_ms = 1000;
   uint32_t heartbeat_ms = 200;     // how often a node tells its peers it lives
   uint32_t peer_timeout_ms = 1000; // silence after which a peer is reported
   uint32_t peer_queue_mb = 64;     // per peer: bytes held for one that does not take them

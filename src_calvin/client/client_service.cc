@@ -402,6 +402,10 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
         node->set_state(details.state());
         node->set_admitted_epoch(details.admitted_epoch());
         node->set_published_epoch(details.published_epoch());
+        node->set_group_role(details.group_role());
+        node->set_group_term(details.group_term());
+        node->set_group_leader(details.group_leader());
+        node->set_group_committed_epoch(details.group_committed_epoch());
         QueueReply(connection, reply);
         return 1;
       }
@@ -568,7 +572,7 @@ ReplyStatus ClientService::AdmitTxn(Connection* connection, uint64_t id, bool ba
     *error = "node " + std::to_string(options_.node) + " cannot run txns now: " + unavailable_text_;
     return UNAVAILABLE;
   }
-  if (!options_.sequences) {
+  if (!sequences_.load()) {
     *error = "node " + std::to_string(options_.node) +
              " is a replica that does not sequence; send txns to " + options_.leader;
     return NOT_LEADER;

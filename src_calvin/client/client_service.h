@@ -104,6 +104,9 @@ class ClientService : public TxnSource, public ResultSink {
   std::string Start();  // binds; empty on success
   // New txns are refused with SHUTTING_DOWN from now on.
   void BeginShutdown() { shutting_down_.store(true); }
+  // From now on this node sequences (it came to lead its partition's
+  // replicated input): it takes txns instead of redirecting them. Any thread.
+  void SetSequences(bool sequences) { sequences_.store(sequences); }
   // Answers what is still waiting with SHUTTING_DOWN, then stops. Later
   // results and digests (late callers) are dropped.
   void Stop();
@@ -224,6 +227,7 @@ class ClientService : public TxnSource, public ResultSink {
   void PostLateReply(Connection* connection, const ClientReply& reply);
 
   const ClientServiceOptions options_;
+  std::atomic<bool> sequences_{options_.sequences};
   const Application* const app_;
   const ProcedureTable procedures_;
   StatusProvider status_;

@@ -944,6 +944,15 @@ int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::s
         if (status.checkpoint_epoch() > 0) {
           line += "  checkpoint " + std::to_string(status.checkpoint_epoch());
         }
+        if (!status.group_role().empty()) {
+          // Replicated input: who leads the node's partition, as it knows.
+          line += "  " + status.group_role() + " of partition " +
+                  std::to_string(status.partition()) + " (term " +
+                  std::to_string(status.group_term()) + ", " +
+                  (status.group_leader() < 0 ? std::string("no leader known")
+                                             : "leader node " + std::to_string(status.group_leader())) +
+                  ", committed epoch " + std::to_string(status.group_committed_epoch()) + ")";
+        }
         if (!status.problem().empty()) {
           line += "\n    " + status.problem();
           troubled.push_back(record.id);

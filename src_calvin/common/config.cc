@@ -235,7 +235,12 @@ std::string ValidateClusterConfig(const ClusterConfig& config, ClusterLayout* la
       return who + " has metrics_port " + std::to_string(node.metrics_port()) +
              " (expected 1..65535, or 0 for none)";
     }
+    if (node.consensus_port() > 65535) {
+      return who + " has consensus_port " + std::to_string(node.consensus_port()) +
+             " (expected 1..65535, or 0 for none)";
+    }
     std::vector<uint32_t> ports = {node.port()};
+    if (node.consensus_port() != 0) ports.push_back(node.consensus_port());
     if (node.client_port() != 0) ports.push_back(node.client_port());
     if (node.metrics_port() != 0) ports.push_back(node.metrics_port());
     // Loopback spellings name the same interface.

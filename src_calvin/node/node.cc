@@ -190,7 +190,12 @@ std::string Node::Start() {
   }
   if (catch_up_) catch_up_->Start();
   // Built before the scheduler runs: a failed log stops it from any thread.
-  if (self_->replica() == 0 && !sequencer_finished_) {
+  if (params.engine.replicated_input) {
+    error = MakeReplication();
+    if (!error.empty()) return error;
+  }
+  // With replicated input every replica builds it; it runs while it leads.
+  if ((self_->replica() == 0 || params.engine.replicated_input) && !sequencer_finished_) {
     StartSequencer(sequenced_through + 1, recover ? peers_sequenced_ : 0);
   } else if (sequencer_finished_) {
     Print("[node " + std::to_string(options_.id) + "] its sequencer finished its run at epoch " +
@@ -227,12 +232,14 @@ std::string Node::Start() {
     }
   }
   start_us_ = NowMicros();
-  for (auto& runner : runners_) runner->Start();
+  if (!params.engine.replicated_input) {
+    for (auto& runner : runners_) runner->Start();
+  }
   if (!recover) state_ = State::kRunning;
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
   if (params.engine.progress_ms > 0) reporter_ = std::thread([this] { ReportLoop(); });
   started_ = true;
-  return "";
+  return replicated_ ? replicated_->Start() : "";
 }
 
 std::string Node::StartTransport() {
@@ -351,7 +358,7 @@ std::string Node::StartTransport() {
     catch_up.sequencer_log = sequencer_log_.get();
     catch_up.reads_log = reads_log_.get();
     catch_up.input_log = &log_->log();
-    if (self_->replica() == 0) {
+    if (self_->replica() == 0 || options_.params.engine.replicated_input) {
       catch_up.own_sequencer =
           SequencerId(partition, 0, options_.params.engine.sequencers_per_node);
     }
@@ -375,6 +382,12 @@ std::string Node::StartClients() {
   client_options.leader = "node " + std::to_string(leader->id()) + " (" + leader->host() + ":" +
                           std::to_string(leader->client_port()) + ")";
   const EngineParams& engine = options_.params.engine;
+  if (engine.replicated_input) {
+    // It takes txns once it leads (MakeReplication's lead hook).
+    client_options.sequences = false;
+    client_options.leader = "the leader of partition " + std::to_string(partition) +
+                            "'s replicas (another replica; paxflow-cli status shows who)";
+  }
   client_options.epoch_ms = engine.epoch_ms;
   AdmissionLimits& admission = client_options.admission;
   admission.max_admitted = engine.client_admit_limit
@@ -551,7 +564,7 @@ bool Node::BeforeSend(size_t runner, Epoch epoch,
   std::vector<std::string>& bytes = sequenced_bytes_[runner];
   bytes.resize(batches.size());
   for (size_t p = 0; p < batches.size(); ++p) batches[p]->SerializeToString(&bytes[p]);
-  if (!sequencer_log_) return true;
+  if (!sequencer_log_ && !replicated_) return true;
   // A SequencedEpoch from the batches' bytes, without serializing them again.
   std::string record;
   {
@@ -567,6 +580,8 @@ bool Node::BeforeSend(size_t runner, Epoch epoch,
       out.WriteRaw(batch.data(), static_cast<int>(batch.size()));
     }
   }
+  // Replicated: nothing goes out before the group commits it (OnCommittedEpoch).
+  if (replicated_) return replicated_->Propose(epoch, std::move(record));
   std::string error = sequencer_log_->Append(epoch, record);
   const bool final = runner == 0 && !batches.empty() && batches[0]->final();
   if (error.empty()) error = sequencer_log_->Flush(options_.params.engine.log_fsync || final);
@@ -581,6 +596,7 @@ bool Node::BeforeSend(size_t runner, Epoch epoch,
 
 void Node::DeliverFromSequencer(size_t runner, PartitionId partition,
                                 std::unique_ptr<Batch> batch) {
+  if (replicated_) return;  // its committed entry is delivered instead
   bool to_self = false;
   const std::string& bytes = sequenced_bytes_[runner][partition];
   for (uint32_t replica = 0; replica < layout_.replicas(); ++replica) {
@@ -731,6 +747,7 @@ StatusReply Node::NodeStatus() const {
     const std::vector<Epoch> held = checkpointer_->Held();
     if (!held.empty()) reply.set_checkpoint_epoch(held.back());
   }
+  if (replicated_) replicated_->FillStatus(&reply);
   return reply;
 }
 
@@ -996,6 +1013,7 @@ void Node::Shutdown() {
   if (metrics_) metrics_->Stop();  // its thread reads the components stopped below
   for (auto& runner : runners_) runner->Abort();
   for (auto& runner : runners_) runner->Join();
+  if (replicated_) replicated_->Stop();  // no committed entry is delivered after this
   replay_stop_ = true;
   if (replay_thread_.joinable()) replay_thread_.join();
   for (auto* thread : {&reporter_, &heartbeat_thread_}) {
@@ -1061,7 +1079,7 @@ void Node::ReportLoop() {
             std::to_string(status.admitted_epoch) + "  published " +
             std::to_string(status.published_epoch) + "  lag " +
             std::to_string(status.admitted_epoch - status.published_epoch);
-    if (!runners_.empty()) line += "  sequenced " + std::to_string(LastSequencedEpoch());
+    if (Sequences()) line += "  sequenced " + std::to_string(LastSequencedEpoch());
     if (store_->multi_version()) {
       const StoreMetrics metrics = store_->Metrics();
       line += " | versions " + std::to_string(metrics.live_versions) + " (" +

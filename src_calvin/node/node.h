@@ -48,6 +48,7 @@
 #include "node/peer_monitor.h"
 #include "node/query_stats.h"
 #include "node/read_exchange.h"
+#include "node/replicated_sequencing.h"
 #include "partition/partition_setup.h"
 #include "scheduler/scheduler.h"
 #include "sequencer/generator_source.h"
@@ -131,6 +132,19 @@ class Node : public PeerSender, public ResultSink {
   std::string StartClients();
   std::string RestorePartition(Epoch* restored_at);
   void StartSequencer(Epoch first_epoch, Epoch catch_up_to);
+  // Replicated input (node_replication.cc): the group's member, made
+  // before the sequencer and started last in Start; the runners run only
+  // while this node leads.
+  std::string MakeReplication();
+  void OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading);
+  // Sequencer `sequencer` is its own partition's, whose batches come from
+  // the group's log (replicated input), not from a peer.
+  bool FromOwnGroup(uint32_t sequencer) const {
+    return replicated_ && sequencer == SequencerId(self_->partition(), 0, 1);
+  }
+  // This node runs its partition's sequencer now (replica 0's; with
+  // replicated input, the group leader's).
+  bool Sequences() const { return !runners_.empty() && (!replicated_ || replicated_->leads()); }
   // OLLP: the txn to sequence again after `txn`'s reconnaissance went
   // stale (handed to the generators or the client port, planned afresh
   // there). Worker threads.
@@ -327,6 +341,7 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<std::atomic<Epoch>[]> final_at_;
 
   std::unique_ptr<MetricsServer> metrics_;  // null: no metrics port
+  std::unique_ptr<ReplicatedSequencing> replicated_;  // null: replicated_input off
 
   std::thread reporter_;
   std::mutex report_mu_;

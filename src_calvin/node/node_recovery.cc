@@ -198,7 +198,7 @@ void Node::MakeLogWriters() {
   // The sequencer log (what peers fetch when they restart) holds one
   // sequencer's batches; with several per node the input log still serves
   // replays, but no node of the cluster can restart (EngineParams::Validate).
-  if (self_->replica() == 0 && engine.sequencers_per_node == 1) {
+  if ((self_->replica() == 0 || engine.replicated_input) && engine.sequencers_per_node == 1) {
     sequencer_log_ = std::make_unique<SegmentedLogWriter>();
     sequencer_log_->SetSyncDirectory(engine.log_fsync);
   }
@@ -590,9 +590,9 @@ void Node::ServeCheckpoint(Epoch wait_epoch,
     checkpointer_->AddWaiter(wait_epoch, std::move(done));
     return;
   }
-  if (runners_.empty()) {
+  if (!Sequences()) {
     done(CheckpointReply(), "node " + std::to_string(options_.id) +
-                                " does not sequence (a replica); ask a node of replica 0");
+                                " does not sequence (a replica); ask its partition's sequencing node");
     return;
   }
   const std::string problem = Problem();
@@ -648,7 +648,7 @@ void Node::SendHeartbeats() {
   heartbeat.set_admitted_epoch(status.admitted_epoch);
   heartbeat.set_published_epoch(status.published_epoch);
   heartbeat.set_freed_epoch(status.freed_epoch);
-  if (!runners_.empty()) {
+  if (Sequences()) {
     heartbeat.set_sequenced_epoch(LastSequencedEpoch());
     const uint32_t per_node = options_.params.engine.sequencers_per_node;
     for (uint32_t index = 0; index < per_node; ++index) {
@@ -675,7 +675,7 @@ void Node::SendHeartbeats() {
 }
 
 void Node::KeepSequencerInStep() {
-  if (runners_.empty()) return;
+  if (!Sequences()) return;
   const int64_t now = NowMicros();
   Epoch ahead = 0;
   for (uint32_t p = 0; p < layout_.partitions(); ++p) {
@@ -696,6 +696,7 @@ void Node::UpdateProblems() {
   std::vector<NodeId> waited_for;
   if (!scheduler_->finished()) {
     for (uint32_t sequencer : status.missing_sequencers) {
+      if (FromOwnGroup(sequencer)) continue;  // its group's log: replicated_->Problem()
       const NodeId node = monitor_->NodeOfSequencer(sequencer, layout_.NodeOf(0, sequencer));
       if (node == options_.id) continue;  // its own lost batches: LostEpochsProblem
       Heartbeat heartbeat;
@@ -718,6 +719,8 @@ void Node::UpdateProblems() {
   }
   const std::string lost = LostEpochsProblem();
   if (!lost.empty()) stalls.push_back(lost);
+  const std::string leaderless = replicated_ ? replicated_->Problem() : "";
+  if (!leaderless.empty()) stalls.push_back(leaderless);
   {
     std::lock_guard<std::mutex> lock(damage_mu_);
     if (damage_) {
@@ -780,6 +783,7 @@ void Node::AskForMissedBatches() {
   // A partition catching up asks for no more than it can run soon.
   if (status.next_epoch > status.published_epoch + window) return;
   for (uint32_t sequencer : status.missing_sequencers) {
+    if (FromOwnGroup(sequencer)) continue;  // they come from its group's log as committed
     const NodeId node = monitor_->NodeOfSequencer(sequencer, layout_.NodeOf(0, sequencer));
     Epoch sequenced = 0;
     if (node == options_.id) {

@@ -1,0 +1,178 @@
+#include "node/replicated_sequencing.h"
+
+#include <arpa/inet.h>
+#include <glog/logging.h>
+#include <google/protobuf/io/coded_stream.h>
+
+#include <algorithm>
+
+#include "common/clock.h"
+#include "node/peer_monitor.h"
+#include "replication/raft_log.h"
+
+namespace paxflow {
+namespace {
+
+// Member ids are node ids + 1: libraft takes no 0.
+uint64_t MemberOf(NodeId node) { return uint64_t{node} + 1; }
+
+// A SequencedEpoch record's epoch (its first field, as Node writes it).
+bool RecordEpoch(const std::string& record, Epoch* epoch) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(record.data()),
+                                            static_cast<int>(record.size()));
+  uint64_t value = 0;
+  if (in.ReadTag() != 8 || !in.ReadVarint64(&value)) return false;
+  *epoch = value;
+  return true;
+}
+
+}  // namespace
+
+std::string ReplicationConfigProblem(const ClusterConfig& config) {
+  for (const NodeConfig& node : config.node()) {
+    const std::string who = "node " + std::to_string(node.id());
+    if (node.consensus_port() == 0) {
+      return who + " has no consensus_port: replicated_input needs one on every node (the "
+             "port its partition's consensus group reaches it on, e.g. consensus_port: " +
+             std::to_string(node.port() + 300 <= 65535 ? node.port() + 300 : 1024) + ")";
+    }
+    in_addr address{};
+    if (inet_pton(AF_INET, node.host().c_str(), &address) != 1) {
+      return who + ": host '" + node.host() + "' is not an IPv4 address, which the consensus "
+             "group's transport needs with replicated_input (e.g. 127.0.0.1)";
+    }
+  }
+  if (config.transport() == "inproc") {
+    return "replicated_input needs transport tcp or ipc: the consensus group talks TCP";
+  }
+  return "";
+}
+
+ReplicatedSequencing::ReplicatedSequencing(ReplicatedSequencingOptions options)
+    : options_(std::move(options)) {}
+
+ReplicatedSequencing::~ReplicatedSequencing() { Stop(); }
+
+std::string ReplicatedSequencing::Start() {
+  const ClusterLayout& layout = *options_.layout;
+  const NodeConfig* self = layout.Node(options_.self);
+  replication::RaftLogOptions raft;
+  raft.id = MemberOf(options_.self);
+  for (uint32_t replica = 0; replica < layout.replicas(); ++replica) {
+    const NodeConfig* member = layout.Node(layout.NodeOf(replica, self->partition()));
+    raft.members.push_back(
+        {MemberOf(member->id()), member->host() + ":" + std::to_string(member->consensus_port())});
+  }
+  raft.data_dir = options_.log_dir + "/node-" + std::to_string(options_.self) + ".raft";
+  raft.election_timeout_ms = options_.election_timeout_ms;
+  // Several heartbeats per election timeout, so that one lost or late
+  // heartbeat does not depose a live leader.
+  raft.heartbeat_ms = std::max(10u, options_.election_timeout_ms / 10);
+  raft.connect_retry_ms = std::min(200u, std::max(20u, options_.election_timeout_ms / 5));
+  std::string error;
+  log_ = replication::StartRaftLog(raft, &error);
+  if (!log_) {
+    return "replicated_input: node " + std::to_string(options_.self) +
+           " cannot start its consensus member (consensus_port " +
+           std::to_string(self->consensus_port()) + ", " + raft.data_dir + "): " + error;
+  }
+  leaderless_since_us_ = NowMicros();
+  consumer_ = std::thread([this] { Consume(); });
+  return "";
+}
+
+void ReplicatedSequencing::Consume() {
+  std::vector<replication::LogEvent> events;
+  while (!stop_.load()) {
+    events.clear();
+    if (!log_->NextEvents(&events, std::chrono::milliseconds(100))) continue;
+    for (replication::LogEvent& event : events) {
+      switch (event.kind) {
+        case replication::LogEvent::Kind::kCommitted: {
+          Epoch epoch = 0;
+          if (!RecordEpoch(event.bytes, &epoch)) {
+            LOG(ERROR) << "node " << options_.self << ": committed entry " << event.index
+                       << " is not an epoch record; skipped";
+            break;
+          }
+          // A deposed leader's entry for an epoch its successor cut again
+          // is skipped alike by every member.
+          if (epoch <= committed_epoch_.load()) break;
+          committed_epoch_.store(epoch);
+          options_.committed(epoch, event.bytes, leads_.load());
+          break;
+        }
+        case replication::LogEvent::Kind::kLeadership: {
+          const replication::Leadership& now = event.leadership;
+          leaderless_since_us_ = now.leader == 0 ? NowMicros() : 0;
+          if (now.leading && !leads_.load()) {
+            leads_.store(true);
+            if (options_.print) {
+              options_.print("[node " + std::to_string(options_.self) +
+                             "] leads its partition's consensus group (term " +
+                             std::to_string(now.term) + "): sequencing from epoch " +
+                             std::to_string(committed_epoch_.load() + 1));
+            }
+            options_.lead(committed_epoch_.load() + 1);
+          } else if (!now.leading && leads_.load() && options_.print) {
+            options_.print("[node " + std::to_string(options_.self) +
+                           "] no longer leads its partition's group (term " +
+                           std::to_string(now.term) + "); its sequencer stops");
+          }
+          break;
+        }
+        case replication::LogEvent::Kind::kRestored:
+          // No member trims yet (Trim is not called), so none is sent a
+          // snapshot; should one be, its state cannot follow the log.
+          LOG(ERROR) << "node " << options_.self << ": its consensus log was restored from a "
+                     << "snapshot at index " << event.index << ", which this build cannot follow";
+          break;
+      }
+    }
+  }
+}
+
+bool ReplicatedSequencing::Propose(Epoch epoch, std::string record) {
+  const replication::ProposeResult result = log_->Propose(std::move(record));
+  if (result.status == replication::ProposeResult::Status::kAppended) return true;
+  LOG(WARNING) << "node " << options_.self << ": epoch " << epoch << " not proposed ("
+               << (result.status == replication::ProposeResult::Status::kNotLeader
+                       ? "no longer leads"
+                       : result.error) << "); its sequencer stops";
+  return false;
+}
+
+replication::Leadership ReplicatedSequencing::leadership() const {
+  return log_ ? log_->leadership() : replication::Leadership{};
+}
+
+int64_t ReplicatedSequencing::leader_node() const {
+  const replication::Leadership now = leadership();
+  return now.leader == 0 ? -1 : static_cast<int64_t>(now.leader - 1);
+}
+
+void ReplicatedSequencing::FillStatus(StatusReply* status) const {
+  const replication::Leadership now = leadership();
+  // "leader" once its sequencer runs (its barrier committed), not at election.
+  status->set_group_role(leads_.load() && now.leading ? "leader" : "follower");
+  status->set_group_term(now.term);
+  status->set_group_leader(now.leader == 0 ? -1 : static_cast<int64_t>(now.leader - 1));
+  status->set_group_committed_epoch(committed_epoch_.load());
+}
+
+std::string ReplicatedSequencing::Problem() const {
+  const int64_t since = leaderless_since_us_.load();
+  if (since == 0 || leadership().leader != 0) return "";
+  return "no leader in partition " +
+         std::to_string(options_.layout->Node(options_.self)->partition()) +
+         "'s consensus group for " + PeerMonitor::Seconds(NowMicros() - since) +
+         " (an election is under way, or a majority of its replicas is down)";
+}
+
+void ReplicatedSequencing::Stop() {
+  stop_.store(true);
+  if (log_) log_->Stop();
+  if (consumer_.joinable()) consumer_.join();
+}
+
+}  // namespace paxflow

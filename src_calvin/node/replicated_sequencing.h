@@ -1,0 +1,93 @@
+// Replicated input for one node (param replicated_input): the replicas of
+// its partition form one consensus group (replication/raft_log.h), and
+// the partition's input goes through it before anything runs.
+//
+// The group's leader runs the partition's sequencer. What it cuts for an
+// epoch (a SequencedEpoch record: the epoch's batches for every partition,
+// what the sequencer log holds) is proposed as one entry (Propose, on the
+// sequencer's thread); nothing of it is delivered at the cut. Every member,
+// the leader included, is handed the committed entries in one order and
+// hands them to the node (`committed`), which runs its own partition's
+// batch; the leader also sends the other partitions theirs. An entry whose
+// epoch is not above the last committed one is skipped (a deposed leader's
+// late entry), the same way on every member, so they all run one sequence.
+// When this member comes to lead (libraft commits a barrier first, so
+// every entry of earlier terms has come out by then), `lead` is called with
+// the epoch after the last committed one: its sequencer resumes there.
+//
+// Owns: the RaftLog (its data dir: <log_dir>/node-<id>.raft) and the
+// consumer thread that takes its events. Threads: `committed` and `lead`
+// run on the consumer thread; Propose on the sequencer's; the rest on any.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/config.h"
+#include "common/types.h"
+#include "client.pb.h"
+#include "replication/replicated_log.h"
+
+namespace paxflow {
+
+struct ReplicatedSequencingOptions {
+  const ClusterConfig* config = nullptr;
+  const ClusterLayout* layout = nullptr;
+  NodeId self = 0;
+  std::string log_dir;
+  unsigned election_timeout_ms = 1000;
+  // Consumer thread: a committed SequencedEpoch record of epoch `epoch`;
+  // `leading`: this member leads (it sends the other partitions theirs).
+  std::function<void(Epoch epoch, const std::string& record, bool leading)> committed;
+  // Consumer thread: this member leads now; its sequencer starts at `first_epoch`.
+  std::function<void(Epoch first_epoch)> lead;
+  std::function<void(const std::string&)> print;
+};
+
+// Why `config` cannot carry replicated input (a node without a consensus
+// port, or whose host is not an IPv4 address), or empty.
+std::string ReplicationConfigProblem(const ClusterConfig& config);
+
+class ReplicatedSequencing {
+ public:
+  explicit ReplicatedSequencing(ReplicatedSequencingOptions options);
+  ~ReplicatedSequencing();
+
+  // Opens the group's member (bootstraps it on a fresh data dir), starts
+  // the consumer thread. Empty on success, else why not.
+  std::string Start();
+  // The leader's sequencer thread: epoch `epoch`'s record into the log.
+  // False if this member cannot propose (it no longer leads): the
+  // sequencer stops here, and the group's new leader goes on.
+  bool Propose(Epoch epoch, std::string record);
+  // This member has been told to lead (its sequencer was started).
+  bool leads() const { return leads_.load(); }
+  Epoch committed_epoch() const { return committed_epoch_.load(); }
+  // Stop was called: `committed` should return without waiting.
+  bool stopping() const { return stop_.load(); }
+  replication::Leadership leadership() const;
+  // The leader's node id as this member knows it (-1: none known).
+  int64_t leader_node() const;
+  // Its role, term, leader and committed epoch, into a status reply.
+  void FillStatus(StatusReply* status) const;
+  // Why the partition's input cannot move now (no leader known, for how
+  // long), or empty.
+  std::string Problem() const;
+  void Stop();
+
+ private:
+  void Consume();
+
+  const ReplicatedSequencingOptions options_;
+  std::unique_ptr<replication::ReplicatedLog> log_;
+  std::thread consumer_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> leads_{false};
+  std::atomic<Epoch> committed_epoch_{0};
+  std::atomic<int64_t> leaderless_since_us_{0};  // 0: a leader is known
+};
+
+}  // namespace paxflow

@@ -1,0 +1,164 @@
+// Replicated input on one partition replicated three times (issue 17):
+// real paxflow-node processes with the embedded generator, the group's
+// leader killed with SIGKILL. Another replica leads and the cluster goes on
+// sequencing with the default timeouts; the two survivors reach the same
+// digest at a common epoch and at the end. The failover time (kill to a
+// survivor leading with a newer committed epoch) is printed.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "tests/test_cluster.h"
+
+namespace paxflow::testing {
+namespace {
+
+constexpr int kTimeoutMs = 20000;
+
+// The config edit that turns replicated input on, consensus ports picked free.
+void ReplicatedInput(ClusterConfig* config, const std::string&) {
+  const std::vector<uint32_t> ports = FreePorts(config->node_size());
+  for (int i = 0; i < config->node_size(); ++i) config->mutable_node(i)->set_consensus_port(ports[i]);
+  Param* param = config->add_param();
+  param->set_name("replicated_input");
+  param->set_value("true");
+}
+
+// The node that says it leads, if exactly one does and the others name it.
+int Leader(const TestCluster& cluster, const std::vector<int>& nodes, StatusReply* leader_status) {
+  int leader = -1;
+  for (int i : nodes) {
+    StatusReply status;
+    if (!AskStatus(cluster.node(i), &status, 500)) return -1;
+    if (status.group_role() == "leader") {
+      if (leader >= 0) return -1;
+      leader = i;
+      *leader_status = status;
+    }
+  }
+  if (leader < 0) return -1;
+  for (int i : nodes) {
+    StatusReply status;
+    if (!AskStatus(cluster.node(i), &status, 500) || status.group_leader() != leader) return -1;
+  }
+  return leader;
+}
+
+// The digest node `i` computes at `epoch` (waits for it to get there).
+ClientReply DigestAt(const NodeConfig& node, Epoch epoch) {
+  Client client;
+  client.Connect(ClientEndpoint(node));
+  ClientReply reply;
+  EXPECT_EQ(client.Call(Client::Digest(epoch), &reply, kTimeoutMs), "");
+  return reply;
+}
+
+TEST(FailoverClusterTest, LeaderKilledAnotherLeadsAndTheSurvivorsAgree) {
+  TestCluster cluster("failover", 1, 3, {"--duration=0"}, ReplicatedInput);
+  cluster.Start();
+  const std::vector<int> all = {0, 1, 2};
+  StatusReply before;
+  int leader = -1;
+  ASSERT_TRUE(WaitUntil([&] { return (leader = Leader(cluster, all, &before)) >= 0; }, kTimeoutMs))
+      << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
+  cluster.ExpectProgress(all, 50);
+  // Clients: the leader takes txns, a follower sends them there.
+  {
+    Client client;
+    client.Connect(ClientEndpoint(cluster.node((leader + 1) % 3)));
+    ClientReply reply;
+    ASSERT_EQ(client.Call(Client::Put({{7, "x"}}), &reply, kTimeoutMs), "");
+    EXPECT_EQ(reply.status(), NOT_LEADER) << reply.error();
+  }
+  {
+    Client client;
+    client.Connect(ClientEndpoint(cluster.node(leader)));
+    ClientReply reply;
+    ASSERT_EQ(client.Call(Client::Put({{7, "x"}}), &reply, kTimeoutMs), "");
+    EXPECT_EQ(reply.status(), OK) << reply.error();
+  }
+
+  std::vector<int> survivors;
+  for (int i : all) {
+    if (i != leader) survivors.push_back(i);
+  }
+  StatusReply at_kill;
+  ASSERT_TRUE(AskStatus(cluster.node(leader), &at_kill));
+  const std::vector<pid_t> pids = cluster.verbs().Pids();
+  ASSERT_EQ(pids.size(), 3u);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(pids[leader], SIGKILL), 0);
+
+  // Another leads, and commits epochs past what the dead one had.
+  StatusReply after;
+  int next = -1;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        next = Leader(cluster, survivors, &after);
+        return next >= 0 && after.group_committed_epoch() > at_kill.group_committed_epoch();
+      },
+      kTimeoutMs))
+      << cluster.Tail(survivors[0]) << cluster.Tail(survivors[1]);
+  const double failover_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  std::printf("failover: node %d killed, node %d leads after %.2f s (term %llu -> %llu)\n", leader,
+              next, failover_s, static_cast<unsigned long long>(before.group_term()),
+              static_cast<unsigned long long>(after.group_term()));
+  std::fflush(stdout);
+  // The issue's target is 3 s with the default timeouts: 20 kills took
+  // 1.65 to 2.08 s but one 3.03 s (docs/design.md). The bound here leaves
+  // room for a slow election on a loaded machine; a broken failover never
+  // gets there at all.
+  EXPECT_LT(failover_s, 4.0);
+  EXPECT_GT(after.group_term(), before.group_term());
+
+  // Both survivors go on, and agree at an epoch ahead of both.
+  cluster.ExpectProgress(survivors, 100);
+  Epoch ahead = 0;
+  for (int i : survivors) {
+    StatusReply status;
+    ASSERT_TRUE(AskStatus(cluster.node(i), &status));
+    ahead = std::max<Epoch>(ahead, status.admitted_epoch() + 200);
+  }
+  // Asked together, before either gets there (a digest is taken as the
+  // epoch passes; one asked for a past epoch gets a later one).
+  auto first_call = std::async(std::launch::async, [&] { return DigestAt(cluster.node(survivors[0]), ahead); });
+  auto second_call = std::async(std::launch::async, [&] { return DigestAt(cluster.node(survivors[1]), ahead); });
+  const ClientReply first = first_call.get();
+  const ClientReply second = second_call.get();
+  ASSERT_EQ(first.status(), OK) << first.error();
+  ASSERT_EQ(second.status(), OK) << second.error();
+  EXPECT_EQ(first.digest().epoch(), ahead);
+  EXPECT_EQ(second.digest().epoch(), ahead);
+  EXPECT_EQ(DigestHex(first.digest().digest()), DigestHex(second.digest().digest()));
+  // The new leader takes txns now, and they commit.
+  {
+    Client client;
+    client.Connect(ClientEndpoint(cluster.node(next)));
+    ClientReply reply;
+    ASSERT_EQ(client.Call(Client::Put({{8, "y"}}), &reply, kTimeoutMs), "");
+    EXPECT_EQ(reply.status(), OK) << reply.error();
+  }
+
+  // Stopped, the survivors drain to the same final epoch and digest (the
+  // verb itself fails: the killed node left no summary).
+  std::string output;
+  cluster.Verb("stop", {"--stop_timeout=30"}, &output);
+  RunSummary summaries[2];
+  for (int s = 0; s < 2; ++s) {
+    const std::string path = cluster.logs() + "/node-" + std::to_string(survivors[s]) + ".json";
+    ASSERT_EQ(RunSummary::FromJson(ReadFile(path), &summaries[s]), "") << path << "\n" << output;
+  }
+  EXPECT_GT(summaries[0].digest_epoch, ahead);
+  EXPECT_EQ(summaries[0].digest_epoch, summaries[1].digest_epoch);
+  EXPECT_EQ(DigestHex(summaries[0].digest), DigestHex(summaries[1].digest));
+}
+
+}  // namespace
+}  // namespace paxflow::testing
