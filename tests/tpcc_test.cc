@@ -476,6 +476,7 @@ TEST(TpccClientTest, GeneratedCallsPassAndMalformedOnesAreRefusedByName) {
   EXPECT_TRUE(contains(refusal(Dependent(TpccApplication::kDelivery, delivery)), "must be 0"));
   EXPECT_TRUE(contains(refusal(Dependent(TpccApplication::kStockLevel, {0, 1, 9})), "threshold 9"));
   EXPECT_TRUE(contains(refusal(Dependent(99, {})), "unknown procedure"));
+}
 
 // ---- CH-benCHmark's queries ----
 
