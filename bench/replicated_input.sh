@@ -3,7 +3,7 @@
 # agrees on every epoch before it runs) and off (replica 0 sequences, the
 # other two follow its batches as they come), alternately, ROUNDS times
 # each: throughput and latency side by side from one invocation.
-#   /work/team/bench bench/replicated_input.sh [DURATION_S] [ROUNDS]
+#   bench/replicated_input.sh [DURATION_S] [ROUNDS]   (alone on the machine)
 # Prints one line per run and the medians per setting.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

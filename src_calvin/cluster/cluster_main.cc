@@ -16,6 +16,7 @@
 #include "cluster/detached_cluster.h"
 #include "base/flags.h"
 #include "cluster/launcher.h"
+#include "node/replicated_sequencing.h"
 #include "base/signals.h"
 
 DEFINE_string(logs, "",
@@ -178,6 +179,7 @@ int Main(int argc, char** argv) {
   if (launches) {
     // Resolve the parameters here too, so a bad one fails before any node starts.
     error = ResolveFlags(ConfigParams(config), explicit_flags, layout.partitions(), &resolved);
+    if (error.empty() && resolved.engine.replicated_input) error = ReplicationConfigProblem(config);
     if (!error.empty()) return Fail(FLAGS_config + ": " + error);
   }
 
