@@ -915,7 +915,8 @@ void TpccApplication::OnGeneratedResult(const Txn& txn, const TxnOutcome& outcom
 void TpccApplication::PlanQuery(Txn* txn, const ReconRead& read) const {
   // The period of district d: the orders [lo, hi] of every warehouse, from
   // the next_o_id its planning reads (a warehouse this partition cannot
-  // read is taken as the others; RunQuery checks the cover all the same).
+  // read starts at the loaded state's period and ends as the others';
+  // RunQuery checks the cover all the same).
   // Ranges span every warehouse (a key's warehouse is its lowest digit), so
   // a query reads each of its tables as kDistricts ranges; calvin mode
   // locks every key of them (KeyArea::KeysOn), so they must stay tight.
@@ -924,18 +925,21 @@ void TpccApplication::PlanQuery(Txn* txn, const ReconRead& read) const {
   ltx->clear_read_area();
   std::string value;
   std::vector<uint32_t> lo(kDistricts, ~0u), hi(kDistricts, 0);
+  // A period never starts before the loaded state's (next_o_id only grows):
+  // the start taken for a warehouse this partition cannot read.
+  const uint32_t loaded_start = kInitialOrders + 1 - kChWindow;
   for (uint32_t d = 0; d < kDistricts; ++d) {
     for (uint32_t w = 0; w < warehouses; ++w) {
       DistrictRow district{};
-      if (!read(keys_.District(w, d), &value) || !Decode(value, &district)) continue;
+      if (!read(keys_.District(w, d), &value) || !Decode(value, &district)) {
+        lo[d] = std::min(lo[d], loaded_start);
+        continue;
+      }
       const uint32_t next = district.next_o_id;
       lo[d] = std::min(lo[d], next > kChWindow ? next - kChWindow : 1);
       hi[d] = std::max(hi[d], next - 1 + kChMargin);
     }
-    if (hi[d] == 0) {  // no district readable: the loaded state
-      lo[d] = kInitialOrders + 1 - kChWindow;
-      hi[d] = kInitialOrders + kChMargin;
-    }
+    if (hi[d] == 0) hi[d] = kInitialOrders + kChMargin;  // none readable: the loaded state
   }
   auto add = [&](Table t, uint32_t d, uint64_t first, uint64_t last) {
     KeyRange* range = ltx->add_read_area();
