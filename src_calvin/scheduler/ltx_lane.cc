@@ -1064,10 +1064,8 @@ void LtxLane::OnScanServed(TxnId id) {
 }
 
 bool LtxLane::HoldsPublication(Epoch epoch) const {
-  for (TxnId id : placed_) {
-    if (ltxs_.at(id).resolved_epoch <= epoch) return true;
-  }
-  return false;
+  // LTXs are placed in begin order, so the first placed is the earliest.
+  return !placed_.empty() && ltxs_.at(*placed_.begin()).resolved_epoch <= epoch;
 }
 
 size_t LtxLane::unresolved_here() const {

@@ -516,6 +516,9 @@ bool Scheduler::ReadsSettled(TxnWork* work) const {
 }
 
 void Scheduler::ReleaseSettledReadOnly() {
+  // Keys settle only as locks are released (HandleDone).
+  if (!locks_released_) return;
+  locks_released_ = false;
   if (ro_lane_.waiting() == 0 || !ltx_lane_.HoldsPublication(std::numeric_limits<Epoch>::max())) return;
   ro_lane_.ReleaseSettled(
       [&](TxnWork* work) {
@@ -655,6 +658,7 @@ void Scheduler::RunActions(EpochWork* epoch) {
 void Scheduler::HandleDone(const DoneMessage& message) {
   TxnWork* work = message.work;
   rw_lane_.Release(work, &ready_locked_);
+  locks_released_ = true;
   if (!message.finished) return;
   if (work->writes_here) --work->epoch->writes_pending;
   ++finished_locked_;

@@ -325,6 +325,7 @@ class Scheduler {
   std::vector<SnapshotRequest> taken_snapshots_;  // from the inbox, not yet placed
   std::vector<Epoch> taken_releases_;
   bool input_failed_ = false;    // an epoch could not be logged: admit nothing more
+  bool locks_released_ = false;  // since ReleaseSettledReadOnly last looked
   size_t store_slot_ = 0;            // the scheduler thread's
   std::vector<Epoch> pins_;          // last pins given to the store
   int64_t previous_close_time_us_ = 0;
