@@ -1,7 +1,6 @@
 // Unit tests for deployment configs (common/config.h): parsing and validation.
 #include "common/config.h"
 #include "base/params.h"
-#include "node/replicated_sequencing.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -16,7 +16,6 @@
 #include "cluster/detached_cluster.h"
 #include "base/flags.h"
 #include "cluster/launcher.h"
-#include "node/replicated_sequencing.h"
 #include "base/signals.h"
 
 DEFINE_string(logs, "",

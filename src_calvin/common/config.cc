@@ -325,4 +325,24 @@ std::string ValidateClusterConfig(const ClusterConfig& config, ClusterLayout* la
   return "";
 }
 
+std::string ReplicationConfigProblem(const ClusterConfig& config) {
+  for (const NodeConfig& node : config.node()) {
+    const std::string who = "node " + std::to_string(node.id());
+    if (node.consensus_port() == 0) {
+      return who + " has no consensus_port: replicated_input needs one on every node (the "
+             "port its partition's consensus group reaches it on, e.g. consensus_port: " +
+             std::to_string(node.port() + 300 <= 65535 ? node.port() + 300 : 1024) + ")";
+    }
+    in_addr address{};
+    if (inet_pton(AF_INET, node.host().c_str(), &address) != 1) {
+      return who + ": host '" + node.host() + "' is not an IPv4 address, which the consensus "
+             "group's transport needs with replicated_input (e.g. 127.0.0.1)";
+    }
+  }
+  if (config.transport() == "inproc") {
+    return "replicated_input needs transport tcp or ipc: the consensus group talks TCP";
+  }
+  return "";
+}
+
 }  // namespace paxflow

@@ -47,10 +47,6 @@ struct ReplicatedSequencingOptions {
   std::function<void(const std::string&)> print;
 };
 
-// Why `config` cannot carry replicated input (a node without a consensus
-// port, or whose host is not an IPv4 address), or empty.
-std::string ReplicationConfigProblem(const ClusterConfig& config);
-
 class ReplicatedSequencing {
  public:
   explicit ReplicatedSequencing(ReplicatedSequencingOptions options);
