@@ -34,8 +34,23 @@ for suite in "${suites[@]}"; do
   suite_passed=${suite_passed:-0}
   suite_failed=${suite_failed:-0}
   if [ "$rc" -ne 0 ] && [ "$suite_failed" -eq 0 ]; then
-    echo "== $name exited with status $rc (crash?); counting it as a failure"
+    echo "== $name exited with status $rc (crash?); counting it as a failure; its last lines:"
+    tail -n 60 "$tmp/$name.out"
     suite_failed=1
+  fi
+  if [ "$suite_failed" -ne 0 ]; then
+    # The filter above keeps one line per assertion; a failure needs its
+    # whole message (node tails, the values compared) to be diagnosed from
+    # the CI log alone.
+    sed -n 's/^\[  FAILED  \] \([^ ,]*\).* ms)$/\1/p' "$tmp/$name.out" | sort -u |
+      while read -r test; do
+        echo "== $name: output of $test (last 150 lines)"
+        awk -v t="$test" '$0 == "[ RUN      ] " t {on = 1; n = 0}
+                          on {buf[n++ % 150] = $0}
+                          on && index($0, "[  FAILED  ] " t) == 1 && / ms\)$/ {
+                            for (i = (n > 150 ? n - 150 : 0); i < n; i++) print buf[i % 150]; on = 0}' \
+          "$tmp/$name.out"
+      done
   fi
   echo "== $name: $suite_passed passed, $suite_failed failed ($(( $(date +%s) - start )) s)"
   passed=$((passed + suite_passed))

@@ -428,7 +428,6 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
   // together), takes client txns from the shared client port, and runs on
   // its own thread; the first also sequences the LTX lane's records.
   const uint32_t per_node = params.engine.sequencers_per_node;
-  OllpHooks ollp;
   if (params.engine.generate) {
     generated_window_ = std::make_unique<InflightWindow>(
         params.engine.max_inflight * per_node, [this] { return stats_->GeneratedDone(); });
@@ -445,7 +444,6 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
     // The multi-version store's newest versions are read inside an EBR
     // section, on a slot of the generator's own.
     resubmits_ = std::make_unique<ResubmitQueue>();
-    ollp.resubmit = resubmits_.get();
   }
   // Every node computes the same start from the same hellos (a margin
   // later, so that none has to catch up). A restarted one starts now, and
@@ -460,11 +458,11 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
   sequenced_bytes_.resize(per_node);
   for (uint32_t index = 0; index < per_node; ++index) {
     std::vector<TxnSource*> sources;
-    OllpHooks hooks = ollp;
+    std::function<void(Txn*)> recon;
     if (params.engine.generate || clients_) {
       const bool calvin = params.engine.mode == Mode::kCalvin;
       const size_t slot = calvin ? 0 : store_->RegisterThread();
-      hooks.recon = [this, partition, partitions, calvin, slot](Txn* txn) {
+      recon = [this, partition, partitions, calvin, slot](Txn* txn) {
         if (!app_->NeedsRecon(txn->procedure())) return;
         // A long scan's ranges are planned in both modes (PlanDependent: CH's queries).
         const bool scan = txn->txn_class() == LTX && txn->ltx().kind() == LTX_SCAN;
@@ -489,19 +487,19 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
       // (clients cannot read the state; an OLLP restart of theirs is
       // queued again at the client port, see OnResult). LTXs from clients
       // declare their own keys.
-      planned_clients_.push_back(std::make_unique<PlanningSource>(
-          clients_.get(), [recon = hooks.recon](Txn* txn) {
-            if (txn->txn_class() != LTX) recon(txn);
-          }));
-      sources.push_back(planned_clients_.back().get());
+      planned_.push_back(std::make_unique<PlanningSource>(clients_.get(), [recon](Txn* txn) {
+        if (txn->txn_class() != LTX) recon(txn);
+      }));
+      sources.push_back(planned_.back().get());
     }
     if (params.engine.generate) {
       // The first generator keeps the seed a single-sequencer node used.
       generators_.push_back(std::make_unique<GeneratorSource>(
           app_->NewGenerator(partition, partitions,
                              params.engine.seed + options_.id + (uint64_t{index} << 32)),
-          generated_window_.get(), std::move(hooks)));
-      sources.push_back(generators_.back().get());
+          generated_window_.get(), resubmits_.get()));
+      planned_.push_back(std::make_unique<PlanningSource>(generators_.back().get(), recon));
+      sources.push_back(planned_.back().get());
     }
     SequencerOptions sequencer_options;
     sequencer_options.sequencer_id = SequencerId(partition, index, per_node);

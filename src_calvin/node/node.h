@@ -242,8 +242,9 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<InflightWindow> generated_window_;  // shared by the generators
   std::vector<std::unique_ptr<GeneratorSource>> generators_;
-  // The client port as each sequencer polls it, dependent txns planned.
-  std::vector<std::unique_ptr<PlanningSource>> planned_clients_;
+  // What each sequencer polls: the client port and its generator, their
+  // dependent txns planned (OLLP's reconnaissance).
+  std::vector<std::unique_ptr<PlanningSource>> planned_;
   // Generated txns an OLLP restart sends back (calvin mode's LTXs, short
   // dependent txns in both modes), taken by the generators; filled from
   // worker threads (OnResult).

@@ -23,8 +23,8 @@ size_t InflightWindow::Claim(size_t want) {
 }
 
 GeneratorSource::GeneratorSource(std::unique_ptr<TxnGenerator> generator,
-                                 InflightWindow* window, OllpHooks ollp)
-    : generator_(std::move(generator)), window_(window), ollp_(std::move(ollp)) {}
+                                 InflightWindow* window, ResubmitQueue* resubmit)
+    : generator_(std::move(generator)), window_(window), resubmit_(resubmit) {}
 
 size_t GeneratorSource::Fill(size_t max, int64_t now_us, Batch* batch) {
   const size_t count = window_ ? window_->Claim(max) : max;
@@ -33,11 +33,10 @@ size_t GeneratorSource::Fill(size_t max, int64_t now_us, Batch* batch) {
     Txn* txn = batch->add_txns();
     // A resubmitted txn keeps its first submit time: its latency counts
     // its restarts.
-    if (!ollp_.resubmit || !ollp_.resubmit->Pop(txn)) {
+    if (!resubmit_ || !resubmit_->Pop(txn)) {
       generator_->Next(txn);
       txn->set_submit_time_us(now_us);
     }
-    if (ollp_.recon) ollp_.recon(txn);
   }
   return count;
 }

@@ -52,27 +52,21 @@ class ResubmitQueue {
   std::deque<Txn> txns_;
 };
 
-// OLLP for dependent txns (Application::NeedsRecon): each generated txn
-// goes through `recon` (which declares what a dependent one reads, from a
-// recent state, outside the order) before it is sequenced, and txns in
-// `resubmit` are sequenced again (reconnoitered afresh) before new ones.
-struct OllpHooks {
-  std::function<void(Txn*)> recon;
-  ResubmitQueue* resubmit = nullptr;
-};
-
+// Txns in `resubmit` (OLLP restarts) are sequenced again before new ones;
+// planning a dependent txn (its reconnaissance) is PlanningSource's, which
+// wraps this one as it wraps the client port.
 class GeneratorSource : public TxnSource {
  public:
-  // `window` (shared by the node's generators; null: unbounded) and the
-  // hooks' queue outlive this.
+  // `window` (shared by the node's generators; null: unbounded) and
+  // `resubmit` (null: none) outlive this.
   GeneratorSource(std::unique_ptr<TxnGenerator> generator, InflightWindow* window,
-                  OllpHooks ollp = {});
+                  ResubmitQueue* resubmit = nullptr);
   size_t Fill(size_t max, int64_t now_us, Batch* batch) override;
 
  private:
   std::unique_ptr<TxnGenerator> generator_;
   InflightWindow* const window_;
-  OllpHooks ollp_;
+  ResubmitQueue* const resubmit_;
 };
 
 }  // namespace paxflow
