@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <future>
 #include <string>
 #include <vector>
@@ -158,6 +159,73 @@ TEST(FailoverClusterTest, LeaderKilledAnotherLeadsAndTheSurvivorsAgree) {
   EXPECT_GT(summaries[0].digest_epoch, ahead);
   EXPECT_EQ(summaries[0].digest_epoch, summaries[1].digest_epoch);
   EXPECT_EQ(DigestHex(summaries[0].digest), DigestHex(summaries[1].digest));
+}
+
+// Replica 0 stands first (a short first election timeout), so a fresh
+// group leads within moments; checkpoints every second trim every member's
+// consensus log (libraft takes a snapshot there), and the three replicas go
+// on and agree.
+TEST(FailoverClusterTest, ReplicaZeroLeadsFirstAndCheckpointsTrimTheConsensusLog) {
+  TestCluster cluster("trim", 1, 3, {"--duration=0", "--checkpoint_every=1"}, ReplicatedInput);
+  cluster.Start();
+  const std::vector<int> all = {0, 1, 2};
+  StatusReply leader_status;
+  int leader = -1;
+  ASSERT_TRUE(WaitUntil([&] { return (leader = Leader(cluster, all, &leader_status)) >= 0; },
+                        kTimeoutMs))
+      << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
+  // Without the short first timeout any of the three wins, after 1-2
+  // election timeouts (1-2 s).
+  EXPECT_EQ(leader, 0) << "replica 0 should win the first election";
+
+  std::vector<StatusReply> trimmed(3);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        for (int i : all) {
+          if (!AskStatus(cluster.node(i), &trimmed[i], 500) || trimmed[i].group_trimmed_epoch() == 0) {
+            return false;
+          }
+        }
+        return true;
+      },
+      kTimeoutMs))
+      << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
+  for (int i : all) {
+    EXPECT_LE(trimmed[i].group_trimmed_epoch(), trimmed[i].checkpoint_epoch()) << "node " << i;
+    // libraft wrote the snapshot the trim asked for (at the next commit).
+    const std::string raft_dir = cluster.input() + "/node-" + std::to_string(i) + ".raft";
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          for (const auto& entry : std::filesystem::directory_iterator(raft_dir)) {
+            if (entry.path().filename().string().rfind("snapshot-", 0) == 0) return true;
+          }
+          return false;
+        },
+        kTimeoutMs))
+        << raft_dir << " holds no snapshot";
+  }
+
+  // All three go on past the trim and agree.
+  Epoch ahead = 0;
+  for (int i : all) {
+    StatusReply status;
+    ASSERT_TRUE(AskStatus(cluster.node(i), &status));
+    ahead = std::max<Epoch>(ahead, status.admitted_epoch() + 200);
+  }
+  std::vector<std::future<ClientReply>> calls;
+  for (int i : all) {
+    calls.push_back(std::async(std::launch::async, [&, i] { return DigestAt(cluster.node(i), ahead); }));
+  }
+  std::vector<ClientReply> digests;
+  for (auto& call : calls) digests.push_back(call.get());
+  for (int i : all) {
+    ASSERT_EQ(digests[i].status(), OK) << digests[i].error();
+    EXPECT_EQ(digests[i].digest().epoch(), ahead);
+    EXPECT_EQ(DigestHex(digests[i].digest().digest()), DigestHex(digests[0].digest().digest()))
+        << "node " << i;
+  }
+  std::string output;
+  EXPECT_EQ(cluster.Verb("stop", {"--stop_timeout=30"}, &output), 0) << output;
 }
 
 }  // namespace

@@ -406,6 +406,7 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
         node->set_group_term(details.group_term());
         node->set_group_leader(details.group_leader());
         node->set_group_committed_epoch(details.group_committed_epoch());
+        node->set_group_trimmed_epoch(details.group_trimmed_epoch());
         QueueReply(connection, reply);
         return 1;
       }

@@ -951,7 +951,11 @@ int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::s
                   std::to_string(status.group_term()) + ", " +
                   (status.group_leader() < 0 ? std::string("no leader known")
                                              : "leader node " + std::to_string(status.group_leader())) +
-                  ", committed epoch " + std::to_string(status.group_committed_epoch()) + ")";
+                  ", committed epoch " + std::to_string(status.group_committed_epoch()) +
+                  (status.group_trimmed_epoch() > 0
+                       ? ", log trimmed through epoch " + std::to_string(status.group_trimmed_epoch())
+                       : std::string()) +
+                  ")";
         }
         if (!status.problem().empty()) {
           line += "\n    " + status.problem();

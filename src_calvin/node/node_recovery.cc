@@ -628,6 +628,8 @@ void Node::HeartbeatLoop() {
     read_exchange_->AskAgain();  // reads lost on the way
     if (checkpointer_) {
       checkpointer_->Retain(monitor_->StableCheckpoint(checkpointer_->Held()));
+      // The consensus log keeps only what no checkpoint covers.
+      if (replicated_) replicated_->TrimCoveredBy(checkpointer_->Stable());
     }
     if (state_.load() == State::kRecovering &&
         scheduler_->Status().admitted_epoch >= rejoin_epoch_) {

@@ -44,6 +44,12 @@ std::string ReplicatedSequencing::Start() {
   }
   raft.data_dir = options_.log_dir + "/node-" + std::to_string(options_.self) + ".raft";
   raft.election_timeout_ms = options_.election_timeout_ms;
+  // Replica 0 stands first, so that a cluster starting up sequences within
+  // moments rather than after a randomized 1-2 timeouts; any member leads
+  // after a failover.
+  if (self->replica() == 0) {
+    raft.first_election_timeout_ms = std::max(20u, options_.election_timeout_ms / 10);
+  }
   // Several heartbeats per election timeout, so that one lost or late
   // heartbeat does not depose a live leader.
   raft.heartbeat_ms = std::max(10u, options_.election_timeout_ms / 10);
@@ -78,6 +84,10 @@ void ReplicatedSequencing::Consume() {
           // is skipped alike by every member.
           if (epoch <= committed_epoch_.load()) break;
           committed_epoch_.store(epoch);
+          {
+            std::lock_guard<std::mutex> lock(indexes_mu_);
+            indexes_.emplace_back(epoch, event.index);
+          }
           options_.committed(epoch, event.bytes, leads_.load());
           break;
         }
@@ -137,6 +147,7 @@ void ReplicatedSequencing::FillStatus(StatusReply* status) const {
   status->set_group_term(now.term);
   status->set_group_leader(now.leader == 0 ? -1 : static_cast<int64_t>(now.leader - 1));
   status->set_group_committed_epoch(committed_epoch_.load());
+  status->set_group_trimmed_epoch(trimmed_epoch_.load());
 }
 
 std::string ReplicatedSequencing::Problem() const {
@@ -146,6 +157,23 @@ std::string ReplicatedSequencing::Problem() const {
          std::to_string(options_.layout->Node(options_.self)->partition()) +
          "'s consensus group for " + PeerMonitor::Seconds(NowMicros() - since) +
          " (an election is under way, or a majority of its replicas is down)";
+}
+
+void ReplicatedSequencing::TrimCoveredBy(Epoch stable) {
+  if (!log_ || stable <= trimmed_epoch_.load()) return;
+  uint64_t index = 0;
+  Epoch through = 0;
+  {
+    std::lock_guard<std::mutex> lock(indexes_mu_);
+    while (!indexes_.empty() && indexes_.front().first <= stable) {
+      through = indexes_.front().first;
+      index = indexes_.front().second;
+      indexes_.pop_front();
+    }
+  }
+  if (index == 0) return;
+  log_->Trim(index);
+  trimmed_epoch_.store(through);
 }
 
 void ReplicatedSequencing::Stop() {

@@ -20,11 +20,13 @@
 // run on the consumer thread; Propose on the sequencer's; the rest on any.
 #pragma once
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "common/config.h"
 #include "common/types.h"
@@ -72,6 +74,13 @@ class ReplicatedSequencing {
   // Why the partition's input cannot move now (no leader known, for how
   // long), or empty.
   std::string Problem() const;
+  // Every node holds a checkpoint at `stable` (the cluster's stable
+  // checkpoint: a member that is down holds it back): the consensus log
+  // drops the entries of epochs up to it, which the checkpoints cover.
+  // Any thread (the node's heartbeat thread).
+  void TrimCoveredBy(Epoch stable);
+  // The last epoch whose entry the log was told to drop (0: none).
+  Epoch trimmed_epoch() const { return trimmed_epoch_.load(); }
   void Stop();
 
  private:
@@ -84,6 +93,11 @@ class ReplicatedSequencing {
   std::atomic<bool> leads_{false};
   std::atomic<Epoch> committed_epoch_{0};
   std::atomic<int64_t> leaderless_since_us_{0};  // 0: a leader is known
+  // Committed entries not trimmed yet, (epoch, log index), in order: about
+  // 100 a second between checkpoints.
+  std::mutex indexes_mu_;
+  std::deque<std::pair<Epoch, uint64_t>> indexes_;
+  std::atomic<Epoch> trimmed_epoch_{0};
 };
 
 }  // namespace paxflow

@@ -124,6 +124,7 @@ class RaftLog : public ReplicatedLog {
        handles_ready_ = false;
   bool closing_ = false;          // raft_close called
   bool leading_ = false;          // elected and its barrier applied
+  bool eager_ = false;            // on first_election_timeout_ms: no leader seen yet
   uint64_t barrier_term_ = 0;     // term whose barrier was proposed
   uint64_t trim_target_ = 0;      // highest index Trim allowed
   uint64_t covered_ = 0;          // trim index of the last snapshot
@@ -216,7 +217,9 @@ std::string RaftLog::Open() {
     if (rv != 0 && rv != RAFT_CANTBOOTSTRAP)
       return fail(std::string("bootstrap: ") + raft_strerror(rv));
   }
-  raft_set_election_timeout(&raft_, options_.election_timeout_ms);
+  eager_ = options_.first_election_timeout_ms != 0;
+  raft_set_election_timeout(&raft_, eager_ ? options_.first_election_timeout_ms
+                                           : options_.election_timeout_ms);
   raft_set_heartbeat_timeout(&raft_, options_.heartbeat_ms);
   raft_set_snapshot_threshold(&raft_, kNever);
   raft_set_snapshot_trailing(&raft_, 0);
@@ -479,6 +482,10 @@ void RaftLog::OnCheck(uv_check_t* handle) {
   raft_leader(raft, &leader, &address);
   now.leader = leader;
   now.term = raft->current_term;
+  if (self->eager_ && leader != 0) {
+    self->eager_ = false;
+    raft_set_election_timeout(raft, self->options_.election_timeout_ms);
+  }
   if (raft_state(raft) != RAFT_LEADER) {
     self->leading_ = false;
   } else if (!self->leading_ && self->barrier_term_ != now.term) {

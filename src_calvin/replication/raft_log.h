@@ -44,6 +44,11 @@ struct RaftLogOptions {
   // member on a new, empty disk joining its group (ReplicatedLog::Replace).
   bool bootstrap = true;
   unsigned election_timeout_ms = 1000;  // libraft randomizes it to 1x-2x
+  // This member's election timeout until it first learns of a leader (0:
+  // election_timeout_ms). A short one on one member makes it the group's
+  // first leader within moments of a start instead of a whole timeout
+  // later; pre-vote keeps it from deposing a leader it has not heard of yet.
+  unsigned first_election_timeout_ms = 0;
   unsigned heartbeat_ms = 100;
   unsigned connect_retry_ms = 200;  // between attempts to reach a member
   size_t segment_bytes = 8 << 20;   // log segment size (trimming unit)
