@@ -200,7 +200,8 @@ TEST(ConfigTest, ShippedConfigsLoadAndValidate) {
     uint32_t replicas;
   };
   for (const Shipped& s : {Shipped{"local-1.conf", 1, 1}, Shipped{"local-3.conf", 3, 1},
-                           Shipped{"local-2x2.conf", 2, 2}, Shipped{"local-1x3.conf", 1, 3}}) {
+                           Shipped{"local-2x2.conf", 2, 2}, Shipped{"local-1x3.conf", 1, 3},
+                           Shipped{"local-2x3.conf", 2, 3}}) {
     const std::string path = ShippedConfig(s.file);
     ClusterConfig config;
     ASSERT_EQ(LoadClusterConfig(path, &config), "") << path;
@@ -247,7 +248,8 @@ TEST(ConfigTest, KeyFilesAreRelativeToTheConfig) {
 }
 
 TEST(ConfigTest, CurveIsOffInTheLoopbackDemosAndOnInTheMultiHostExamples) {
-  for (const char* name : {"local-1.conf", "local-3.conf", "local-2x2.conf", "local-1x3.conf"}) {
+  for (const char* name :
+       {"local-1.conf", "local-3.conf", "local-2x2.conf", "local-1x3.conf", "local-2x3.conf"}) {
     ClusterConfig config;
     ASSERT_EQ(LoadClusterConfig(ShippedConfig(name), &config), "") << name;
     EXPECT_FALSE(config.auth().curve()) << name;
@@ -313,6 +315,8 @@ TEST(ConfigTest, ReplicatedInputConfigAndParameters) {
   EXPECT_TRUE(Contains(Check("node { id: 0 host: \"127.0.0.1\" port: 5000 consensus_port: 5000 }\n"),
                        "port clash"));
   ClusterConfig config;
+  ASSERT_EQ(LoadClusterConfig(ShippedConfig("local-2x3.conf"), &config), "");
+  EXPECT_EQ(ReplicationConfigProblem(config), "");
   ASSERT_EQ(LoadClusterConfig(ShippedConfig("local-1x3.conf"), &config), "");
   EXPECT_EQ(ReplicationConfigProblem(config), "");
   bool on = false;

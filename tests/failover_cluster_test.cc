@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,11 +53,11 @@ int Leader(const TestCluster& cluster, const std::vector<int>& nodes, StatusRepl
 }
 
 // The digest node `i` computes at `epoch` (waits for it to get there).
-ClientReply DigestAt(const NodeConfig& node, Epoch epoch) {
+ClientReply DigestAt(const NodeConfig& node, Epoch epoch, int timeout_ms = kTimeoutMs) {
   Client client;
   client.Connect(ClientEndpoint(node));
   ClientReply reply;
-  EXPECT_EQ(client.Call(Client::Digest(epoch), &reply, kTimeoutMs), "");
+  EXPECT_EQ(client.Call(Client::Digest(epoch), &reply, timeout_ms), "");
   return reply;
 }
 
@@ -226,6 +227,85 @@ TEST(FailoverClusterTest, ReplicaZeroLeadsFirstAndCheckpointsTrimTheConsensusLog
   }
   std::string output;
   EXPECT_EQ(cluster.Verb("stop", {"--stop_timeout=30"}, &output), 0) << output;
+}
+
+// Two partitions, three replicas each (local-2x3's shape), 10% of txns
+// multi-partition: partition 1's leader is killed. Another replica of
+// partition 1 leads and sends partition 0 its batches from there on, so
+// both partitions go on; each partition's survivors agree.
+TEST(FailoverClusterTest, TwoGroupsOneLeaderKilledBothPartitionsGoOn) {
+  TestCluster cluster("failover2", 2, 3, {"--duration=0", "--multi_partition_pct=10"},
+                      ReplicatedInput);
+  cluster.Start();
+  std::vector<int> groups[2];
+  for (int i = 0; i < cluster.config().node_size(); ++i) {
+    groups[cluster.config().node(i).partition()].push_back(i);
+  }
+  StatusReply before;
+  int leaders[2] = {-1, -1};
+  for (int p = 0; p < 2; ++p) {
+    ASSERT_TRUE(WaitUntil([&] { return (leaders[p] = Leader(cluster, groups[p], &before)) >= 0; },
+                          kTimeoutMs))
+        << "partition " << p << cluster.Tail(groups[p][0]);
+  }
+  std::vector<int> all;
+  for (int i = 0; i < cluster.config().node_size(); ++i) all.push_back(i);
+  cluster.ExpectProgress(all, 50);
+
+  StatusReply at_kill;
+  ASSERT_TRUE(AskStatus(cluster.node(leaders[1]), &at_kill));
+  const std::vector<pid_t> pids = cluster.verbs().Pids();
+  ASSERT_EQ(pids.size(), all.size());
+  ASSERT_EQ(kill(pids[leaders[1]], SIGKILL), 0);
+  std::vector<int> survivors1;
+  for (int i : groups[1]) {
+    if (i != leaders[1]) survivors1.push_back(i);
+  }
+  StatusReply after;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return Leader(cluster, survivors1, &after) >= 0 &&
+               after.group_committed_epoch() > at_kill.group_committed_epoch();
+      },
+      kTimeoutMs))
+      << cluster.Tail(survivors1[0]) << cluster.Tail(survivors1[1]);
+
+  // Partition 0 runs on: it gets partition 1's batches from the new leader.
+  std::vector<int> alive;
+  for (int i : all) {
+    if (i != leaders[1]) alive.push_back(i);
+  }
+  cluster.ExpectProgress(alive, 100);
+  Epoch ahead = 0;
+  for (int i : alive) {
+    StatusReply status;
+    ASSERT_TRUE(AskStatus(cluster.node(i), &status));
+    ahead = std::max<Epoch>(ahead, status.admitted_epoch() + 200);
+  }
+  std::vector<std::future<ClientReply>> calls;
+  for (int i : alive) {
+    // Replica 0 of partition 0 lost its peer of partition 1: it gets that
+    // partition's reads from another replica of it, asked after each txn
+    // waited for them, which is slow.
+    calls.push_back(
+        std::async(std::launch::async, [&, i] { return DigestAt(cluster.node(i), ahead, 90000); }));
+  }
+  std::map<uint32_t, std::string> digest_of_partition;
+  for (size_t n = 0; n < alive.size(); ++n) {
+    const ClientReply reply = calls[n].get();
+    StatusReply status;
+    AskStatus(cluster.node(alive[n]), &status);
+    ASSERT_EQ(reply.digest().epoch(), ahead)
+        << "node " << alive[n] << " at epoch " << status.admitted_epoch() << ": "
+        << status.problem() << "\n" << cluster.Tail(alive[n]);
+    const uint32_t partition = cluster.config().node(alive[n]).partition();
+    const std::string digest = DigestHex(reply.digest().digest());
+    if (!digest_of_partition.count(partition)) digest_of_partition[partition] = digest;
+    EXPECT_EQ(digest, digest_of_partition[partition]) << "node " << alive[n];
+  }
+  EXPECT_EQ(digest_of_partition.size(), 2u);
+  std::string output;
+  cluster.Verb("stop", {"--stop_timeout=30"}, &output);
 }
 
 }  // namespace

@@ -274,6 +274,18 @@ std::string Node::StartTransport() {
   exchange.serve_from_log = [this](NodeId from, const ReadsRequest& request) {
     if (catch_up_) catch_up_->RequestReads(from, request);
   };
+  if (options_.params.engine.replicated_input) {
+    exchange.reads_holder = [this](PartitionId from) {
+      const NodeId own = layout_.NodeOf(self_->replica(), from);
+      const int64_t now = NowMicros();
+      if (!monitor_ || !monitor_->Silent(own, now)) return own;
+      for (uint32_t replica = 0; replica < layout_.replicas(); ++replica) {
+        const NodeId other = layout_.NodeOf(replica, from);
+        if (!monitor_->Silent(other, now)) return other;
+      }
+      return own;
+    };
+  }
   read_exchange_ = std::make_unique<ReadExchange>(exchange);
   membership_ = std::make_unique<Membership>(options_.config, options_.id,
                                              options_.params.engine.log_dir);
@@ -324,7 +336,22 @@ std::string Node::StartTransport() {
     const NodeConfig* peer = layout_.Node(from);
     const bool restarted = monitor_->OnHeartbeat(heartbeat);
     // Its partition needs no more reads for the epochs it freed.
-    if (peer && peer->replica() == self_->replica()) {
+    if (peer && options_.params.engine.replicated_input) {
+      // Any live replica of it may ask for them (when its own peer of this
+      // partition died: ReadExchangeOptions::reads_holder), so they are
+      // kept until every live replica of it freed the epoch.
+      const int64_t now = NowMicros();
+      Epoch freed = std::numeric_limits<Epoch>::max();
+      for (uint32_t replica = 0; replica < layout_.replicas() && freed > 0; ++replica) {
+        const NodeId node = layout_.NodeOf(replica, peer->partition());
+        Heartbeat latest;
+        if (monitor_->Silent(node, now)) continue;
+        freed = monitor_->Latest(node, &latest) ? std::min(freed, latest.freed_epoch()) : 0;
+      }
+      if (freed != std::numeric_limits<Epoch>::max()) {
+        read_exchange_->Forget(peer->partition(), freed);
+      }
+    } else if (peer && peer->replica() == self_->replica()) {
       read_exchange_->Forget(peer->partition(), heartbeat.freed_epoch());
     }
     if (restarted && started_ && peer && peer->replica() == self_->replica()) {

@@ -72,13 +72,22 @@ bool PeerMonitor::Latest(NodeId peer, Heartbeat* heartbeat) const {
 }
 
 NodeId PeerMonitor::NodeOfSequencer(uint32_t sequencer, NodeId fallback) const {
+  const int64_t now = NowMicros();
   std::lock_guard<std::mutex> lock(mu_);
+  // With replicated input a partition's sequencer moves to another replica
+  // when its leader dies, and the dead one's last heartbeat still names it:
+  // a live node that runs it comes first.
+  NodeId silent = fallback;
+  bool any_silent = false;
   for (const auto& [id, heartbeat] : latest_) {
-    if (std::count(heartbeat.sequencers().begin(), heartbeat.sequencers().end(), sequencer)) {
-      return id;
+    if (!std::count(heartbeat.sequencers().begin(), heartbeat.sequencers().end(), sequencer)) {
+      continue;
     }
+    if (!Silent(id, now)) return id;
+    if (!any_silent) silent = id;
+    any_silent = true;
   }
-  return fallback;
+  return silent;
 }
 
 Epoch PeerMonitor::StableCheckpoint(const std::vector<Epoch>& own) const {

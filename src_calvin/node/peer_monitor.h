@@ -57,8 +57,8 @@ class PeerMonitor {
 
   // The last heartbeat of `peer`; false if none came yet.
   bool Latest(NodeId peer, Heartbeat* heartbeat) const;
-  // The node that runs sequencer `sequencer`, as its heartbeats say; else
-  // `fallback`.
+  // The node that runs sequencer `sequencer`, as its heartbeats say (a
+  // live one before a silent one); else `fallback`.
   NodeId NodeOfSequencer(uint32_t sequencer, NodeId fallback) const;
   // The newest epoch at which every node (this one: `own` checkpoints)
   // holds a checkpoint; 0 while some node was never heard from. Removed

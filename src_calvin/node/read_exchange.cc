@@ -143,7 +143,8 @@ void ReadExchange::AskAgain() {
   const std::vector<OverdueReads> overdue =
       options_.scheduler->OverdueRemoteReads(NowMicros(), options_.retry_us, kMaxTxnsPerRequest);
   for (const OverdueReads& reads : overdue) {
-    const NodeId peer = options_.layout->NodeOf(options_.replica, reads.from);
+    const NodeId peer = options_.reads_holder ? options_.reads_holder(reads.from)
+                                              : options_.layout->NodeOf(options_.replica, reads.from);
     ReadsRequest request;
     request.set_partition(options_.partition);
     request.set_after_epoch(reads.first_epoch > 0 ? reads.first_epoch - 1 : 0);

@@ -63,6 +63,12 @@ struct ReadExchangeOptions {
   // Serves a request from the reads log (what is no longer kept); null:
   // this node has no reads log.
   std::function<void(NodeId, const ReadsRequest&)> serve_from_log;
+  // Whom AskAgain asks for partition p's reads; null: p's node of this
+  // replica. With replicated input a dead node's partition lives on in its
+  // other replicas, which ran the same txns on the same state and sent
+  // their replica the very same reads (and keep them): one of them is
+  // asked instead.
+  std::function<NodeId(PartitionId)> reads_holder;
 };
 
 class ReadExchange {
