@@ -24,6 +24,7 @@
 #include <queue>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -68,7 +69,18 @@ struct LtxReadResult {
   PartitionId from = 0;
   std::vector<Key> keys;
   std::vector<bool> found;
-  std::vector<std::string> values;
+  // Value i is value_data[value_end[i-1] .. value_end[i]): back to back, so
+  // thousands of reads make one allocation, not one each.
+  std::string value_data;
+  std::vector<size_t> value_end;
+  void AddValue(std::string_view value) {
+    value_data.append(value.data(), value.size());
+    value_end.push_back(value_data.size());
+  }
+  std::string_view value(size_t i) const {
+    const size_t begin = i == 0 ? 0 : value_end[i - 1];
+    return std::string_view(value_data).substr(begin, value_end[i] - begin);
+  }
   bool scans_included = false;
   std::vector<LtxReads::Rows> scans;
   std::vector<TxnId> read_from;  // LtxReadTask::read_from

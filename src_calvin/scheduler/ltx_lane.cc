@@ -262,12 +262,35 @@ void LtxLane::Commit(const Txn& record, Epoch epoch, std::vector<Action>* action
 }
 
 void LtxLane::TakeLocalWrites(Entry* entry, const Txn& record) {
-  entry->local_writes.clear();
+  auto& writes = entry->local_writes;
+  writes.clear();
+  writes.reserve(static_cast<size_t>(record.ltx().writes_size()));
   for (const LtxWrite& write : record.ltx().writes()) {
     if (PartitionOf(write.key(), options_.partitions) == options_.partition) {
-      entry->local_writes[write.key()] = &write;
+      writes.emplace_back(write.key(), &write);
     }
   }
+  // An origin writes its record in key order, each key once; anything else
+  // is put in that shape, the last write of a key winning.
+  if (std::adjacent_find(writes.begin(), writes.end(), [](const auto& a, const auto& b) {
+        return a.first >= b.first;
+      }) == writes.end()) {
+    return;  // strictly ascending
+  }
+  std::stable_sort(writes.begin(), writes.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t kept = 0;
+  for (size_t i = 0; i < writes.size(); ++i) {
+    if (i + 1 < writes.size() && writes[i + 1].first == writes[i].first) continue;
+    writes[kept++] = writes[i];
+  }
+  writes.resize(kept);
+}
+
+const LtxWrite* LtxLane::LocalWrite(const Entry& entry, Key key) {
+  auto it = std::lower_bound(entry.local_writes.begin(), entry.local_writes.end(), key,
+                             [](const auto& write, Key k) { return write.first < k; });
+  return it != entry.local_writes.end() && it->first == key ? it->second : nullptr;
 }
 
 void LtxLane::IndexWrites(Entry* entry) {
@@ -618,7 +641,8 @@ void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch sna
 
 bool LtxLane::Covers(const TxnWork& work) const {
   scratch_covering_.clear();
-  if (areas_.empty()) return false;
+  // An LTX in place defers nothing: its install holds its area's locks.
+  if (areas_.empty() || options_.in_place) return false;
   auto check = [&](Key key) {
     areas_.ForEachCovering(key, [&](TxnId id) {
       // Active from the epoch after its begin; one in place defers nothing
@@ -738,7 +762,7 @@ bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::strin
     if (read_from && entry.state != State::kInstalled && !options_.in_place) {
       read_from->push_back(entry.id);
     }
-    const LtxWrite* write = entry.local_writes.at(key);
+    const LtxWrite* write = LocalWrite(entry, key);
     *found = !write->deleted();
     *value = *found ? write->value() : std::string();
     return true;
@@ -829,8 +853,9 @@ void LtxLane::PrepareTask(LtxReadTask* task, const ReadPlan& plan) const {
       if (entry.state != State::kInstalled && !options_.in_place) {
         task->read_from.push_back(entry.id);
       }
-      for (auto it = entry.local_writes.lower_bound(lo);
-           it != entry.local_writes.end() && it->first <= hi; ++it) {
+      auto it = std::lower_bound(entry.local_writes.begin(), entry.local_writes.end(), lo,
+                                 [](const auto& write, Key k) { return write.first < k; });
+      for (; it != entry.local_writes.end() && it->first <= hi; ++it) {
         task->scan_values[s][it->first] = {!it->second->deleted(), it->second->value()};
       }
     }

@@ -221,7 +221,9 @@ class LtxLane {
     State state = State::kActive;
     Epoch resolved_epoch = 0;
     std::shared_ptr<const Txn> commit;
-    std::map<Key, const LtxWrite*> local_writes;  // into `commit`, this partition's keys
+    // Into `commit`: this partition's keys, ascending, each once (the last
+    // write of a key wins). A sorted vector: thousands per LTX.
+    std::vector<std::pair<Key, const LtxWrite*>> local_writes;
     std::vector<TxnId> pending;  // LTXs pending for this one (after EndEpoch of its begin)
     bool pending_known = false;
     bool origin_here = false;
@@ -312,6 +314,8 @@ class LtxLane {
   void IndexWrites(Entry* entry);
   void UnindexWrites(Entry* entry);
   void TakeLocalWrites(Entry* entry, const Txn& record);
+  // `entry`'s local write of `key`, or null.
+  static const LtxWrite* LocalWrite(const Entry& entry, Key key);
   // Serves an LTX read task whose every covering LTX has resolved or finished.
   void ServeParkedTask(ParkedRead read);
   // Records the time since `since_us` as LTX life stage `stage`.
