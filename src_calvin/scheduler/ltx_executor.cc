@@ -536,6 +536,10 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round,
     if (run->finished) return;
     run->finished = true;
   }
+  // Nothing reads them once it finished (Absorb and AskForReads check
+  // `finished` first): freed here, not on the scheduler thread that drops
+  // the last reference to the run.
+  run->reads = LtxReads();
   const int64_t now = NowMicros();
   WorkerStats& stats =
       stats_->worker(options_.first_stats_slot + std::min<size_t>(index, options_.threads - 1));

@@ -45,11 +45,14 @@ struct LtxReadTask {
   PartitionId reply_to = 0;
   Epoch snapshot = 0;
   std::vector<Key> keys;
-  std::vector<std::pair<bool, std::string>> key_values;  // per key, if chosen
+  // Chosen values are views into the LTX records in `records`, which the
+  // task keeps alive (no copy of thousands of values on the scheduler).
+  std::vector<std::pair<bool, std::string_view>> key_values;  // per key, if chosen
   std::vector<bool> key_chosen;
   std::vector<KeyRange> scans;
   // Per scan: keys whose value the lane chose (found=false: deleted), ascending.
-  std::vector<std::map<Key, std::pair<bool, std::string>>> scan_values;
+  std::vector<std::map<Key, std::pair<bool, std::string_view>>> scan_values;
+  std::vector<std::shared_ptr<const Txn>> records;  // what the views above point into
   bool long_scan = false;  // a long scan's share: tell the lane when served
   int64_t waiting_since_us = 0;  // parked, or waiting for its snapshot: since
   size_t settled_keys = 0;  // waiting for its snapshot: keys[0..this) are settled

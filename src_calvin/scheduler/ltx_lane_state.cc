@@ -296,7 +296,7 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
     entry.resolved_epoch = saved.resolved_epoch();
     if (saved.has_commit()) {
       entry.commit = std::make_shared<const Txn>(saved.commit());
-      TakeLocalWrites(&entry, *entry.commit);
+      TakeLocalWrites(&entry, entry.commit);
     }
     entry.pending.assign(saved.pending().begin(), saved.pending().end());
     std::sort(entry.pending.begin(), entry.pending.end());
