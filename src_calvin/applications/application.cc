@@ -27,18 +27,17 @@ void ReadValues::SetMissing(size_t position) {
 bool LtxReads::Get(Key key, bool* found, std::string_view* value) const {
   auto it = points_.find(key);
   if (it == points_.end()) return false;
-  *found = it->second.first;
-  *value = it->second.second;
+  *found = it->second.found;
+  *value = std::string_view(data_).substr(it->second.offset, it->second.size);
   return true;
 }
 
 void LtxReads::SetPoint(Key key, bool found, std::string_view value) {
-  points_[key] = {found, found ? std::string(value) : std::string()};
-}
-
-void LtxReads::SetPoint(Key key, bool found, std::string&& value) {
-  if (!found) value.clear();
-  points_[key] = {found, std::move(value)};
+  Point& point = points_[key];
+  point.found = found;
+  point.offset = data_.size();
+  point.size = found ? value.size() : 0;
+  if (found) data_.append(value.data(), value.size());
 }
 
 void Application::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,

@@ -130,14 +130,26 @@ class LtxReads {
   size_t scans() const { return scans_.size(); }
   const Rows& Scan(size_t i) const { return scans_[i]; }
 
+  // A later SetPoint may move the bytes a Get returned: a procedure's round
+  // reads them, the next round's reads arrive after it.
   void SetPoint(Key key, bool found, std::string_view value);
-  void SetPoint(Key key, bool found, std::string&& value);
-  void Reserve(size_t points) { points_.reserve(points_.size() + points); }
+  void Reserve(size_t points, size_t bytes = 0) {
+    points_.reserve(points_.size() + points);
+    data_.reserve(data_.size() + bytes);
+  }
   void AddScan(Rows rows) { scans_.push_back(std::move(rows)); }
   size_t points() const { return points_.size(); }
 
  private:
-  std::unordered_map<Key, std::pair<bool, std::string>> points_;
+  // Values live back to back in `data_` (an LTX reads thousands of keys:
+  // one allocation for all of them, not one each).
+  struct Point {
+    bool found = false;
+    size_t offset = 0;
+    size_t size = 0;
+  };
+  std::unordered_map<Key, Point> points_;
+  std::string data_;
   std::vector<Rows> scans_;
 };
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <set>
-#include <unordered_set>
 
 #include "common/clock.h"
 
@@ -17,13 +16,36 @@ struct LtxExecutor::Run {
   KeyArea write_area;
   uint32_t round = 0;  // the procedure round that runs next
   LtxReads reads;
-  // The round in flight: the keys still unanswered, and the partitions
-  // whose scans are.
-  std::unordered_set<Key> unanswered;
+  // The round in flight: the keys asked (ascending, each once), which of
+  // them are answered, how many are not; and the partitions whose scans
+  // are unanswered. A sorted vector, not a hash set: an LTX asks for
+  // thousands of keys per round.
+  std::vector<Key> asked;
+  std::vector<bool> answered;
+  size_t unanswered = 0;
   std::set<PartitionId> scans_unanswered;
   std::vector<LtxReads::Rows> scan_rows;
   std::vector<KeyRange> round_scans;  // the round in flight's scans (AskAgain)
-  bool waiting() const { return !unanswered.empty() || !scans_unanswered.empty(); }
+  bool waiting() const { return unanswered > 0 || !scans_unanswered.empty(); }
+  // Marks `key` answered; false if it was not asked in this round or is
+  // answered already.
+  bool Answer(Key key) {
+    auto it = std::lower_bound(asked.begin(), asked.end(), key);
+    if (it == asked.end() || *it != key) return false;
+    const size_t index = static_cast<size_t>(it - asked.begin());
+    if (answered[index]) return false;
+    answered[index] = true;
+    --unanswered;
+    return true;
+  }
+  // Calls fn(key) for every asked key not answered yet.
+  template <typename Fn>
+  void ForEachUnanswered(Fn fn) const {
+    if (unanswered == 0) return;
+    for (size_t i = 0; i < asked.size(); ++i) {
+      if (!answered[i]) fn(asked[i]);
+    }
+  }
   bool finished = false;  // its record went to the sequencer, or its result out
   int64_t started_us = 0;
   int64_t first_round_us = 0;  // its first round began on an LTX thread
@@ -257,22 +279,29 @@ void LtxExecutor::AskForReads(const std::shared_ptr<Run>& run, const LtxRound& r
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (run->finished || !runs_.count(run->txn->id())) return;
-    std::vector<std::vector<Key>> keys(options_.partitions);
+    std::vector<Key>& asked = run->asked;
+    asked.clear();
     for (Key key : round.reads) {
       bool found;
       std::string_view value;
       if (run->reads.Get(key, &found, &value)) continue;  // read in an earlier round
-      keys[PartitionOf(key, options_.partitions)].push_back(key);
+      asked.push_back(key);
     }
-    run->unanswered.clear();
+    std::sort(asked.begin(), asked.end());
+    asked.erase(std::unique(asked.begin(), asked.end()), asked.end());
+    run->answered.assign(asked.size(), false);
+    run->unanswered = asked.size();
+    std::vector<std::vector<Key>> keys(options_.partitions);  // each ascending
+    if (options_.partitions == 1) {
+      keys[0] = asked;
+    } else {
+      for (Key key : asked) keys[PartitionOf(key, options_.partitions)].push_back(key);
+    }
     run->scans_unanswered.clear();
     run->scan_rows.assign(round.scans.size(), {});
     run->round_scans = round.scans;
     for (PartitionId p = 0; p < options_.partitions; ++p) {
-      std::sort(keys[p].begin(), keys[p].end());
-      keys[p].erase(std::unique(keys[p].begin(), keys[p].end()), keys[p].end());
       if (keys[p].empty() && round.scans.empty()) continue;  // scans reach every partition
-      run->unanswered.insert(keys[p].begin(), keys[p].end());
       if (!round.scans.empty()) run->scans_unanswered.insert(p);
       LtxReadRequest& request = requests[p];
       request.set_ltx_id(run->txn->id());
@@ -325,7 +354,7 @@ void LtxExecutor::OnReply(LtxReadReply&& reply) {
   }
   result.keys.assign(reply.keys().begin(), reply.keys().end());
   result.found.assign(reply.found().begin(), reply.found().end());
-  for (std::string& value : *reply.mutable_value()) result.values.push_back(std::move(value));
+  for (const std::string& value : reply.value()) result.AddValue(value);
   result.scans_included = reply.scans_included();
   result.read_from.assign(reply.read_from().begin(), reply.read_from().end());
   const int scans = reply.scan_begin_size();
@@ -342,10 +371,9 @@ void LtxExecutor::OnReply(LtxReadReply&& reply) {
 
 bool LtxExecutor::OwesLocked(const Run& run, PartitionId p) const {
   if (run.scans_unanswered.count(p)) return true;
-  for (Key key : run.unanswered) {
-    if (PartitionOf(key, options_.partitions) == p) return true;
-  }
-  return false;
+  bool owes = false;
+  run.ForEachUnanswered([&](Key key) { owes |= PartitionOf(key, options_.partitions) == p; });
+  return owes;
 }
 
 void LtxExecutor::AskAgain(PartitionId p) {
@@ -361,11 +389,10 @@ void LtxExecutor::AskAgain(PartitionId p) {
       request.set_ltx_id(id);
       request.set_round(run->round);
       request.set_from_partition(options_.partition);
-      std::vector<Key> keys;
-      for (Key key : run->unanswered) {
+      std::vector<Key> keys;  // ascending, as asked
+      run->ForEachUnanswered([&](Key key) {
         if (PartitionOf(key, options_.partitions) == p) keys.push_back(key);
-      }
-      std::sort(keys.begin(), keys.end());
+      });
       request.mutable_keys()->Add(keys.begin(), keys.end());
       if (run->scans_unanswered.count(p)) {
         for (const KeyRange& scan : run->round_scans) *request.add_scans() = scan;
@@ -402,11 +429,11 @@ void LtxExecutor::Absorb(LtxReadResult&& result) {
     } else {
       // Only keys asked and not answered yet count (a repeat is ignored).
       run->read_from.insert(result.read_from.begin(), result.read_from.end());
-      run->reads.Reserve(result.keys.size());
+      run->reads.Reserve(result.keys.size(), result.value_data.size());
       for (size_t i = 0; i < result.keys.size(); ++i) {
         const Key key = result.keys[i];
-        if (PartitionOf(key, options_.partitions) != from || !run->unanswered.erase(key)) continue;
-        run->reads.SetPoint(key, result.found[i], std::move(result.values[i]));
+        if (PartitionOf(key, options_.partitions) != from || !run->Answer(key)) continue;
+        run->reads.SetPoint(key, result.found[i], result.value(i));
       }
       if (result.scans_included && result.scans.size() == run->scan_rows.size() &&
           run->scans_unanswered.erase(from)) {
@@ -509,6 +536,10 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round,
     if (run->finished) return;
     run->finished = true;
   }
+  // Nothing reads them once it finished (Absorb and AskForReads check
+  // `finished` first): freed here, not on the scheduler thread that drops
+  // the last reference to the run.
+  run->reads = LtxReads();
   const int64_t now = NowMicros();
   WorkerStats& stats =
       stats_->worker(options_.first_stats_slot + std::min<size_t>(index, options_.threads - 1));
@@ -519,10 +550,15 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round,
 }
 
 void LtxExecutor::Deliver(const Run& run, Txn record) {
-  if (callbacks_.finished) callbacks_.finished(std::make_shared<Txn>(record));
   // In place, the scheduler installs (or drops) it at its place in the
-  // order; the log never carries it.
-  if (records_ && !run.in_place) records_->SubmitRecord(std::move(record));
+  // order; the log never carries it, so it moves rather than being copied
+  // (thousands of writes).
+  if (run.in_place) {
+    if (callbacks_.finished) callbacks_.finished(std::make_shared<Txn>(std::move(record)));
+    return;
+  }
+  if (callbacks_.finished) callbacks_.finished(std::make_shared<Txn>(record));
+  if (records_) records_->SubmitRecord(std::move(record));
 }
 
 void LtxExecutor::SubmitAbort(const Run& run, int reason, const std::string& text) {
@@ -611,20 +647,20 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
   result.from = options_.partition;
   result.keys = task.keys;
   result.found.reserve(task.keys.size());
-  result.values.reserve(task.keys.size());
+  result.value_end.reserve(task.keys.size());
   result.scans_included = !task.scans.empty();
   result.read_from = task.read_from;
   store_->EnterSnapshot(slot);
   for (size_t i = 0; i < task.keys.size(); ++i) {
     if (task.key_chosen[i]) {
       result.found.push_back(task.key_values[i].first);
-      result.values.push_back(task.key_values[i].second);
+      result.AddValue(task.key_values[i].second);
       continue;
     }
     std::string_view value;
     const bool found = store_->ReadAt(slot, task.keys[i], task.snapshot, &value);
     result.found.push_back(found);
-    result.values.emplace_back(found ? value : std::string_view());
+    result.AddValue(found ? value : std::string_view());
   }
   result.scans.resize(task.scans.size());
   for (size_t s = 0; s < task.scans.size(); ++s) {
@@ -665,7 +701,7 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
       reply.mutable_keys()->Add(result.keys.begin(), result.keys.end());
       for (size_t i = 0; i < result.keys.size(); ++i) {
         reply.add_found(result.found[i]);
-        reply.add_value(std::move(result.values[i]));
+        reply.add_value(std::string(result.value(i)));
       }
       reply.set_scans_included(result.scans_included);
       reply.mutable_read_from()->Add(result.read_from.begin(), result.read_from.end());

@@ -24,6 +24,7 @@
 #include <queue>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -44,11 +45,14 @@ struct LtxReadTask {
   PartitionId reply_to = 0;
   Epoch snapshot = 0;
   std::vector<Key> keys;
-  std::vector<std::pair<bool, std::string>> key_values;  // per key, if chosen
+  // Chosen values are views into the LTX records in `records`, which the
+  // task keeps alive (no copy of thousands of values on the scheduler).
+  std::vector<std::pair<bool, std::string_view>> key_values;  // per key, if chosen
   std::vector<bool> key_chosen;
   std::vector<KeyRange> scans;
   // Per scan: keys whose value the lane chose (found=false: deleted), ascending.
-  std::vector<std::map<Key, std::pair<bool, std::string>>> scan_values;
+  std::vector<std::map<Key, std::pair<bool, std::string_view>>> scan_values;
+  std::vector<std::shared_ptr<const Txn>> records;  // what the views above point into
   bool long_scan = false;  // a long scan's share: tell the lane when served
   int64_t waiting_since_us = 0;  // parked, or waiting for its snapshot: since
   size_t settled_keys = 0;  // waiting for its snapshot: keys[0..this) are settled
@@ -68,7 +72,18 @@ struct LtxReadResult {
   PartitionId from = 0;
   std::vector<Key> keys;
   std::vector<bool> found;
-  std::vector<std::string> values;
+  // Value i is value_data[value_end[i-1] .. value_end[i]): back to back, so
+  // thousands of reads make one allocation, not one each.
+  std::string value_data;
+  std::vector<size_t> value_end;
+  void AddValue(std::string_view value) {
+    value_data.append(value.data(), value.size());
+    value_end.push_back(value_data.size());
+  }
+  std::string_view value(size_t i) const {
+    const size_t begin = i == 0 ? 0 : value_end[i - 1];
+    return std::string_view(value_data).substr(begin, value_end[i] - begin);
+  }
   bool scans_included = false;
   std::vector<LtxReads::Rows> scans;
   std::vector<TxnId> read_from;  // LtxReadTask::read_from

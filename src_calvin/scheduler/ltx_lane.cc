@@ -242,7 +242,7 @@ void LtxLane::Commit(const Txn& record, Epoch epoch, std::vector<Action>* action
     return;
   }
   entry->commit = std::make_shared<const Txn>(record);
-  TakeLocalWrites(entry, *entry->commit);
+  TakeLocalWrites(entry, entry->commit);
   if (entry->origin_here && record.ltx().read_from_size() > 0) {
     LtxCounters::Add(stats_->ltx().early_reads);
   }
@@ -261,13 +261,38 @@ void LtxLane::Commit(const Txn& record, Epoch epoch, std::vector<Action>* action
   InstallOrCascade(entry, epoch, record.id(), &chain, actions);
 }
 
-void LtxLane::TakeLocalWrites(Entry* entry, const Txn& record) {
-  entry->local_writes.clear();
-  for (const LtxWrite& write : record.ltx().writes()) {
+void LtxLane::TakeLocalWrites(Entry* entry, std::shared_ptr<const Txn> record) {
+  auto& writes = entry->local_writes;
+  writes.clear();
+  entry->writes_record = std::move(record);
+  const LtxRecord& ltx = entry->writes_record->ltx();
+  writes.reserve(static_cast<size_t>(ltx.writes_size()));
+  for (const LtxWrite& write : ltx.writes()) {
     if (PartitionOf(write.key(), options_.partitions) == options_.partition) {
-      entry->local_writes[write.key()] = &write;
+      writes.emplace_back(write.key(), &write);
     }
   }
+  // An origin writes its record in key order, each key once; anything else
+  // is put in that shape, the last write of a key winning.
+  if (std::adjacent_find(writes.begin(), writes.end(), [](const auto& a, const auto& b) {
+        return a.first >= b.first;
+      }) == writes.end()) {
+    return;  // strictly ascending
+  }
+  std::stable_sort(writes.begin(), writes.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t kept = 0;
+  for (size_t i = 0; i < writes.size(); ++i) {
+    if (i + 1 < writes.size() && writes[i + 1].first == writes[i].first) continue;
+    writes[kept++] = writes[i];
+  }
+  writes.resize(kept);
+}
+
+const LtxWrite* LtxLane::LocalWrite(const Entry& entry, Key key) {
+  auto it = std::lower_bound(entry.local_writes.begin(), entry.local_writes.end(), key,
+                             [](const auto& write, Key k) { return write.first < k; });
+  return it != entry.local_writes.end() && it->first == key ? it->second : nullptr;
 }
 
 void LtxLane::IndexWrites(Entry* entry) {
@@ -302,7 +327,7 @@ void LtxLane::OnFinished(std::shared_ptr<const Txn> record) {
     executor_.Forget(entry->id);
     if (commit) {
       entry->commit = std::move(record);
-      TakeLocalWrites(entry, *entry->commit);
+      TakeLocalWrites(entry, entry->commit);
     } else {
       entry->abort_reason = record->ltx().reason();
     }
@@ -315,7 +340,7 @@ void LtxLane::OnFinished(std::shared_ptr<const Txn> record) {
   if (!commit || entry->state != State::kActive) return;
   entry->finished_record = std::move(record);
   entry->finished_us = NowMicros();
-  TakeLocalWrites(entry, *entry->finished_record);
+  TakeLocalWrites(entry, entry->finished_record);
   MarkFinished(entry);
 }
 
@@ -438,6 +463,7 @@ void LtxLane::Resolve(Entry* entry, bool install, Epoch epoch, uint64_t anchor, 
     // Writes it made known early (finished, or held) are no one's to read.
     UnindexWrites(entry);
     entry->local_writes.clear();
+    entry->writes_record.reset();
   }
   entry->resolved_epoch = epoch;
   unresolved_.erase(id);
@@ -618,7 +644,8 @@ void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch sna
 
 bool LtxLane::Covers(const TxnWork& work) const {
   scratch_covering_.clear();
-  if (areas_.empty()) return false;
+  // An LTX in place defers nothing: its install holds its area's locks.
+  if (areas_.empty() || options_.in_place) return false;
   auto check = [&](Key key) {
     areas_.ForEachCovering(key, [&](TxnId id) {
       // Active from the epoch after its begin; one in place defers nothing
@@ -728,9 +755,19 @@ bool LtxLane::RangeCoveredUnresolved(Key lo, Key hi, const ReadPlan& plan,
 
 bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::string* value,
                           std::vector<TxnId>* read_from) const {
+  const Entry* from = nullptr;
+  const LtxWrite* write = ChosenWrite(key, plan, &from, read_from);
+  if (!write) return false;
+  *found = !write->deleted();
+  *value = *found ? write->value() : std::string();
+  return true;
+}
+
+const LtxWrite* LtxLane::ChosenWrite(Key key, const ReadPlan& plan, const Entry** from,
+                                     std::vector<TxnId>* read_from) const {
   // The last LTX (in LTX order) pending for the reader that wrote the key.
   auto writers = written_.find(key);
-  if (writers == written_.end()) return false;
+  if (writers == written_.end()) return nullptr;
   for (auto it = writers->second.rbegin(); it != writers->second.rend(); ++it) {
     const Entry& entry = ltxs_.at(*it);
     if (!IsPendingFor(entry, plan) || !WritesVisible(entry, plan)) continue;
@@ -738,12 +775,10 @@ bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::strin
     if (read_from && entry.state != State::kInstalled && !options_.in_place) {
       read_from->push_back(entry.id);
     }
-    const LtxWrite* write = entry.local_writes.at(key);
-    *found = !write->deleted();
-    *value = *found ? write->value() : std::string();
-    return true;
+    *from = &entry;
+    return LocalWrite(entry, key);
   }
-  return false;
+  return nullptr;
 }
 
 void LtxLane::FillOverrides(TxnWork* work,
@@ -810,13 +845,24 @@ void LtxLane::Park(std::unique_ptr<TxnWork> work) {
 void LtxLane::PrepareTask(LtxReadTask* task, const ReadPlan& plan) const {
   task->key_values.assign(task->keys.size(), {});
   task->key_chosen.assign(task->keys.size(), false);
-  for (size_t i = 0; i < task->keys.size(); ++i) {
-    bool found = false;
-    std::string value;
-    if (ChosenValue(task->keys[i], plan, &found, &value, &task->read_from)) {
-      task->key_chosen[i] = true;
-      task->key_values[i] = {found, std::move(value)};
+  // The records the chosen values are read from stay alive with the task.
+  const Entry* last_from = nullptr;
+  auto keep = [&](const Entry& entry) {
+    if (&entry == last_from) return;
+    last_from = &entry;
+    if (std::find(task->records.begin(), task->records.end(), entry.writes_record) ==
+        task->records.end()) {
+      task->records.push_back(entry.writes_record);
     }
+  };
+  for (size_t i = 0; i < task->keys.size(); ++i) {
+    const Entry* from = nullptr;
+    const LtxWrite* write = ChosenWrite(task->keys[i], plan, &from, &task->read_from);
+    if (!write) continue;
+    keep(*from);
+    task->key_chosen[i] = true;
+    task->key_values[i] = {!write->deleted(),
+                           write->deleted() ? std::string_view() : std::string_view(write->value())};
   }
   task->scan_values.assign(task->scans.size(), {});
   for (size_t s = 0; s < task->scans.size(); ++s) {
@@ -829,9 +875,13 @@ void LtxLane::PrepareTask(LtxReadTask* task, const ReadPlan& plan) const {
       if (entry.state != State::kInstalled && !options_.in_place) {
         task->read_from.push_back(entry.id);
       }
-      for (auto it = entry.local_writes.lower_bound(lo);
-           it != entry.local_writes.end() && it->first <= hi; ++it) {
-        task->scan_values[s][it->first] = {!it->second->deleted(), it->second->value()};
+      auto it = std::lower_bound(entry.local_writes.begin(), entry.local_writes.end(), lo,
+                                 [](const auto& write, Key k) { return write.first < k; });
+      if (it != entry.local_writes.end() && it->first <= hi) keep(entry);
+      for (; it != entry.local_writes.end() && it->first <= hi; ++it) {
+        task->scan_values[s][it->first] = {
+            !it->second->deleted(),
+            it->second->deleted() ? std::string_view() : std::string_view(it->second->value())};
       }
     }
   }
@@ -860,12 +910,13 @@ void LtxLane::ServeWhenPublished(std::unique_ptr<LtxReadTask> task) {
       part->reply_to = task->reply_to;
       part->snapshot = task->snapshot;
       part->read_from = task->read_from;
+      part->records = task->records;
     }
     for (size_t i = 0; i < task->keys.size(); ++i) {
       LtxReadTask* part =
           task->key_chosen[i] || settled_(task->keys[i], task->snapshot) ? &now : later.get();
       part->keys.push_back(task->keys[i]);
-      part->key_values.push_back(std::move(task->key_values[i]));
+      part->key_values.push_back(task->key_values[i]);
       part->key_chosen.push_back(task->key_chosen[i]);
     }
     if (!now.keys.empty()) executor_.Serve(std::move(now));

@@ -221,7 +221,9 @@ class LtxLane {
     State state = State::kActive;
     Epoch resolved_epoch = 0;
     std::shared_ptr<const Txn> commit;
-    std::map<Key, const LtxWrite*> local_writes;  // into `commit`, this partition's keys
+    // Into `commit`: this partition's keys, ascending, each once (the last
+    // write of a key wins). A sorted vector: thousands per LTX.
+    std::vector<std::pair<Key, const LtxWrite*>> local_writes;
     std::vector<TxnId> pending;  // LTXs pending for this one (after EndEpoch of its begin)
     bool pending_known = false;
     bool origin_here = false;
@@ -231,6 +233,8 @@ class LtxLane {
     // record that gave them, and they are in `written_`.
     bool finished = false;
     std::shared_ptr<const Txn> finished_record;
+    // The record `local_writes` points into (`commit` or `finished_record`).
+    std::shared_ptr<const Txn> writes_record;
     bool indexed = false;  // its local writes are in written_
     // In place (options_.in_place, then every LTX is): its write area's
     // keys here, locked by `install` from its serialization point until its
@@ -311,7 +315,9 @@ class LtxLane {
                         std::vector<Action>* actions);
   void IndexWrites(Entry* entry);
   void UnindexWrites(Entry* entry);
-  void TakeLocalWrites(Entry* entry, const Txn& record);
+  void TakeLocalWrites(Entry* entry, std::shared_ptr<const Txn> record);
+  // `entry`'s local write of `key`, or null.
+  static const LtxWrite* LocalWrite(const Entry& entry, Key key);
   // Serves an LTX read task whose every covering LTX has resolved or finished.
   void ServeParkedTask(ParkedRead read);
   // Records the time since `since_us` as LTX life stage `stage`.
@@ -332,6 +338,9 @@ class LtxLane {
   // goes into `*read_from` (when given).
   bool ChosenValue(Key key, const ReadPlan& plan, bool* found, std::string* value,
                    std::vector<TxnId>* read_from = nullptr) const;
+  // The same write itself (null: none), and the entry it belongs to.
+  const LtxWrite* ChosenWrite(Key key, const ReadPlan& plan, const Entry** from,
+                              std::vector<TxnId>* read_from) const;
   // Whether `entry`'s writes may be read by this reader: installed, or (for
   // an LTX reader) finished.
   bool WritesVisible(const Entry& entry, const ReadPlan& plan) const;

@@ -296,11 +296,7 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
     entry.resolved_epoch = saved.resolved_epoch();
     if (saved.has_commit()) {
       entry.commit = std::make_shared<const Txn>(saved.commit());
-      for (const LtxWrite& write : entry.commit->ltx().writes()) {
-        if (PartitionOf(write.key(), options_.partitions) == options_.partition) {
-          entry.local_writes[write.key()] = &write;
-        }
-      }
+      TakeLocalWrites(&entry, entry.commit);
     }
     entry.pending.assign(saved.pending().begin(), saved.pending().end());
     std::sort(entry.pending.begin(), entry.pending.end());
