@@ -488,7 +488,7 @@ TEST(LtxLaneTest, ALongScanOverAPendingAreaWaitsAndTakesTheKeysTheCommitInserts)
 // ahead of its snapshot ran. Here 3 partitions admit ltx_timeout * 3
 // epochs before any txn runs; the scan still answers. Held on its LTX
 // thread while more epochs come, it fails.
-TEST(LtxLaneTest, ALongScansTimeoutCountsEpochsPublishedAfterItsSnapshotNotTheQueueAhead) {
+TEST(LtxLaneTest, ALongScansTimeoutStartsWhenItsSnapshotIsPublishedNotAtItsAdmission) {
   LtxBenchOptions options;
   options.partitions = 3;
   options.ltx_timeout = 5;
