@@ -481,6 +481,50 @@ TEST(LtxLaneTest, ALongScanOverAPendingAreaWaitsAndTakesTheKeysTheCommitInserts)
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 
+// A long scan's timeout counts epochs admitted after its snapshot was
+// published at its origin, not from its own admission: on a loaded cluster
+// admission runs ahead of execution by the whole queue (CH on 3
+// partitions: hundreds of epochs), and a scan cannot read before the txns
+// ahead of its snapshot ran. Here 3 partitions admit ltx_timeout * 3
+// epochs before any txn runs; the scan still answers. Held on its LTX
+// thread while more epochs come, it fails.
+TEST(LtxLaneTest, ALongScansTimeoutStartsWhenItsSnapshotIsPublishedNotAtItsAdmission) {
+  LtxBenchOptions options;
+  options.partitions = 3;
+  options.ltx_timeout = 5;
+  LtxBench bench(options);
+  Epoch epoch = 1;
+  bench.Sequence(epoch++, {LtxBench::Rmw({3, 4, 5})});
+  const TxnId scan = bench.Sequence(epoch++, {LtxBench::Scan(0, 99)})[0];
+  for (; epoch <= 3 * options.ltx_timeout; ++epoch) {
+    bench.Sequence(epoch, {LtxBench::Rmw({epoch % 10, epoch % 10 + 10})});
+  }
+  for (PartitionId p = 0; p < options.partitions; ++p) bench.scheduler(p).Step();  // admitted, none ran
+  EXPECT_EQ(bench.Published(), 0u);
+  bench.Drain();
+  Result result;
+  ASSERT_TRUE(bench.Result(scan, &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_EQ(result.outcome.detail, "scanned 100 keys");
+
+  // The clock still runs once the snapshot is readable: a scan held on its
+  // LTX thread while ltx_timeout more epochs are published fails, retryably.
+  const TxnId held = bench.Sequence(epoch++, {LtxBench::Scan(0, 99)})[0];
+  for (Epoch last = epoch + options.ltx_timeout + 1; epoch <= last; ++epoch) {
+    bench.Sequence(epoch, {LtxBench::Rmw({epoch % 10})});
+    bench.DrainHolding(held);
+  }
+  EXPECT_FALSE(bench.Result(held, &result));
+  bench.Drain();  // the failure is reported from its LTX thread too
+  ASSERT_TRUE(bench.Result(held, &result));
+  EXPECT_TRUE(result.outcome.aborted);
+  EXPECT_TRUE(result.outcome.retryable);
+  EXPECT_NE(result.outcome.abort_reason.find("epochs of its snapshot being published"),
+            std::string::npos)
+      << result.outcome.abort_reason;
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
 TEST(LtxLaneTest, AnLtxScanOverAnEarlierLtxsAreaWaitsAndTakesItsInserts) {
   LtxBenchOptions options;
   options.partitions = 2;

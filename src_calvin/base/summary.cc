@@ -180,7 +180,11 @@ std::string RunSummary::ToText() const {
     if (p.name == "tpcc-new-order" && seconds > 0) {
       out << "tpmC (New-Orders committed per minute): " << static_cast<uint64_t>(p.committed * 60.0 / seconds) << "\n";
     }
-    if (p.latency_us.count() > 0) {
+    if (p.latency_us.count() > 0 && p.age_epochs.count() == 0) {
+      out << "  " << p.name << " latency (ms) p50 " << Millis(p.latency_us.Quantile(0.5))
+          << "  p95 " << Millis(p.latency_us.Quantile(0.95)) << "  p99 "
+          << Millis(p.latency_us.Quantile(0.99)) << "  max " << Millis(p.latency_us.max()) << "\n";
+    } else if (p.latency_us.count() > 0) {
       out << "  " << p.name << " latency (ms) p50 " << Millis(p.latency_us.Quantile(0.5))
           << "  p99 " << Millis(p.latency_us.Quantile(0.99)) << "; snapshot age at result: p50 "
           << p.age_epochs.Quantile(0.5) << " epochs / " << Millis(p.age_us.Quantile(0.5))
@@ -244,6 +248,12 @@ SummaryFile RunSummary::ToFile() const {
     f->set_restarts(p.restarts);
     if (p.latency_us.count() > 0) {
       f->set_latency_us(p.latency_us.Encode());
+      f->set_latency_p50_us(p.latency_us.Quantile(0.5));
+      f->set_latency_p95_us(p.latency_us.Quantile(0.95));
+      f->set_latency_p99_us(p.latency_us.Quantile(0.99));
+      f->set_latency_max_us(p.latency_us.max());
+    }
+    if (p.age_epochs.count() > 0) {
       f->set_age_us(p.age_us.Encode());
       f->set_age_epochs(p.age_epochs.Encode());
     }

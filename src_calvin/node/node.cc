@@ -729,6 +729,11 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
       query_stats_.Record(app_->ProcedureName(txn.procedure()),
                           read_version ? read_version : TxnEpoch(txn.id()), txn.submit_time_us(),
                           NowMicros());
+    } else if (generated && !restart) {
+      // A restarted txn's latency is counted once, by the attempt that
+      // resolves (it keeps its first submit time).
+      query_stats_.RecordLatency(app_->ProcedureName(txn.procedure()), txn.submit_time_us(),
+                                 NowMicros());
     }
     if (generated) app_->OnGeneratedResult(txn, outcome);
   }

@@ -25,6 +25,11 @@ void QueryStats::Record(const std::string& name, Epoch snapshot, int64_t submit_
   entry.age_epochs.Record(newest > snapshot ? newest - snapshot : 0);
 }
 
+void QueryStats::RecordLatency(const std::string& name, int64_t submit_us, int64_t now_us) {
+  std::lock_guard<std::mutex> lock(mu_);
+  by_name_[name].latency_us.RecordElapsed(now_us - submit_us);
+}
+
 void QueryStats::Fill(std::vector<ProcedureSummary>* procedures) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (ProcedureSummary& p : *procedures) {

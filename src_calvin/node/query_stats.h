@@ -1,6 +1,6 @@
-// Latency and freshness of the long txns (LTXs and long scans) this node's
-// generator made, by procedure: what CH-benCHmark reports of its analytic
-// queries. Freshness is the visibility delay of a query's snapshot: how
+// Latency of the txns this node's generator made, by procedure (TPC-C's
+// five, each percentile apart), and the freshness of its long txns (LTXs
+// and long scans): what CH-benCHmark reports of its analytic queries. Freshness is the visibility delay of a query's snapshot: how
 // old that snapshot was when the result came back, in epochs (the newest
 // epoch this node's sequencer had closed, minus the snapshot's epoch) and
 // in ms (since the snapshot's epoch closed here).
@@ -25,9 +25,11 @@ class QueryStats {
  public:
   // Epoch `epoch` closed at `now_us` (the sequencer sent it).
   void NoteClosed(Epoch epoch, int64_t now_us);
-  // A result of `procedure` (named `name`) that read the state as of
+  // A result of a long txn of procedure `name` that read the state as of
   // `snapshot`, submitted at `submit_us`, came back at `now_us`.
   void Record(const std::string& name, Epoch snapshot, int64_t submit_us, int64_t now_us);
+  // A short txn's: its latency only.
+  void RecordLatency(const std::string& name, int64_t submit_us, int64_t now_us);
   // Adds the histograms to the summary's procedures of the same name.
   void Fill(std::vector<ProcedureSummary>* procedures) const;
 

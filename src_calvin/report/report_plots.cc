@@ -383,6 +383,61 @@ std::string ThroughputPlot(const Layout& layout, std::ostringstream* data) {
   return gp.str();
 }
 
+// CH-benCHmark's queries (procedures whose results carry a snapshot age),
+// in the order the runs name them.
+std::vector<std::string> QueryNames(const std::vector<BenchRow>& rows) {
+  std::vector<std::string> names;
+  for (const BenchRow& row : rows) {
+    for (const ProcedureSummary& p : row.summary.procedures) {
+      if (p.age_epochs.count() > 0 && IndexOf(names, p.name) == names.size()) {
+        names.push_back(p.name);
+      }
+    }
+  }
+  return names;
+}
+
+// One multiplot of CDF panels, one per query: `pick` chooses the
+// histogram (latency or snapshot age) of a query's procedure summary.
+std::string QueryPanels(const Layout& layout, const std::vector<std::string>& queries,
+                        const std::string& what, const std::string& png,
+                        const std::string& data_file, const std::string& xlabel,
+                        const std::function<const Histogram&(const ProcedureSummary&)>& pick,
+                        std::ostringstream* data) {
+  static const Histogram kNone;
+  int blocks = 0;
+  std::vector<CdfPanel> panels;
+  size_t entries = 0;
+  for (const std::string& query : queries) {
+    CdfPanel panel = AddCdfBlocks(
+        layout, query + " " + what,
+        [&](const RunSummary& s) -> const Histogram& {
+          for (const ProcedureSummary& p : s.procedures) {
+            if (p.name == query) return pick(p);
+          }
+          return kNone;
+        },
+        data, &blocks);
+    panel.title = query;
+    if (panel.curves.empty()) continue;
+    entries = std::max(entries, panel.workloads.size() + panel.modes.size());
+    panels.push_back(panel);
+  }
+  if (panels.empty()) return "";
+  std::ostringstream gp;
+  gp << "# --- " << png << ": CH-benCHmark's queries, " << what
+     << ", one panel per query; colour = workload, line = mode\n"
+     << "reset\n"
+     << "set terminal @TERM size " << 520 * panels.size() << "," << 420 + 18 * entries << "\n"
+     << "set output " << GnuplotString(png) << "\n"
+     << "set multiplot layout 1," << panels.size() << " title "
+     << GnuplotString("CH-benCHmark queries: " + what + " CDF by workload and mode") << "\n"
+     << CdfSetup() << "set ylabel \"cumulative fraction of queries\"\n" << LegendRoom(entries);
+  for (const CdfPanel& panel : panels) gp << CdfPlot(panel, data_file, xlabel);
+  gp << "unset multiplot\n\n";
+  return gp.str();
+}
+
 }  // namespace
 
 std::string WriteFile(const std::string& path, const std::string& text) {
@@ -533,12 +588,41 @@ PlotOutcome WritePlots(const std::vector<BenchRow>& rows, const std::string& dir
   } else {
     outcome.skipped.push_back("visibility.png: no read-only txns in any run");
   }
+  // CH-benCHmark: each query's latency and freshness (the age of the
+  // snapshot it read when its result came back), per mode.
+  const std::vector<std::string> queries = QueryNames(rows);
+  if (!queries.empty()) {
+    struct QueryPlot {
+      const char* what;
+      const char* png;
+      const char* data;
+      const char* xlabel;
+      const Histogram& (*pick)(const ProcedureSummary&);
+    };
+    const QueryPlot plots[] = {
+        {"latency", "ch_latency.png", "ch_latency_cdf.dat",
+         "latency (ms, log scale): batch entered -> result",
+         [](const ProcedureSummary& p) -> const Histogram& { return p.latency_us; }},
+        {"freshness", "ch_freshness.png", "ch_freshness_cdf.dat",
+         "snapshot age at result (ms, log scale)",
+         [](const ProcedureSummary& p) -> const Histogram& { return p.age_us; }}};
+    for (const QueryPlot& plot : plots) {
+      std::ostringstream data;
+      const std::string script =
+          QueryPanels(layout, queries, plot.what, plot.png, plot.data, plot.xlabel, plot.pick, &data);
+      if (script.empty()) continue;
+      gp << script;
+      files.push_back({plot.data, data.str()});
+      pngs.push_back(plot.png);
+    }
+  }
   gp << "set output\n";
   files.push_back({"plots.gp", gp.str()});
 
   // Stale outputs of an earlier render would pass for this one's.
   for (const char* name : {"throughput.png", "latency_cdf.png", "visibility.png",
-                           "latency_cdf.dat", "visibility_cdf.dat"}) {
+                           "latency_cdf.dat", "visibility_cdf.dat", "ch_latency.png",
+                           "ch_freshness.png", "ch_latency_cdf.dat", "ch_freshness_cdf.dat"}) {
     std::remove((dir + "/" + name).c_str());
   }
   for (const auto& [name, text] : files) {

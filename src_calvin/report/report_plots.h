@@ -4,7 +4,8 @@
 //
 // In: the runs' summaries. Out: plot data (*.dat), a gnuplot script
 // (plots.gp) and the PNGs it renders (throughput, latency CDFs, RO
-// visibility delay), all in one results directory so a user can restyle
+// visibility delay, and for CH-benCHmark each query's latency and
+// freshness), all in one results directory so a user can restyle
 // the plots with `cd DIR && gnuplot plots.gp`. Owns nothing; runs on the
 // caller's thread (it forks gnuplot and waits for it).
 #pragma once
@@ -34,7 +35,8 @@ struct PlotOutcome {
   std::string error;                    // empty: every plot with data was rendered
 };
 
-// Writes throughput.dat, latency_cdf.dat, visibility_cdf.dat and plots.gp
+// Writes throughput.dat, latency_cdf.dat, visibility_cdf.dat (and for runs
+// with CH's queries ch_latency_cdf.dat, ch_freshness_cdf.dat) and plots.gp
 // into `dir`, then runs gnuplot there. A missing gnuplot is an error in the
 // outcome, not a failure: the data files are still there.
 PlotOutcome WritePlots(const std::vector<BenchRow>& rows, const std::string& dir);

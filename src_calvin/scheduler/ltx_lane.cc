@@ -104,13 +104,20 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
     }
     for (TxnId id : due) Place(Find(id), epoch, actions);
   }
-  // Long scans that started here and ran out of time fail, retryably.
+  // Long scans that started here and ran out of time fail, retryably. Their
+  // clock starts when their snapshot is published here and counts epochs
+  // admitted since, which come at the sequencer's pace (epoch_ms each).
+  // Not from the snapshot's own admission: admission runs ahead of
+  // execution by the whole queue (hundreds of epochs on a loaded cluster
+  // of several partitions), and a scan cannot read before the txns ahead
+  // of its snapshot ran. Not in epochs published either: a backlog
+  // publishes many at once.
   for (auto it = scans_here_.begin(); it != scans_here_.end();) {
-    if (it->second + options_.ltx_timeout <= epoch) {
+    if (it->second.readable_at != 0 && it->second.readable_at + options_.ltx_timeout <= epoch) {
       executor_.FailScan(it->first, std::string(LtxAbortReasonName(kAbortTimeout)) +
                                         ": the scan did not finish within " +
                                         std::to_string(options_.ltx_timeout) +
-                                        " epochs of its snapshot; try again");
+                                        " epochs of its snapshot being published; try again");
       it = scans_here_.erase(it);
     } else {
       ++it;
@@ -963,6 +970,10 @@ void LtxLane::RecordWait(int stage, int64_t since_us) {
 
 void LtxLane::OnPublish(Epoch published) {
   published_ = published;
+  // A long scan's clock starts when its snapshot is readable here.
+  for (auto& [id, clock] : scans_here_) {
+    if (clock.readable_at == 0 && clock.snapshot <= published) clock.readable_at = current_epoch_;
+  }
   while (!unpublished_.empty() && unpublished_.begin()->first <= published) {
     if (!unpublished_.begin()->second->long_scan) {
       RecordWait(kLtxSnapshotWait, unpublished_.begin()->second->waiting_since_us);
@@ -1081,7 +1092,7 @@ void LtxLane::StartScanShare(const TxnWork& work) {
   if (!options_.runs_procedures) return;  // only replica 0 answers clients
   if (txn.origin_partition() == options_.partition && Acts(work.epoch->epoch)) {
     executor_.StartScan(std::make_shared<const Txn>(txn), snapshot);
-    scans_here_[txn.id()] = snapshot;
+    scans_here_[txn.id()] = ScanClock{snapshot, snapshot <= published_ ? current_epoch_ : 0};
   }
   auto task = std::make_unique<LtxReadTask>();
   task->ltx = txn.id();

@@ -406,7 +406,13 @@ class LtxLane {
   std::map<uint64_t, ParkedRead> parked_;           // waiter id -> parked reader
   uint64_t next_waiter_ = 1;
   std::vector<Guard> guards_;
-  std::map<TxnId, Epoch> scans_here_;     // long scans started here -> snapshot (timeouts)
+  // Long scans started here, for their timeouts: the snapshot, and the
+  // epoch being admitted when it was published here (0: not yet).
+  struct ScanClock {
+    Epoch snapshot = 0;
+    Epoch readable_at = 0;
+  };
+  std::map<TxnId, ScanClock> scans_here_;
   std::multiset<Epoch> scan_shares_;      // snapshots of scan shares not yet served
   std::map<TxnId, Epoch> scan_share_of_;  // scan id -> its snapshot, until served
   std::multimap<Epoch, std::unique_ptr<LtxReadTask>> unpublished_;  // by snapshot
