@@ -21,35 +21,6 @@ namespace {
 
 constexpr int kTimeoutMs = 20000;
 
-// The config edit that turns replicated input on, consensus ports picked free.
-void ReplicatedInput(ClusterConfig* config, const std::string&) {
-  const std::vector<uint32_t> ports = FreePorts(config->node_size());
-  for (int i = 0; i < config->node_size(); ++i) config->mutable_node(i)->set_consensus_port(ports[i]);
-  Param* param = config->add_param();
-  param->set_name("replicated_input");
-  param->set_value("true");
-}
-
-// The node that says it leads, if exactly one does and the others name it.
-int Leader(const TestCluster& cluster, const std::vector<int>& nodes, StatusReply* leader_status) {
-  int leader = -1;
-  for (int i : nodes) {
-    StatusReply status;
-    if (!AskStatus(cluster.node(i), &status, 500)) return -1;
-    if (status.group_role() == "leader") {
-      if (leader >= 0) return -1;
-      leader = i;
-      *leader_status = status;
-    }
-  }
-  if (leader < 0) return -1;
-  for (int i : nodes) {
-    StatusReply status;
-    if (!AskStatus(cluster.node(i), &status, 500) || status.group_leader() != leader) return -1;
-  }
-  return leader;
-}
-
 // The digest node `i` computes at `epoch` (waits for it to get there).
 ClientReply DigestAt(const NodeConfig& node, Epoch epoch) {
   Client client;
@@ -65,7 +36,7 @@ TEST(FailoverClusterTest, LeaderKilledAnotherLeadsAndTheSurvivorsAgree) {
   const std::vector<int> all = {0, 1, 2};
   StatusReply before;
   int leader = -1;
-  ASSERT_TRUE(WaitUntil([&] { return (leader = Leader(cluster, all, &before)) >= 0; }, kTimeoutMs))
+  ASSERT_TRUE(WaitUntil([&] { return (leader = GroupLeader(cluster, all, &before)) >= 0; }, kTimeoutMs))
       << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
   cluster.ExpectProgress(all, 50);
   // Clients: the leader takes txns, a follower sends them there.
@@ -100,7 +71,7 @@ TEST(FailoverClusterTest, LeaderKilledAnotherLeadsAndTheSurvivorsAgree) {
   int next = -1;
   ASSERT_TRUE(WaitUntil(
       [&] {
-        next = Leader(cluster, survivors, &after);
+        next = GroupLeader(cluster, survivors, &after);
         return next >= 0 && after.group_committed_epoch() > at_kill.group_committed_epoch();
       },
       kTimeoutMs))

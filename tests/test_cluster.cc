@@ -8,6 +8,34 @@
 namespace paxflow::testing {
 
 // The digest an offline replay of `dir` prints (replica `replica`).
+void ReplicatedInput(ClusterConfig* config, const std::string&) {
+  const std::vector<uint32_t> ports = FreePorts(config->node_size());
+  for (int i = 0; i < config->node_size(); ++i) config->mutable_node(i)->set_consensus_port(ports[i]);
+  Param* param = config->add_param();
+  param->set_name("replicated_input");
+  param->set_value("true");
+}
+
+int GroupLeader(const TestCluster& cluster, const std::vector<int>& nodes,
+                StatusReply* leader_status) {
+  int leader = -1;
+  for (int i : nodes) {
+    StatusReply status;
+    if (!AskStatus(cluster.node(i), &status, 500)) return -1;
+    if (status.group_role() == "leader") {
+      if (leader >= 0) return -1;
+      leader = i;
+      *leader_status = status;
+    }
+  }
+  if (leader < 0) return -1;
+  for (int i : nodes) {
+    StatusReply status;
+    if (!AskStatus(cluster.node(i), &status, 500) || status.group_leader() != leader) return -1;
+  }
+  return leader;
+}
+
 std::string ReplayDigest(const std::string& dir, uint32_t replica, std::string* output) {
   std::string text;
   const int rc = RunProcess({BinaryDir() + "/paxflow-node", "--replay=" + dir,

@@ -152,6 +152,16 @@ class TestCluster {
   std::unique_ptr<testing::ClusterVerbs> verbs_;
 };
 
+// A TestCluster config edit that turns replicated input on (issue 17),
+// consensus ports picked free.
+void ReplicatedInput(ClusterConfig* config, const std::string& dir);
+
+// Replicated input: the node of `nodes` that says it leads its group, if
+// exactly one does and every other names it (its status in *leader_status);
+// else -1.
+int GroupLeader(const TestCluster& cluster, const std::vector<int>& nodes,
+                StatusReply* leader_status);
+
 // The digest an offline replay of `dir` prints (replica `replica`), or
 // "replay failed: <output>".
 std::string ReplayDigest(const std::string& dir, uint32_t replica = 0,

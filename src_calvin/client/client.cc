@@ -1,6 +1,9 @@
 #include "client/client.h"
 
+#include <algorithm>
 #include <chrono>
+#include <random>
+#include <thread>
 
 #include "common/clock.h"
 
@@ -144,6 +147,110 @@ ClientRequest Client::Ltx(LtxRequest ltx) {
   ClientRequest request;
   request.mutable_ltx()->Swap(&ltx);
   return request;
+}
+
+FailoverClient::FailoverClient(FailoverOptions options, zmq::context_t* context)
+    : options_(std::move(options)), context_(context), client_id_(options_.client_id) {
+  if (client_id_ == 0) {
+    // Random, so that two clients (or two runs of one) never share an id.
+    std::random_device device;
+    std::mt19937_64 random((uint64_t{device()} << 32) ^ device() ^
+                           static_cast<uint64_t>(NowMicros()));
+    while (client_id_ == 0) client_id_ = random();
+  }
+  if (!options_.endpoints.empty()) current_ = options_.endpoints.front();
+  next_index_ = 1;
+}
+
+std::string FailoverClient::Use(const std::string& endpoint) {
+  if (client_ && client_->endpoint() == endpoint) return "";
+  // A fresh socket: replies of an earlier try elsewhere are dropped with
+  // the old one (the retry carries the same request id).
+  client_ = std::make_unique<Client>(context_);
+  if (curve_) client_->SetCurve(*curve_);
+  current_ = endpoint;
+  return client_->Connect(endpoint);
+}
+
+void FailoverClient::NextReplica() {
+  if (options_.endpoints.empty()) return;
+  const std::string next = options_.endpoints[next_index_ % options_.endpoints.size()];
+  ++next_index_;
+  current_ = next;
+}
+
+void FailoverClient::Sleep(int ms) const {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+std::string FailoverClient::Call(ClientRequest request, ClientReply* reply) {
+  if (options_.endpoints.empty()) return "no endpoints: give every replica of the partition";
+  ++counters_.calls;
+  if (request.has_txn() && request.txn().client_id() == 0) {
+    request.mutable_txn()->set_client_id(client_id_);
+    request.mutable_txn()->set_client_seq(next_seq_++);
+  }
+  // Without a request id a retry could run it twice: only what surely did
+  // not run (a refusal before sequencing) is tried again.
+  const bool has_id = request.has_txn() && request.txn().client_id() != 0;
+  const int64_t deadline = NowMicros() + int64_t{options_.total_timeout_ms} * 1000;
+  int backoff = options_.backoff_min_ms;
+  std::string last = "no try";
+  while (NowMicros() < deadline) {
+    std::string error = Use(current_);
+    if (!error.empty()) return error;
+    ++counters_.tries;
+    const int left_ms = static_cast<int>((deadline - NowMicros()) / 1000);
+    error = client_->Call(request, reply, std::max(1, std::min(options_.attempt_timeout_ms, left_ms)));
+    int wait = 0;
+    if (!error.empty()) {
+      ++counters_.timeouts;
+      last = error;
+      if (!has_id) return error + " (the txn has no request id: not retried; it may have run)";
+      NextReplica();
+      wait = backoff;
+    } else if (reply->status() == NOT_LEADER && !reply->leader_address().empty() &&
+               reply->leader_address() != current_) {
+      ++counters_.redirects;
+      last = reply->error();
+      current_ = reply->leader_address();
+    } else if (reply->status() == BUSY) {
+      ++counters_.unavailable;
+      last = reply->error();
+      wait = std::max<int>(reply->retry_after_ms(), options_.backoff_min_ms);
+    } else if (reply->status() == NOT_LEADER || reply->status() == UNAVAILABLE ||
+               reply->status() == SHUTTING_DOWN) {
+      ++counters_.unavailable;
+      last = reply->error();
+      // Refused before sequencing, or (deposed, stopped) maybe after:
+      // only a txn with a request id goes again in the second case.
+      const bool maybe_ran = reply->error().find("outcome is unknown") != std::string::npos;
+      if (maybe_ran && !has_id) return "";
+      NextReplica();
+      wait = backoff;
+    } else {
+      if (reply->has_txn() && reply->txn().already_applied()) ++counters_.already_applied;
+      return "";
+    }
+    if (wait > 0) {
+      Sleep(std::min<int>(wait, std::max<int64_t>(0, (deadline - NowMicros()) / 1000)));
+      backoff = std::min(options_.backoff_max_ms, backoff * 2);
+    }
+  }
+  return "no final answer within " + std::to_string(options_.total_timeout_ms) +
+         " ms from any replica (last: " + last + ")";
+}
+
+std::string FailoverClient::Ask(ClientRequest request, ClientReply* reply, int timeout_ms) {
+  std::string last;
+  for (size_t i = 0; i < std::max<size_t>(1, options_.endpoints.size()); ++i) {
+    std::string error = Use(current_);
+    if (error.empty()) error = client_->Call(request, reply, timeout_ms);
+    if (error.empty()) return "";
+    last = error;
+    NextReplica();
+  }
+  return last;
 }
 
 namespace {
