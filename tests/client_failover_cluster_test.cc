@@ -118,14 +118,6 @@ class TransferClient {
   std::vector<uint64_t> acked_seqs_;
 };
 
-ClientReply DigestAt(const NodeConfig& node, Epoch epoch) {
-  Client client;
-  client.Connect(ClientEndpoint(node));
-  ClientReply reply;
-  EXPECT_EQ(client.Call(Client::Digest(epoch), &reply, kTimeoutMs), "");
-  return reply;
-}
-
 TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppliesOnce) {
   TestCluster cluster("client-failover", 1, 3,
                       {"--duration=0", "--workload=bank", "--generate=false",
@@ -266,10 +258,12 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
     ASSERT_TRUE(AskStatus(cluster.node(i), &status));
     ahead = std::max<Epoch>(ahead, status.admitted_epoch() + 200);
   }
-  auto first_call =
-      std::async(std::launch::async, [&] { return DigestAt(cluster.node(survivors[0]), ahead); });
-  auto second_call =
-      std::async(std::launch::async, [&] { return DigestAt(cluster.node(survivors[1]), ahead); });
+  auto first_call = std::async(std::launch::async, [&] {
+    return DigestAt(cluster.node(survivors[0]), ahead, kTimeoutMs);
+  });
+  auto second_call = std::async(std::launch::async, [&] {
+    return DigestAt(cluster.node(survivors[1]), ahead, kTimeoutMs);
+  });
   const ClientReply first = first_call.get();
   const ClientReply second = second_call.get();
   ASSERT_EQ(first.status(), OK) << first.error();
@@ -278,6 +272,50 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
   EXPECT_EQ(DigestHex(first.digest().digest()), DigestHex(second.digest().digest()));
   std::string output;
   cluster.Verb("stop", {"--stop_timeout=30"}, &output);
+}
+
+// paxflow-load on the same kind of cluster, started at replica 0: it finds
+// the leader, and when the leader is killed mid-run its clients move what
+// they have in flight to the new leader by themselves; the run ends with
+// no error, no lost reply and every audit right.
+TEST(ClientFailoverClusterTest, PaxflowLoadFollowsTheLeaderThroughAKill) {
+  TestCluster cluster("load-failover", 1, 3,
+                      {"--duration=0", "--workload=bank", "--generate=false",
+                       "--bank_accounts=100", "--checkpoint_every=0"},
+                      ReplicatedInput);
+  cluster.Start();
+  const std::vector<int> all = {0, 1, 2};
+  StatusReply before;
+  int leader = -1;
+  ASSERT_TRUE(
+      WaitUntil([&] { return (leader = GroupLeader(cluster, all, &before)) >= 0; }, kTimeoutMs))
+      << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
+  auto load = std::async(std::launch::async, [&] {
+    std::string output;
+    const int rc = RunProcess(
+        {BinaryDir() + "/paxflow-load", "--config=" + cluster.config_path(), "--workload=bank",
+         "--bank_accounts=100", "--audit_fraction=0.1", "--duration=10", "--clients=2",
+         "--outstanding=20", "--drain_ms=20000"},
+        &output);
+    return std::make_pair(rc, output);
+  });
+  // Mid-run: once the leader has answered a good number of client txns.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        StatusReply status;
+        return AskStatus(cluster.node(leader), &status) && status.client_txns_answered() > 2000;
+      },
+      kTimeoutMs));
+  const std::vector<pid_t> pids = cluster.verbs().Pids();
+  ASSERT_EQ(pids.size(), 3u);
+  ASSERT_EQ(kill(pids[leader], SIGKILL), 0);
+  const auto [rc, output] = load.get();
+  EXPECT_EQ(rc, 0) << output;
+  EXPECT_NE(output.find("[CLIENT], Failovers"), std::string::npos) << output;
+  EXPECT_NE(output.find("[CLIENT], Lost(no reply), 0"), std::string::npos) << output;
+  EXPECT_NE(output.find("[BANK], AuditViolations, 0"), std::string::npos) << output;
+  std::string stop_output;
+  cluster.Verb("stop", {"--stop_timeout=30"}, &stop_output);
 }
 
 }  // namespace

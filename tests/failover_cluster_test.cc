@@ -21,15 +21,6 @@ namespace {
 
 constexpr int kTimeoutMs = 20000;
 
-// The digest node `i` computes at `epoch` (waits for it to get there).
-ClientReply DigestAt(const NodeConfig& node, Epoch epoch) {
-  Client client;
-  client.Connect(ClientEndpoint(node));
-  ClientReply reply;
-  EXPECT_EQ(client.Call(Client::Digest(epoch), &reply, kTimeoutMs), "");
-  return reply;
-}
-
 TEST(FailoverClusterTest, LeaderKilledAnotherLeadsAndTheSurvivorsAgree) {
   TestCluster cluster("failover", 1, 3, {"--duration=0"}, ReplicatedInput);
   cluster.Start();
@@ -99,8 +90,12 @@ TEST(FailoverClusterTest, LeaderKilledAnotherLeadsAndTheSurvivorsAgree) {
   }
   // Asked together, before either gets there (a digest is taken as the
   // epoch passes; one asked for a past epoch gets a later one).
-  auto first_call = std::async(std::launch::async, [&] { return DigestAt(cluster.node(survivors[0]), ahead); });
-  auto second_call = std::async(std::launch::async, [&] { return DigestAt(cluster.node(survivors[1]), ahead); });
+  auto first_call = std::async(std::launch::async, [&] {
+    return DigestAt(cluster.node(survivors[0]), ahead, kTimeoutMs);
+  });
+  auto second_call = std::async(std::launch::async, [&] {
+    return DigestAt(cluster.node(survivors[1]), ahead, kTimeoutMs);
+  });
   const ClientReply first = first_call.get();
   const ClientReply second = second_call.get();
   ASSERT_EQ(first.status(), OK) << first.error();

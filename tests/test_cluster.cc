@@ -36,6 +36,14 @@ int GroupLeader(const TestCluster& cluster, const std::vector<int>& nodes,
   return leader;
 }
 
+ClientReply DigestAt(const NodeConfig& node, Epoch epoch, int timeout_ms) {
+  Client client;
+  client.Connect(ClientEndpoint(node));
+  ClientReply reply;
+  EXPECT_EQ(client.Call(Client::Digest(epoch), &reply, timeout_ms), "");
+  return reply;
+}
+
 std::string ReplayDigest(const std::string& dir, uint32_t replica, std::string* output) {
   std::string text;
   const int rc = RunProcess({BinaryDir() + "/paxflow-node", "--replay=" + dir,

@@ -162,6 +162,9 @@ void ReplicatedInput(ClusterConfig* config, const std::string& dir);
 int GroupLeader(const TestCluster& cluster, const std::vector<int>& nodes,
                 StatusReply* leader_status);
 
+// The digest node `node` computes at `epoch` (it waits to get there).
+ClientReply DigestAt(const NodeConfig& node, Epoch epoch, int timeout_ms);
+
 // The digest an offline replay of `dir` prints (replica `replica`), or
 // "replay failed: <output>".
 std::string ReplayDigest(const std::string& dir, uint32_t replica = 0,

@@ -295,6 +295,16 @@ std::string PipelinedClient::Connect(const std::string& endpoint) {
   return ConnectDealer(context_, endpoint, 10000, curve_, &socket_);
 }
 
+std::string PipelinedClient::Reconnect(const std::string& endpoint) {
+  pending_.Clear();
+  pending_bytes_ = 0;
+  sent_.clear();
+  refused_locally_.clear();
+  in_flight_ = 0;
+  back_off_until_us_ = 0;
+  return Connect(endpoint);
+}
+
 uint64_t PipelinedClient::Queue(BatchedTxn** item, size_t bytes) {
   *item = pending_.mutable_batch()->add_txns();
   const uint64_t id = next_id_++;

@@ -180,6 +180,10 @@ class PipelinedClient {
   PipelinedClient& operator=(const PipelinedClient&) = delete;
 
   std::string Connect(const std::string& endpoint);
+  // A fresh socket to `endpoint` (another replica): what is in flight or
+  // queued is forgotten (no longer in flight, never answered); the caller
+  // submits again what it wants.
+  std::string Reconnect(const std::string& endpoint);
   const std::string& endpoint() const { return endpoint_; }
   void SetCurve(ClientCurve keys) { curve_ = std::move(keys); }  // as Client's
 

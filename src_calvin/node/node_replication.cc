@@ -103,9 +103,10 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
       if (!transport_->Send(node, BATCH, bytes)) read_exchange_->NoteUnsent(BATCH, node);
     }
   }
-  // The node that sequenced a dropped retry answers its client.
+  // The leader, which sequenced a dropped retry in this process, answers
+  // its client (entries of earlier terms or processes have no waiter here).
   for (const RequestDedup::Dropped& d : dropped) {
-    if (clients_) {
+    if (clients_ && leading) {
       clients_->AnswerDropped(d.txn, d.verdict == RequestDedup::Verdict::kTooOld, d.original);
     }
   }
