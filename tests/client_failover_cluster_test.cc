@@ -205,11 +205,18 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
     redirects += clients[c]->client().counters().redirects;
     timeouts += clients[c]->client().counters().timeouts;
   }
-  std::printf("clients: node %d killed, node %d leads; %d/%d/%d acked; %llu redirects, %llu "
-              "timeouts\n",
-              leader, next, clients[0]->acked(), clients[1]->acked(), clients[2]->acked(),
-              static_cast<unsigned long long>(redirects),
+  std::printf("clients: node %d killed, node %d leads; %llu redirects, %llu timeouts\n", leader,
+              next, static_cast<unsigned long long>(redirects),
               static_cast<unsigned long long>(timeouts));
+  for (int c = 0; c < kClients; ++c) {
+    const FailoverCounters& n = clients[c]->client().counters();
+    std::printf("  client %d: %d acked (%d at the kill), %llu tries, %llu redirects, %llu timeouts, "
+                "%llu refusals\n",
+                c, clients[c]->acked(), at_kill[c], static_cast<unsigned long long>(n.tries),
+                static_cast<unsigned long long>(n.redirects),
+                static_cast<unsigned long long>(n.timeouts),
+                static_cast<unsigned long long>(n.unavailable));
+  }
   std::fflush(stdout);
 
   // Acknowledged request ids sent again after the failover, to the new
@@ -300,12 +307,16 @@ TEST(ClientFailoverClusterTest, PaxflowLoadFollowsTheLeaderThroughAKill) {
     return std::make_pair(rc, output);
   });
   // Mid-run: once the leader has answered a good number of client txns.
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        StatusReply status;
-        return AskStatus(cluster.node(leader), &status) && status.client_txns_answered() > 2000;
-      },
-      kTimeoutMs));
+  if (!WaitUntil(
+          [&] {
+            StatusReply status;
+            return AskStatus(cluster.node(leader), &status) &&
+                   status.client_txns_answered() > 2000;
+          },
+          kTimeoutMs)) {
+    FAIL() << "the leader answered too few client txns; paxflow-load said:\n"
+           << load.get().second;
+  }
   const std::vector<pid_t> pids = cluster.verbs().Pids();
   ASSERT_EQ(pids.size(), 3u);
   ASSERT_EQ(kill(pids[leader], SIGKILL), 0);

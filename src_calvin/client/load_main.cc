@@ -481,7 +481,19 @@ int Main(int argc, char** argv) {
   if (error.empty()) error = ApplyClientKeyFlags(&config);  // CURVE keys (auth.curve)
   if (!error.empty()) return Fail(error);
   NodeParams resolved;
-  error = ResolveFlags(ConfigParams(config), ExplicitFlags(), layout.partitions(), &resolved);
+  // replicated_input is the nodes' (it needs their --log_dir); here it only
+  // says that clients follow the leader.
+  std::vector<std::pair<std::string, std::string>> params = ConfigParams(config);
+  bool replicated = false;
+  for (auto it = params.begin(); it != params.end();) {
+    if (it->first != "replicated_input") {
+      ++it;
+      continue;
+    }
+    replicated = it->second == "true";
+    it = params.erase(it);
+  }
+  error = ResolveFlags(params, ExplicitFlags(), layout.partitions(), &resolved);
   if (!error.empty()) return Fail(error);
   std::unique_ptr<Application> app = MakeApplication(resolved.workload);
 
@@ -510,7 +522,7 @@ int Main(int argc, char** argv) {
   for (int i = 0; i < FLAGS_clients; ++i) {
     const NodeConfig* node = nodes[i % nodes.size()];
     LoadOptions client_options = options;
-    if (resolved.engine.replicated_input) {
+    if (replicated) {
       // Every replica of its partition, its node first: it follows the leader.
       client_options.replicas.push_back(ClientEndpoint(*node));
       for (const NodeConfig& other : config.node()) {
