@@ -26,9 +26,8 @@ TEST(FailoverClusterTest, LeaderKilledAnotherLeadsAndTheSurvivorsAgree) {
   cluster.Start();
   const std::vector<int> all = {0, 1, 2};
   StatusReply before;
-  int leader = -1;
-  ASSERT_TRUE(WaitUntil([&] { return (leader = GroupLeader(cluster, all, &before)) >= 0; }, kTimeoutMs))
-      << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
+  const int leader = WaitGroupLeader(cluster, all, &before, kTimeoutMs);
+  ASSERT_GE(leader, 0) << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
   cluster.ExpectProgress(all, 50);
   // Clients: the leader takes txns, a follower sends them there.
   {
@@ -82,27 +81,7 @@ TEST(FailoverClusterTest, LeaderKilledAnotherLeadsAndTheSurvivorsAgree) {
 
   // Both survivors go on, and agree at an epoch ahead of both.
   cluster.ExpectProgress(survivors, 100);
-  Epoch ahead = 0;
-  for (int i : survivors) {
-    StatusReply status;
-    ASSERT_TRUE(AskStatus(cluster.node(i), &status));
-    ahead = std::max<Epoch>(ahead, status.admitted_epoch() + 200);
-  }
-  // Asked together, before either gets there (a digest is taken as the
-  // epoch passes; one asked for a past epoch gets a later one).
-  auto first_call = std::async(std::launch::async, [&] {
-    return DigestAt(cluster.node(survivors[0]), ahead, kTimeoutMs);
-  });
-  auto second_call = std::async(std::launch::async, [&] {
-    return DigestAt(cluster.node(survivors[1]), ahead, kTimeoutMs);
-  });
-  const ClientReply first = first_call.get();
-  const ClientReply second = second_call.get();
-  ASSERT_EQ(first.status(), OK) << first.error();
-  ASSERT_EQ(second.status(), OK) << second.error();
-  EXPECT_EQ(first.digest().epoch(), ahead);
-  EXPECT_EQ(second.digest().epoch(), ahead);
-  EXPECT_EQ(DigestHex(first.digest().digest()), DigestHex(second.digest().digest()));
+  const Epoch ahead = ExpectDigestsAgree(cluster, survivors, kTimeoutMs);
   // The new leader takes txns now, and they commit.
   {
     Client client;

@@ -1,6 +1,8 @@
 // The oracles of tests/test_cluster.h.
 #include "tests/test_cluster.h"
 
+#include <future>
+
 #include <regex>
 
 #include "sequencer/input_log.h"
@@ -42,6 +44,43 @@ ClientReply DigestAt(const NodeConfig& node, Epoch epoch, int timeout_ms) {
   ClientReply reply;
   EXPECT_EQ(client.Call(Client::Digest(epoch), &reply, timeout_ms), "");
   return reply;
+}
+
+int WaitGroupLeader(const TestCluster& cluster, const std::vector<int>& nodes,
+                    StatusReply* leader_status, int timeout_ms) {
+  int leader = -1;
+  WaitUntil([&] { return (leader = GroupLeader(cluster, nodes, leader_status)) >= 0; },
+            timeout_ms);
+  return leader;
+}
+
+Epoch ExpectDigestsAgree(const TestCluster& cluster, const std::vector<int>& nodes,
+                         int timeout_ms) {
+  Epoch ahead = 0;
+  for (int i : nodes) {
+    StatusReply status;
+    if (!AskStatus(cluster.node(i), &status)) {
+      ADD_FAILURE() << "node " << i << " does not answer";
+      return 0;
+    }
+    ahead = std::max<Epoch>(ahead, status.admitted_epoch() + 200);
+  }
+  std::vector<std::future<ClientReply>> calls;
+  for (int i : nodes) {
+    calls.push_back(std::async(std::launch::async, [&cluster, i, ahead, timeout_ms] {
+      return DigestAt(cluster.node(i), ahead, timeout_ms);
+    }));
+  }
+  std::string first;
+  for (size_t n = 0; n < calls.size(); ++n) {
+    const ClientReply reply = calls[n].get();
+    EXPECT_EQ(reply.status(), OK) << "node " << nodes[n] << ": " << reply.error();
+    EXPECT_EQ(reply.digest().epoch(), ahead) << "node " << nodes[n];
+    const std::string digest = DigestHex(reply.digest().digest());
+    if (n == 0) first = digest;
+    EXPECT_EQ(digest, first) << "node " << nodes[n] << " against node " << nodes[0];
+  }
+  return ahead;
 }
 
 std::string ReplayDigest(const std::string& dir, uint32_t replica, std::string* output) {
