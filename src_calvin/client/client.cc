@@ -174,9 +174,12 @@ std::string FailoverClient::Use(const std::string& endpoint) {
 
 void FailoverClient::NextReplica() {
   if (options_.endpoints.empty()) return;
-  const std::string next = options_.endpoints[next_index_ % options_.endpoints.size()];
-  ++next_index_;
-  current_ = next;
+  // Round the replicas, past one that just went silent if there are others.
+  const bool recent = NowMicros() - silent_us_ < 2000LL * options_.attempt_timeout_ms;
+  for (size_t i = 0; i < options_.endpoints.size(); ++i) {
+    current_ = options_.endpoints[next_index_++ % options_.endpoints.size()];
+    if (!recent || current_ != silent_) return;
+  }
 }
 
 void FailoverClient::Sleep(int ms) const {
@@ -203,14 +206,22 @@ std::string FailoverClient::Call(ClientRequest request, ClientReply* reply) {
     const int left_ms = static_cast<int>((deadline - NowMicros()) / 1000);
     error = client_->Call(request, reply, std::max(1, std::min(options_.attempt_timeout_ms, left_ms)));
     int wait = 0;
+    // A follower names the old leader until its election timeout: a
+    // leader that just went silent here is not believed for a while.
+    const bool silent_leader =
+        !error.empty() ? false
+                       : reply->leader_address() == silent_ &&
+                             NowMicros() - silent_us_ < 2000LL * options_.attempt_timeout_ms;
     if (!error.empty()) {
       ++counters_.timeouts;
       last = error;
       if (!has_id) return error + " (the txn has no request id: not retried; it may have run)";
+      silent_ = current_;
+      silent_us_ = NowMicros();
       NextReplica();
       wait = backoff;
     } else if (reply->status() == NOT_LEADER && !reply->leader_address().empty() &&
-               reply->leader_address() != current_) {
+               reply->leader_address() != current_ && !silent_leader) {
       ++counters_.redirects;
       last = reply->error();
       current_ = reply->leader_address();

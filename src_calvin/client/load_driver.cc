@@ -135,7 +135,12 @@ void LoadClient::NextReplica(int64_t now) {
       now - last_switch_us_ < 1000LL * std::max(20, options_.busy_backoff_max_ms / 5)) {
     return;
   }
-  switch_to_ = options_.replicas[next_replica_++ % options_.replicas.size()];
+  // Round the replicas, past one that just went silent if there are others.
+  const bool recent = now - silent_us_ < 2000LL * options_.failover_timeout_ms;
+  for (size_t i = 0; i < options_.replicas.size(); ++i) {
+    switch_to_ = options_.replicas[next_replica_++ % options_.replicas.size()];
+    if (!recent || switch_to_ != silent_) return;
+  }
 }
 
 LoadStats LoadClient::Snapshot(bool buckets) const {
@@ -297,6 +302,8 @@ void LoadClient::SubmitDueRetries(int64_t now) {
   if (failover() && !in_flight_.empty() &&
       now - last_heard_us_ > 1000LL * options_.failover_timeout_ms) {
     last_switch_us_ = 0;
+    silent_ = current_;
+    silent_us_ = now;
     NextReplica(now);
   }
   if (!switch_to_.empty()) {  // decided in OnResult, done here, outside Poll
@@ -341,7 +348,11 @@ void LoadClient::OnResult(const TxnResult& result) {
        result.status() == SHUTTING_DOWN)) {
     // Nothing ran, or (a deposed leader) maybe it did: either way its
     // request id makes the retry safe.
-    if (result.status() == NOT_LEADER && !result.leader_address().empty()) {
+    // Followers name a dead leader until they notice: one that just went
+    // silent here is not believed for a while.
+    const bool silent_leader = result.leader_address() == silent_ &&
+                               now - silent_us_ < 2000LL * options_.failover_timeout_ms;
+    if (result.status() == NOT_LEADER && !result.leader_address().empty() && !silent_leader) {
       if (result.leader_address() != current_) switch_to_ = result.leader_address();
     } else {
       NextReplica(now);

@@ -174,6 +174,8 @@ class LoadClient {
   int64_t last_heard_us_ = 0;    // a reply, or the first txn in flight
   int64_t last_switch_us_ = 0;
   std::string switch_to_;        // where to move at the next SubmitDueRetries
+  std::string silent_;           // the last replica that went silent
+  int64_t silent_us_ = 0;
 
   mutable std::mutex mu_;
   LoadStats stats_;
