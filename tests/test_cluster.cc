@@ -1,6 +1,8 @@
 // The oracles of tests/test_cluster.h.
 #include "tests/test_cluster.h"
 
+#include <future>
+
 #include <regex>
 
 #include "sequencer/input_log.h"
@@ -8,6 +10,79 @@
 namespace paxflow::testing {
 
 // The digest an offline replay of `dir` prints (replica `replica`).
+void ReplicatedInput(ClusterConfig* config, const std::string&) {
+  const std::vector<uint32_t> ports = FreePorts(config->node_size());
+  for (int i = 0; i < config->node_size(); ++i) config->mutable_node(i)->set_consensus_port(ports[i]);
+  Param* param = config->add_param();
+  param->set_name("replicated_input");
+  param->set_value("true");
+}
+
+int GroupLeader(const TestCluster& cluster, const std::vector<int>& nodes,
+                StatusReply* leader_status) {
+  int leader = -1;
+  for (int i : nodes) {
+    StatusReply status;
+    if (!AskStatus(cluster.node(i), &status, 500)) return -1;
+    if (status.group_role() == "leader") {
+      if (leader >= 0) return -1;
+      leader = i;
+      *leader_status = status;
+    }
+  }
+  if (leader < 0) return -1;
+  for (int i : nodes) {
+    StatusReply status;
+    if (!AskStatus(cluster.node(i), &status, 500) || status.group_leader() != leader) return -1;
+  }
+  return leader;
+}
+
+ClientReply DigestAt(const NodeConfig& node, Epoch epoch, int timeout_ms) {
+  Client client;
+  client.Connect(ClientEndpoint(node));
+  ClientReply reply;
+  EXPECT_EQ(client.Call(Client::Digest(epoch), &reply, timeout_ms), "");
+  return reply;
+}
+
+int WaitGroupLeader(const TestCluster& cluster, const std::vector<int>& nodes,
+                    StatusReply* leader_status, int timeout_ms) {
+  int leader = -1;
+  WaitUntil([&] { return (leader = GroupLeader(cluster, nodes, leader_status)) >= 0; },
+            timeout_ms);
+  return leader;
+}
+
+Epoch ExpectDigestsAgree(const TestCluster& cluster, const std::vector<int>& nodes,
+                         int timeout_ms) {
+  Epoch ahead = 0;
+  for (int i : nodes) {
+    StatusReply status;
+    if (!AskStatus(cluster.node(i), &status)) {
+      ADD_FAILURE() << "node " << i << " does not answer";
+      return 0;
+    }
+    ahead = std::max<Epoch>(ahead, status.admitted_epoch() + 200);
+  }
+  std::vector<std::future<ClientReply>> calls;
+  for (int i : nodes) {
+    calls.push_back(std::async(std::launch::async, [&cluster, i, ahead, timeout_ms] {
+      return DigestAt(cluster.node(i), ahead, timeout_ms);
+    }));
+  }
+  std::string first;
+  for (size_t n = 0; n < calls.size(); ++n) {
+    const ClientReply reply = calls[n].get();
+    EXPECT_EQ(reply.status(), OK) << "node " << nodes[n] << ": " << reply.error();
+    EXPECT_EQ(reply.digest().epoch(), ahead) << "node " << nodes[n];
+    const std::string digest = DigestHex(reply.digest().digest());
+    if (n == 0) first = digest;
+    EXPECT_EQ(digest, first) << "node " << nodes[n] << " against node " << nodes[0];
+  }
+  return ahead;
+}
+
 std::string ReplayDigest(const std::string& dir, uint32_t replica, std::string* output) {
   std::string text;
   const int rc = RunProcess({BinaryDir() + "/paxflow-node", "--replay=" + dir,

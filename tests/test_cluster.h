@@ -152,6 +152,30 @@ class TestCluster {
   std::unique_ptr<testing::ClusterVerbs> verbs_;
 };
 
+// A TestCluster config edit that turns replicated input on (issue 17),
+// consensus ports picked free.
+void ReplicatedInput(ClusterConfig* config, const std::string& dir);
+
+// Replicated input: the node of `nodes` that says it leads its group, if
+// exactly one does and every other names it (its status in *leader_status);
+// else -1.
+int GroupLeader(const TestCluster& cluster, const std::vector<int>& nodes,
+                StatusReply* leader_status);
+
+// The digest node `node` computes at `epoch` (it waits to get there).
+ClientReply DigestAt(const NodeConfig& node, Epoch epoch, int timeout_ms);
+
+// Waits up to `timeout_ms` for GroupLeader to name one; -1 if none did.
+int WaitGroupLeader(const TestCluster& cluster, const std::vector<int>& nodes,
+                    StatusReply* leader_status, int timeout_ms);
+
+// Asks `nodes` together for their digest at one epoch ahead of all of them
+// (before any gets there: a digest is taken as the epoch passes) and
+// expects them all at that epoch with one digest; returns the epoch (0 if
+// a node could not be asked).
+Epoch ExpectDigestsAgree(const TestCluster& cluster, const std::vector<int>& nodes,
+                         int timeout_ms);
+
 // The digest an offline replay of `dir` prints (replica `replica`), or
 // "replay failed: <output>".
 std::string ReplayDigest(const std::string& dir, uint32_t replica = 0,

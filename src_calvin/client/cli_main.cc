@@ -24,6 +24,11 @@ DEFINE_string(address, "", "Talk to this one node instead, e.g. tcp://127.0.0.1:
 DEFINE_int32(node, -1, "With --config: the node to send txns to (default: the first in replica 0)");
 DEFINE_int32(timeout_ms, 10000, "How long to wait for each reply");
 DEFINE_string(format, "auto", "How to print values: auto, text, hex or int64");
+DEFINE_string(request_id, "",
+              "get, ro, put, txn: the txn's request id CLIENT:SEQ (two positive integers) "
+              "instead of a fresh one. With replicated input a request id runs once: giving "
+              "the id printed by a run that got no answer retries that txn safely (the "
+              "answer is its result, or 'already applied')");
 DEFINE_string(out, "", "keygen: write the key pair to OUT.key (secret, mode 0600) and OUT.pub");
 
 namespace paxflow {
@@ -135,7 +140,8 @@ void PrintTxnReply(const ClientReply& reply) {
     std::printf(", snapshot %llu", static_cast<unsigned long long>(txn.read_version()));
   }
   const std::string outcome =
-      txn.aborted() ? "aborted (" + txn.abort_reason() + ")" +
+      txn.already_applied() ? "already applied (this retry did not run again)"
+      : txn.aborted() ? "aborted (" + txn.abort_reason() + ")" +
                           (txn.retryable() ? ", retryable" : ", not retryable")
       : txn.committed() ? "committed"
                         : "declined by its procedure";
@@ -161,6 +167,7 @@ int ExitStatus(const ClientReply& reply) {
   if (reply.status() != OK) return kExitRefused;
   const TxnReply& txn = reply.txn();
   if (txn.aborted()) return kExitNotCommitted;
+  if (txn.already_applied()) return kExitCommitted;  // it ran, once, earlier
   // A read-only txn commits nothing and runs all the same.
   if (!txn.committed() && txn.txn_class() != "RO") return kExitNotCommitted;
   return kExitCommitted;
@@ -534,6 +541,7 @@ int Main(int argc, char** argv) {
 
   std::vector<Target> targets;  // every node to ask for status/digest
   Target txn_target;
+  bool replicated = false;  // the config's replicated_input: follow the leader
   if (!FLAGS_address.empty()) {
     txn_target.endpoint = FLAGS_address;
     targets.push_back(txn_target);
@@ -546,6 +554,9 @@ int Main(int argc, char** argv) {
     if (error.empty()) error = ApplyClientKeyFlags(&config);
     if (!error.empty()) return Fail(error);
     bool chosen = false;
+    for (const auto& param : config.param()) {
+      if (param.name() == "replicated_input") replicated = param.value() == "true";
+    }
     for (const NodeConfig& node : config.node()) {
       if (node.client_port() == 0) continue;
       Target target{node.id(), node.partition(), node.replica(), ClientEndpoint(node)};
@@ -597,10 +608,46 @@ int Main(int argc, char** argv) {
   } else {
     return Fail("unknown command '" + command + "'\n" + kUsage);
   }
-  Client client;
-  std::string error = client.Connect(txn_target.endpoint);
+  if (!FLAGS_request_id.empty()) {
+    const size_t colon = FLAGS_request_id.find(':');
+    uint64_t client_id = 0, seq = 0;
+    if (colon == std::string::npos || !ParseKey(FLAGS_request_id.substr(0, colon), &client_id) ||
+        !ParseKey(FLAGS_request_id.substr(colon + 1), &seq) || client_id == 0 || seq == 0) {
+      return Fail("--request_id='" + FLAGS_request_id +
+                  "' is not CLIENT:SEQ (two positive integers, e.g. 81723:1)");
+    }
+    if (!request.has_txn()) return Fail("--request_id: an LTX has no request id");
+    request.mutable_txn()->set_client_id(client_id);
+    request.mutable_txn()->set_client_seq(seq);
+  }
+  std::string error;
   ClientReply reply;
-  if (error.empty()) error = client.Call(request, &reply, FLAGS_timeout_ms);
+  if (replicated) {
+    // Every replica of the target's partition, the target first: the
+    // client follows the leader and retries under one request id.
+    FailoverOptions options;
+    options.endpoints.push_back(txn_target.endpoint);
+    for (const Target& target : targets) {
+      if (target.partition == txn_target.partition && target.endpoint != txn_target.endpoint) {
+        options.endpoints.push_back(target.endpoint);
+      }
+    }
+    options.total_timeout_ms = FLAGS_timeout_ms;
+    options.attempt_timeout_ms = std::min(FLAGS_timeout_ms, 2000);
+    FailoverClient client(options);
+    error = client.Call(request, &reply);
+    if (!error.empty() && request.has_txn()) {
+      const uint64_t client_id =
+          request.txn().client_id() ? request.txn().client_id() : client.client_id();
+      const uint64_t seq = request.txn().client_seq() ? request.txn().client_seq() : 1;
+      error += "; retry with --request_id=" + std::to_string(client_id) + ":" +
+               std::to_string(seq) + " to run it at most once";
+    }
+  } else {
+    Client client;
+    error = client.Connect(txn_target.endpoint);
+    if (error.empty()) error = client.Call(request, &reply, FLAGS_timeout_ms);
+  }
   if (!error.empty()) return Fail(error, kExitNoAnswer);
   if (command == "get" && reply.status() == OK && reply.txn().reads_size() == 1) {
     const KeyValue& read = reply.txn().reads(0);

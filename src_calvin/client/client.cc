@@ -1,6 +1,9 @@
 #include "client/client.h"
 
+#include <algorithm>
 #include <chrono>
+#include <random>
+#include <thread>
 
 #include "common/clock.h"
 
@@ -146,6 +149,121 @@ ClientRequest Client::Ltx(LtxRequest ltx) {
   return request;
 }
 
+FailoverClient::FailoverClient(FailoverOptions options, zmq::context_t* context)
+    : options_(std::move(options)), context_(context), client_id_(options_.client_id) {
+  if (client_id_ == 0) {
+    // Random, so that two clients (or two runs of one) never share an id.
+    std::random_device device;
+    std::mt19937_64 random((uint64_t{device()} << 32) ^ device() ^
+                           static_cast<uint64_t>(NowMicros()));
+    while (client_id_ == 0) client_id_ = random();
+  }
+  if (!options_.endpoints.empty()) current_ = options_.endpoints.front();
+  next_index_ = 1;
+}
+
+std::string FailoverClient::Use(const std::string& endpoint) {
+  if (client_ && client_->endpoint() == endpoint) return "";
+  // A fresh socket: replies of an earlier try elsewhere are dropped with
+  // the old one (the retry carries the same request id).
+  client_ = std::make_unique<Client>(context_);
+  if (curve_) client_->SetCurve(*curve_);
+  current_ = endpoint;
+  return client_->Connect(endpoint);
+}
+
+void FailoverClient::NextReplica() {
+  if (options_.endpoints.empty()) return;
+  // Round the replicas, past one that just went silent if there are others.
+  const bool recent = NowMicros() - silent_us_ < 2000LL * options_.attempt_timeout_ms;
+  for (size_t i = 0; i < options_.endpoints.size(); ++i) {
+    current_ = options_.endpoints[next_index_++ % options_.endpoints.size()];
+    if (!recent || current_ != silent_) return;
+  }
+}
+
+void FailoverClient::Sleep(int ms) const {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+std::string FailoverClient::Call(ClientRequest request, ClientReply* reply) {
+  if (options_.endpoints.empty()) return "no endpoints: give every replica of the partition";
+  ++counters_.calls;
+  if (request.has_txn() && request.txn().client_id() == 0) {
+    request.mutable_txn()->set_client_id(client_id_);
+    request.mutable_txn()->set_client_seq(next_seq_++);
+  }
+  // Without a request id a retry could run it twice: only what surely did
+  // not run (a refusal before sequencing) is tried again.
+  const bool has_id = request.has_txn() && request.txn().client_id() != 0;
+  const int64_t deadline = NowMicros() + int64_t{options_.total_timeout_ms} * 1000;
+  int backoff = options_.backoff_min_ms;
+  std::string last = "no try";
+  while (NowMicros() < deadline) {
+    std::string error = Use(current_);
+    if (!error.empty()) return error;
+    ++counters_.tries;
+    const int left_ms = static_cast<int>((deadline - NowMicros()) / 1000);
+    error = client_->Call(request, reply, std::max(1, std::min(options_.attempt_timeout_ms, left_ms)));
+    int wait = 0;
+    // A follower names the old leader until its election timeout: a
+    // leader that just went silent here is not believed for a while.
+    const bool silent_leader =
+        !error.empty() ? false
+                       : reply->leader_address() == silent_ &&
+                             NowMicros() - silent_us_ < 2000LL * options_.attempt_timeout_ms;
+    if (!error.empty()) {
+      ++counters_.timeouts;
+      last = error;
+      if (!has_id) return error + " (the txn has no request id: not retried; it may have run)";
+      silent_ = current_;
+      silent_us_ = NowMicros();
+      NextReplica();
+      wait = backoff;
+    } else if (reply->status() == NOT_LEADER && !reply->leader_address().empty() &&
+               reply->leader_address() != current_ && !silent_leader) {
+      ++counters_.redirects;
+      last = reply->error();
+      current_ = reply->leader_address();
+    } else if (reply->status() == BUSY) {
+      ++counters_.unavailable;
+      last = reply->error();
+      wait = std::max<int>(reply->retry_after_ms(), options_.backoff_min_ms);
+    } else if (reply->status() == NOT_LEADER || reply->status() == UNAVAILABLE ||
+               reply->status() == SHUTTING_DOWN) {
+      ++counters_.unavailable;
+      last = reply->error();
+      // Refused before sequencing, or (deposed, stopped) maybe after:
+      // only a txn with a request id goes again in the second case.
+      const bool maybe_ran = reply->error().find("outcome is unknown") != std::string::npos;
+      if (maybe_ran && !has_id) return "";
+      NextReplica();
+      wait = backoff;
+    } else {
+      if (reply->has_txn() && reply->txn().already_applied()) ++counters_.already_applied;
+      return "";
+    }
+    if (wait > 0) {
+      Sleep(std::min<int>(wait, std::max<int64_t>(0, (deadline - NowMicros()) / 1000)));
+      backoff = std::min(options_.backoff_max_ms, backoff * 2);
+    }
+  }
+  return "no final answer within " + std::to_string(options_.total_timeout_ms) +
+         " ms from any replica (last: " + last + ")";
+}
+
+std::string FailoverClient::Ask(ClientRequest request, ClientReply* reply, int timeout_ms) {
+  std::string last;
+  for (size_t i = 0; i < std::max<size_t>(1, options_.endpoints.size()); ++i) {
+    std::string error = Use(current_);
+    if (error.empty()) error = client_->Call(request, reply, timeout_ms);
+    if (error.empty()) return "";
+    last = error;
+    NextReplica();
+  }
+  return last;
+}
+
 namespace {
 constexpr size_t kRememberedBatches = 4096;
 constexpr size_t kArenaBlockBytes = size_t{256} << 10;
@@ -186,6 +304,16 @@ PipelinedClient::~PipelinedClient() { socket_.reset(); }
 std::string PipelinedClient::Connect(const std::string& endpoint) {
   endpoint_ = endpoint;
   return ConnectDealer(context_, endpoint, 10000, curve_, &socket_);
+}
+
+std::string PipelinedClient::Reconnect(const std::string& endpoint) {
+  pending_.Clear();
+  pending_bytes_ = 0;
+  sent_.clear();
+  refused_locally_.clear();
+  in_flight_ = 0;
+  back_off_until_us_ = 0;
+  return Connect(endpoint);
 }
 
 uint64_t PipelinedClient::Queue(BatchedTxn** item, size_t bytes) {

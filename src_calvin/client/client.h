@@ -74,6 +74,83 @@ class Client {
   uint64_t next_request_ = 1;
 };
 
+// A client of one partition's replicas (replicated input) that follows
+// the leader and retries a txn until it has a final answer, exactly once.
+//
+// Each txn gets a request id (client_id, client_seq: client.proto): the
+// partition's committed log runs a request id once (node/request_dedup.h),
+// so a retry after a failover, a lost reply or a timeout is safe; the
+// answer is the txn's result, or "already applied" naming the txn that ran.
+// A try goes to the replica believed to lead; NOT_LEADER with a leader
+// named goes there next (unless that one just went silent: followers name
+// a dead leader until they notice); NOT_LEADER without one, UNAVAILABLE,
+// SHUTTING_DOWN or no reply within attempt_timeout_ms goes to the next
+// replica, after a back-off that doubles from backoff_min_ms to
+// backoff_max_ms; BUSY waits the node's hint and tries the same one.
+//
+// Owns: a Client (its socket, reconnected to the replica it tries).
+// Threads: one owner thread.
+struct FailoverOptions {
+  std::vector<std::string> endpoints;  // client endpoints of every replica
+  int attempt_timeout_ms = 2000;       // one try at one replica
+  int total_timeout_ms = 30000;        // Call gives up after this long
+  int backoff_min_ms = 20;
+  int backoff_max_ms = 500;
+  uint64_t client_id = 0;              // 0: a random one
+};
+
+// What a FailoverClient did, since it was made.
+struct FailoverCounters {
+  uint64_t calls = 0;
+  uint64_t tries = 0;       // requests sent (a call takes one or more)
+  uint64_t redirects = 0;   // NOT_LEADER replies followed
+  uint64_t timeouts = 0;    // tries without a reply in time
+  uint64_t unavailable = 0; // UNAVAILABLE, SHUTTING_DOWN or BUSY replies
+  uint64_t already_applied = 0;  // answers saying a retry had run already
+};
+
+class FailoverClient {
+ public:
+  explicit FailoverClient(FailoverOptions options, zmq::context_t* context = nullptr);
+  // Before the first call: CURVE keys for every replica (as Client's).
+  void SetCurve(ClientCurve keys) { curve_ = std::move(keys); }
+
+  // Runs the txn of `request` (txn or single LTX; an LTX has no request
+  // id, so it is retried only when the reply says nothing ran) and waits
+  // for its final answer in `reply`. The txn gets the next sequence number
+  // of this client unless it carries a request id already. Empty on a
+  // final answer (any status but the retryable ones above), else why none
+  // came within total_timeout_ms (the txn may or may not have run: a later
+  // Call with the same request id settles it).
+  std::string Call(ClientRequest request, ClientReply* reply);
+  // Sends any other request (status, digest) to the replica it believes
+  // leads, or the next that answers.
+  std::string Ask(ClientRequest request, ClientReply* reply, int timeout_ms);
+
+  uint64_t client_id() const { return client_id_; }
+  uint64_t next_seq() const { return next_seq_; }
+  // The endpoint it sends to now (the leader, as far as it knows).
+  const std::string& endpoint() const { return current_; }
+  const FailoverCounters& counters() const { return counters_; }
+
+ private:
+  std::string Use(const std::string& endpoint);  // (re)connects the client
+  void NextReplica();
+  void Sleep(int ms) const;
+
+  const FailoverOptions options_;
+  zmq::context_t* const context_;
+  std::optional<ClientCurve> curve_;
+  std::unique_ptr<Client> client_;
+  std::string current_;
+  size_t next_index_ = 0;  // options_.endpoints: tried next after current_
+  std::string silent_;     // the last endpoint that did not answer in time
+  int64_t silent_us_ = 0;  // when
+  uint64_t client_id_ = 0;
+  uint64_t next_seq_ = 1;
+  FailoverCounters counters_;
+};
+
 struct PipelineOptions {
   size_t max_batch_txns = 512;                // txns per request message
   size_t max_batch_bytes = size_t{1} << 20;   // a message is sent once about this large
@@ -106,6 +183,10 @@ class PipelinedClient {
   PipelinedClient& operator=(const PipelinedClient&) = delete;
 
   std::string Connect(const std::string& endpoint);
+  // A fresh socket to `endpoint` (another replica): what is in flight or
+  // queued is forgotten (no longer in flight, never answered); the caller
+  // submits again what it wants.
+  std::string Reconnect(const std::string& endpoint);
   const std::string& endpoint() const { return endpoint_; }
   void SetCurve(ClientCurve keys) { curve_ = std::move(keys); }  // as Client's
 

@@ -148,30 +148,87 @@ void ClientService::Stop() {
 void ClientService::AnswerWaitingLocked(ReplyStatus status, const std::string& prefix) {
   if (stopped_) return;
   for (size_t slot = 0; slot < waiters_.size(); ++slot) {
-    Waiter& waiter = waiters_[slot];
+    const Waiter& waiter = waiters_[slot];
     if (!waiter.connection) continue;
     const std::string error =
         prefix + (waiter.sequenced_us
                       ? "before the txn finished here; its outcome is unknown (read the keys "
-                        "again)"
+                        "again, or retry it with the same request id)"
                       : "before the txn was sequenced; it never ran");
-    if (waiter.batched) {
-      service_writer_.AppendError(waiter.id, status, error, 0,
-                                  ResultsBufferLocked(waiter.connection));
-      waiter.connection->outbox.back().answers++;
-      MarkReadyLocked(waiter.connection);
-    } else {
-      ClientReply reply;
-      reply.set_request_id(waiter.id);
-      reply.set_status(status);
-      reply.set_error(error);
-      QueueMessageLocked(waiter.connection, reply.SerializeAsString(), 1);
-    }
-    waiter.connection = nullptr;
-    free_slots_.push_back(static_cast<uint32_t>(slot));
-    admission_.Produced();
+    AnswerErrorLocked(static_cast<uint32_t>(slot), status, error);
   }
   incoming_.clear();
+}
+
+void ClientService::AnswerErrorLocked(uint32_t slot, ReplyStatus status,
+                                      const std::string& error) {
+  Waiter& waiter = waiters_[slot];
+  if (waiter.batched) {
+    service_writer_.AppendError(waiter.id, status, error, 0,
+                                ResultsBufferLocked(waiter.connection));
+    waiter.connection->outbox.back().answers++;
+    MarkReadyLocked(waiter.connection);
+  } else {
+    ClientReply reply;
+    reply.set_request_id(waiter.id);
+    reply.set_status(status);
+    reply.set_error(error);
+    QueueMessageLocked(waiter.connection, reply.SerializeAsString(), 1);
+  }
+  waiter.connection = nullptr;
+  free_slots_.push_back(slot);
+  admission_.Produced();
+}
+
+void ClientService::Depose() {
+  sequences_.store(false);
+  bool wake;
+  {
+    std::lock_guard<std::mutex> admit_lock(admit_mu_);
+    std::lock_guard<std::mutex> reply_lock(reply_mu_);
+    AnswerWaitingLocked(NOT_LEADER, "node " + std::to_string(options_.node) +
+                                        " lost the leadership of its partition's replicas ");
+    wake = WakeNeededLocked();
+  }
+  if (wake) WakeServiceThread();
+}
+
+void ClientService::AnswerDropped(const Txn& txn, bool too_old, uint64_t original) {
+  if (txn.client_request_id() == 0 || txn.origin_node() != options_.node) return;
+  const std::string id = "request id (client " + std::to_string(txn.client_id()) + ", seq " +
+                         std::to_string(txn.client_seq()) + ")";
+  if (too_old) {
+    const uint32_t slot = SlotOf(txn.client_request_id());
+    bool wake = false;
+    {
+      std::lock_guard<std::mutex> admit_lock(admit_mu_);
+      std::lock_guard<std::mutex> reply_lock(reply_mu_);
+      if (stopped_ || slot >= waiters_.size() || !waiters_[slot].connection ||
+          waiters_[slot].generation != GenerationOf(txn.client_request_id())) {
+        return;
+      }
+      AnswerErrorLocked(slot, BAD_REQUEST,
+                        id + " is older than the partition remembers (its client's window of "
+                        "request ids); it did not run now, and may have run before: read the "
+                        "keys to know");
+      wake = WakeNeededLocked();
+    }
+    if (wake) WakeServiceThread();
+    return;
+  }
+  // The answer names the txn that ran; its own result is not kept.
+  Txn shown;
+  shown.set_id(original);
+  shown.set_txn_class(txn.txn_class());
+  shown.set_client_request_id(txn.client_request_id());
+  shown.set_origin_node(txn.origin_node());
+  TxnOutcome outcome;
+  outcome.committed = false;
+  outcome.detail = "already applied: " + id + " ran as txn " + std::to_string(original) +
+                   " in epoch " + std::to_string(TxnEpoch(original)) +
+                   "; this retry did not run again";
+  static const ReadValues kNoReads;
+  Answer(shown, outcome, 0, kNoReads, true);
 }
 
 void ClientService::FailWaiting(const std::string& why) {
@@ -367,6 +424,7 @@ bool ClientService::RefusedAdmin(Connection* connection, uint64_t request_id, co
 size_t ClientService::Handle(Connection* connection, const zmq::message_t& message) {
   last_refusal_text_.clear();
   unavailable_asked_ = false;
+  leader_asked_ = false;
   const std::string_view bytes(static_cast<const char*>(message.data()), message.size());
   if (RefusedWhole(connection, bytes)) return 1;
   std::string error;
@@ -485,6 +543,11 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
     reply.set_status(admitted);
     reply.set_error(error);
     if (admitted == BUSY) reply.set_retry_after_ms(options_.admission.retry_after_ms);
+    if (admitted == NOT_LEADER && leader_asked_ && !leader_.address.empty() &&
+        leader_.node != int64_t{options_.node}) {
+      reply.set_leader_node(leader_.node);
+      reply.set_leader_address(leader_.address);
+    }
     QueueReply(connection, reply);
     return 1;
   }
@@ -545,8 +608,11 @@ void ClientService::HandleBatch(Connection* connection, TxnBatch* batch) {
   ByteBuffer* out = ResultsBufferLocked(connection);
   const size_t before = out->size();
   for (const Refusal& r : refused_) {
+    const bool hint = r.status == NOT_LEADER && leader_asked_ &&
+                      leader_.node != int64_t{options_.node};
     service_writer_.AppendError(r.id, r.status, r.error,
-                                r.status == BUSY ? options_.admission.retry_after_ms : 0, out);
+                                r.status == BUSY ? options_.admission.retry_after_ms : 0, out,
+                                hint ? &leader_ : nullptr);
   }
   connection->outbox_bytes += out->size() - before;
   unsent_bytes_.fetch_add(out->size() - before, std::memory_order_relaxed);
@@ -574,8 +640,23 @@ ReplyStatus ClientService::AdmitTxn(Connection* connection, uint64_t id, bool ba
     return UNAVAILABLE;
   }
   if (!sequences_.load()) {
+    if (!leader_asked_) {
+      std::lock_guard<std::mutex> lock(hint_mu_);
+      leader_ = leader_hint_ ? leader_hint_() : LeaderHint{};
+      leader_asked_ = true;
+    }
+    if (leader_.address.empty() && leader_.node < 0) {
+      *error = "node " + std::to_string(options_.node) +
+               " is a replica that does not sequence; send txns to " + options_.leader;
+      return NOT_LEADER;
+    }
     *error = "node " + std::to_string(options_.node) +
-             " is a replica that does not sequence; send txns to " + options_.leader;
+             " does not lead its partition's replicas; nothing ran; " +
+             (leader_.address.empty() || leader_.node == int64_t{options_.node}
+                  ? std::string("no leader is known yet (an election is under way): retry "
+                                "shortly, or ask another replica")
+                  : "the leader is node " + std::to_string(leader_.node) + " at " +
+                        leader_.address + ": send txns there");
     return NOT_LEADER;
   }
   const Admission::Verdict verdict = admission_.Admit(connection->admitted, unsent_bytes);
@@ -674,6 +755,11 @@ bool ClientService::Resubmit(Txn txn) {
 
 void ClientService::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
                              const ReadValues& reads) {
+  Answer(txn, outcome, read_version, reads, false);
+}
+
+void ClientService::Answer(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
+                           const ReadValues& reads, bool already_applied) {
   if (txn.client_request_id() == 0 || txn.origin_node() != options_.node) return;
   const uint32_t slot = SlotOf(txn.client_request_id());
   Waiter waiter;
@@ -701,6 +787,7 @@ void ClientService::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch re
   ResultTiming timing;
   timing.read_version = read_version;
   timing.server_latency_us = now - waiter.arrival_us;
+  timing.already_applied = already_applied;
   if (txn.txn_class() == RO && waiter.sequenced_us > 0) {
     // Its snapshot is the state at the end of the epoch before its own,
     // which ended one epoch before its batch was cut.

@@ -107,6 +107,22 @@ class ClientService : public TxnSource, public ResultSink {
   // From now on this node sequences (it came to lead its partition's
   // replicated input): it takes txns instead of redirecting them. Any thread.
   void SetSequences(bool sequences) { sequences_.store(sequences); }
+  // Replicated input: who leads now, for NOT_LEADER replies (asked once
+  // per request message that a follower refuses). Any thread.
+  void SetLeaderHint(std::function<LeaderHint()> hint) {
+    std::lock_guard<std::mutex> lock(hint_mu_);
+    leader_hint_ = std::move(hint);
+  }
+  // This node no longer leads: txns go to the leader from now on, and
+  // every txn still waiting here is answered NOT_LEADER (never sequenced:
+  // it never ran; sequenced: its outcome is unknown, a retry with the same
+  // request id is safe). Any thread.
+  void Depose();
+  // Replicated input: the committed log dropped this node's client txn
+  // (node/request_dedup.h): its request id ran already as txn `original`
+  // (answered OK, already_applied), or its seq is below the window
+  // (`too_old`: answered BAD_REQUEST). The consumer thread.
+  void AnswerDropped(const Txn& txn, bool too_old, uint64_t original);
   // Answers what is still waiting with SHUTTING_DOWN, then stops. Later
   // results and digests (late callers) are dropped.
   void Stop();
@@ -263,11 +279,21 @@ class ClientService : public TxnSource, public ResultSink {
     ReplyStatus status;
     std::string error;
   };
+  // Under admit_mu_ and reply_mu_: answers the txn waiting in `slot` with
+  // an error, frees the slot.
+  void AnswerErrorLocked(uint32_t slot, ReplyStatus status, const std::string& error);
+  // A result (or an already-applied answer) for a txn of this node.
+  void Answer(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
+              const ReadValues& reads, bool already_applied);
   std::vector<Refusal> refused_;      // one batch's refused txns
   Admission::Verdict last_refusal_ = Admission::kAdmitted;
   std::string last_refusal_text_;     // its explanation, for this request's BUSY replies
   bool unavailable_asked_ = false;    // unavailable_ asked for this request message
   std::string unavailable_text_;      // its answer
+  std::mutex hint_mu_;                // guards leader_hint_ (set once replication starts)
+  std::function<LeaderHint()> leader_hint_;
+  bool leader_asked_ = false;         // leader_hint_ asked for this request message
+  LeaderHint leader_;                 // its answer
   ReplyWriter service_writer_;
   RequestScratch request_scratch_;
   int64_t last_sweep_us_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <random>
 
 #include "applications/bank.h"
 #include "common/clock.h"
@@ -41,6 +42,8 @@ void LoadStats::Merge(const LoadStats& other, bool buckets) {
   busy += other.busy;
   busy_local += other.busy_local;
   retries += other.retries;
+  failovers += other.failovers;
+  already_applied += other.already_applied;
   gave_up += other.gave_up;
   declined += other.declined;
   audit_violations += other.audit_violations;
@@ -90,9 +93,55 @@ LoadClient::LoadClient(const Application* app, const WorkloadParams& workload,
         pipeline.max_batch_txns = options.batch;
         return pipeline;
       }()),
-      jitter_(seed * 0x9e3779b97f4a7c15ULL + 1) {}
+      jitter_(seed * 0x9e3779b97f4a7c15ULL + 1) {
+  if (failover()) {
+    std::random_device device;
+    client_id_ = (uint64_t{device()} << 32 | device()) ^ (seed * 0x9e3779b97f4a7c15ULL);
+    if (client_id_ == 0) client_id_ = 1;
+  }
+}
 
-std::string LoadClient::Connect() { return client_.Connect(endpoint_); }
+std::string LoadClient::Connect() {
+  current_ = endpoint_;
+  return client_.Connect(endpoint_);
+}
+
+void LoadClient::SwitchTo(const std::string& endpoint) {
+  const int64_t now = NowMicros();
+  current_ = endpoint;
+  last_switch_us_ = now;
+  last_heard_us_ = now;
+  client_.Reconnect(endpoint);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.failovers;
+  }
+  // Their replies would come on the old socket: sent again, same ids.
+  std::vector<InFlight> again;
+  for (auto& [id, flight] : in_flight_) {
+    if (flight.txn) again.push_back(std::move(flight));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.lost += in_flight_.size() - again.size();  // LTXs: no request id, not resent
+  }
+  in_flight_.clear();
+  for (InFlight& flight : again) Submit(std::move(flight), nullptr);
+}
+
+void LoadClient::NextReplica(int64_t now) {
+  // Many results of one reply say the same: one move per back-off.
+  if (!switch_to_.empty() ||
+      now - last_switch_us_ < 1000LL * std::max(20, options_.busy_backoff_max_ms / 5)) {
+    return;
+  }
+  // Round the replicas, past one that just went silent if there are others.
+  const bool recent = now - silent_us_ < 2000LL * options_.failover_timeout_ms;
+  for (size_t i = 0; i < options_.replicas.size(); ++i) {
+    switch_to_ = options_.replicas[next_replica_++ % options_.replicas.size()];
+    if (!recent || switch_to_ != silent_) return;
+  }
+}
 
 LoadStats LoadClient::Snapshot(bool buckets) const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -208,7 +257,8 @@ void LoadClient::SubmitNew(int64_t scheduled_us) {
   flight.procedure = txn.procedure();
   flight.audit =
       workload_.application == "bank" && txn.procedure() == BankApplication::kAudit;
-  if (options_.retry_busy) {
+  if (failover() && txn.txn_class() != LTX) flight.seq = next_seq_++;
+  if (options_.retry_busy || failover()) {
     flight.txn = std::make_unique<Txn>(std::move(txn));
     Submit(std::move(flight), nullptr);
   } else {
@@ -237,12 +287,30 @@ void LoadClient::Submit(InFlight flight, Txn* txn) {
     Take(txn->mutable_read_set(), keep, request.mutable_read_set());
     Take(txn->mutable_write_set(), keep, request.mutable_write_set());
     Take(txn->mutable_read_write_set(), keep, request.mutable_read_write_set());
+    if (flight.seq) {
+      request.set_client_id(client_id_);
+      request.set_client_seq(flight.seq);
+    }
     id = client_.Submit(&request);
   }
+  if (in_flight_.empty()) last_heard_us_ = NowMicros();
   in_flight_.emplace(id, std::move(flight));
 }
 
 void LoadClient::SubmitDueRetries(int64_t now) {
+  // Replicated input: no reply at all for a while (a killed leader).
+  if (failover() && !in_flight_.empty() &&
+      now - last_heard_us_ > 1000LL * options_.failover_timeout_ms) {
+    last_switch_us_ = 0;
+    silent_ = current_;
+    silent_us_ = now;
+    NextReplica(now);
+  }
+  if (!switch_to_.empty()) {  // decided in OnResult, done here, outside Poll
+    const std::string to = std::move(switch_to_);
+    switch_to_.clear();
+    SwitchTo(to);
+  }
   while (!retries_.empty() && retries_.begin()->first <= now) {
     InFlight flight = std::move(retries_.begin()->second);
     retries_.erase(retries_.begin());
@@ -274,6 +342,32 @@ void LoadClient::OnResult(const TxnResult& result) {
   InFlight flight = std::move(it->second);
   in_flight_.erase(it);
   const int64_t now = NowMicros();
+  last_heard_us_ = now;
+  if (failover() && flight.txn && flight.seq &&
+      (result.status() == NOT_LEADER || result.status() == UNAVAILABLE ||
+       result.status() == SHUTTING_DOWN)) {
+    // Nothing ran, or (a deposed leader) maybe it did: either way its
+    // request id makes the retry safe.
+    // Followers name a dead leader until they notice: one that just went
+    // silent here is not believed for a while.
+    const bool silent_leader = result.leader_address() == silent_ &&
+                               now - silent_us_ < 2000LL * options_.failover_timeout_ms;
+    if (result.status() == NOT_LEADER && !result.leader_address().empty() && !silent_leader) {
+      if (result.leader_address() != current_) switch_to_ = result.leader_address();
+    } else {
+      NextReplica(now);
+    }
+    if (flight.attempts < options_.max_retries) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.retries;
+      }
+      const int64_t due = now + Backoff(flight, result);
+      ++flight.attempts;
+      retries_.emplace(due, std::move(flight));
+      return;
+    }
+  }
   if (result.status() == BUSY) {
     const bool retry = options_.retry_busy && flight.txn && flight.attempts < options_.max_retries;
     {
@@ -326,6 +420,12 @@ void LoadClient::Record(const InFlight& flight, const TxnResult& result, int64_t
     return;
   }
   const TxnReply& txn = result.txn();
+  if (txn.already_applied()) {
+    // A retry whose first send ran (replicated input): counted apart; its
+    // result (and an audit's balances) came with neither send.
+    ++stats_.already_applied;
+    return;
+  }
   const int kind = KindOf(txn);
   const uint64_t latency = static_cast<uint64_t>(std::max<int64_t>(0, now - flight.scheduled_us));
   stats_.latency_us[kind].Record(latency);

@@ -41,6 +41,14 @@ struct LoadOptions {
   int drain_ms = 10000;          // after a phase, wait this long for replies still due
   size_t max_open_in_flight = 200000;  // open loop: past this, scheduled txns are skipped
   int64_t timeline_us = 0;       // > 0: latency per interval of scheduled send time
+  // Replicated input: the client endpoints of every replica of the
+  // client's partition, its own node first (empty: one node, as before).
+  // Each txn then carries a request id (client.proto), so a retry runs at
+  // most once; NOT_LEADER sends what is in flight to the leader it names,
+  // UNAVAILABLE, SHUTTING_DOWN or no reply for failover_timeout_ms to the
+  // next replica (BUSY-style back-off per txn, max_retries in all).
+  std::vector<std::string> replicas;
+  int failover_timeout_ms = 2000;
 };
 
 // One step of an open-loop schedule: `rate` txn/s (over all clients) for
@@ -74,6 +82,8 @@ struct LoadStats {
   uint64_t busy = 0;                 // BUSY replies (each retry of a txn counts again)
   uint64_t busy_local = 0;           // of those, refused by the client while backing off
   uint64_t retries = 0;
+  uint64_t failovers = 0;            // replicated input: moves to another replica
+  uint64_t already_applied = 0;      // retries answered "already applied" (ran once, before)
   uint64_t gave_up = 0;              // BUSY past max_retries, or retry_busy off
   uint64_t declined = 0;             // the procedure chose not to write
   uint64_t audit_violations = 0;     // bank audits whose balances did not add up
@@ -124,8 +134,16 @@ class LoadClient {
     uint32_t procedure = 0;
     bool audit = false;
     int attempts = 0;
+    uint64_t seq = 0;          // its request id's sequence number (replicas: 0 otherwise)
     std::unique_ptr<Txn> txn;  // kept only for retries
   };
+  bool failover() const { return !options_.replicas.empty(); }
+  // Replicated input: reconnects to `endpoint` and sends every txn in
+  // flight there again (same request ids). Never inside Poll.
+  void SwitchTo(const std::string& endpoint);
+  // A refusal that names no leader, or silence: the next replica (at the
+  // next SubmitDueRetries).
+  void NextReplica(int64_t now);
   void SubmitNew(int64_t scheduled_us);
   // Submits `flight` (whose txn is `*txn`, or flight.txn when retrying).
   void Submit(InFlight flight, Txn* txn);
@@ -148,6 +166,16 @@ class LoadClient {
   int64_t phase_start_us_ = 0;
   std::vector<int64_t> step_ends_us_;  // of the open-loop schedule
   uint64_t jitter_ = 0x9e3779b97f4a7c15ULL;
+  // Replicated input (failover()).
+  uint64_t client_id_ = 0;
+  uint64_t next_seq_ = 1;
+  std::string current_;          // the replica it sends to
+  size_t next_replica_ = 1;      // options_.replicas: tried after current_
+  int64_t last_heard_us_ = 0;    // a reply, or the first txn in flight
+  int64_t last_switch_us_ = 0;
+  std::string switch_to_;        // where to move at the next SubmitDueRetries
+  std::string silent_;           // the last replica that went silent
+  int64_t silent_us_ = 0;
 
   mutable std::mutex mu_;
   LoadStats stats_;

@@ -268,6 +268,12 @@ void Report(const LoadStats& total, double seconds, const Application& app,
               static_cast<unsigned long long>(total.busy_local));
   std::printf("[BUSY], Retries, %llu\n", static_cast<unsigned long long>(total.retries));
   std::printf("[BUSY], GaveUp, %llu\n", static_cast<unsigned long long>(total.gave_up));
+  if (total.failovers > 0 || total.already_applied > 0) {
+    std::printf("[CLIENT], Failovers(moved to another replica), %llu\n",
+                static_cast<unsigned long long>(total.failovers));
+    std::printf("[CLIENT], AlreadyApplied(retries that had run), %llu\n",
+                static_cast<unsigned long long>(total.already_applied));
+  }
   std::printf("[CLIENT], Lost(no reply), %llu\n", static_cast<unsigned long long>(total.lost));
   std::printf("[CLIENT], Skipped(behind schedule), %llu\n",
               static_cast<unsigned long long>(total.skipped));
@@ -287,6 +293,8 @@ void Report(const LoadStats& total, double seconds, const Application& app,
            errors_json + "},\"busy\":" + std::to_string(total.busy) +
            ",\"busy_local\":" + std::to_string(total.busy_local) +
            ",\"retries\":" + std::to_string(total.retries) +
+           ",\"failovers\":" + std::to_string(total.failovers) +
+           ",\"already_applied\":" + std::to_string(total.already_applied) +
            ",\"gave_up\":" + std::to_string(total.gave_up) +
            ",\"lost\":" + std::to_string(total.lost) +
            ",\"skipped\":" + std::to_string(total.skipped) +
@@ -473,7 +481,19 @@ int Main(int argc, char** argv) {
   if (error.empty()) error = ApplyClientKeyFlags(&config);  // CURVE keys (auth.curve)
   if (!error.empty()) return Fail(error);
   NodeParams resolved;
-  error = ResolveFlags(ConfigParams(config), ExplicitFlags(), layout.partitions(), &resolved);
+  // replicated_input is the nodes' (it needs their --log_dir); here it only
+  // says that clients follow the leader.
+  std::vector<std::pair<std::string, std::string>> params = ConfigParams(config);
+  bool replicated = false;
+  for (auto it = params.begin(); it != params.end();) {
+    if (it->first != "replicated_input") {
+      ++it;
+      continue;
+    }
+    replicated = it->second == "true";
+    it = params.erase(it);
+  }
+  error = ResolveFlags(params, ExplicitFlags(), layout.partitions(), &resolved);
   if (!error.empty()) return Fail(error);
   std::unique_ptr<Application> app = MakeApplication(resolved.workload);
 
@@ -501,9 +521,20 @@ int Main(int argc, char** argv) {
   std::vector<std::unique_ptr<LoadClient>> clients;
   for (int i = 0; i < FLAGS_clients; ++i) {
     const NodeConfig* node = nodes[i % nodes.size()];
+    LoadOptions client_options = options;
+    if (replicated) {
+      // Every replica of its partition, its node first: it follows the leader.
+      client_options.replicas.push_back(ClientEndpoint(*node));
+      for (const NodeConfig& other : config.node()) {
+        if (other.partition() == node->partition() && other.id() != node->id() &&
+            other.client_port() != 0) {
+          client_options.replicas.push_back(ClientEndpoint(other));
+        }
+      }
+    }
     clients.push_back(std::make_unique<LoadClient>(
         app.get(), resolved.workload, node->partition(), layout.partitions(),
-        resolved.engine.seed * 7919 + i, ClientEndpoint(*node), options, &context));
+        resolved.engine.seed * 7919 + i, ClientEndpoint(*node), client_options, &context));
     error = clients.back()->Connect();
     if (!error.empty()) return Fail(error, 1);
   }

@@ -76,6 +76,7 @@ void ReplyWriter::Fill(const Txn& txn, const TxnOutcome& outcome, const ResultTi
     position->set_txn(p.txn);
   }
   reply->set_deferrals(outcome.deferrals);
+  if (timing.already_applied) reply->set_already_applied(true);
 }
 
 void ReplyWriter::AddKeyValues(const Txn& txn, const ReadValues& reads, TxnReply* reply) const {
@@ -161,12 +162,17 @@ void ReplyWriter::AppendPrepared(ByteBuffer* out) {
 }
 
 void ReplyWriter::AppendError(uint64_t id, ReplyStatus status, const std::string& error,
-                              uint32_t retry_after_ms, ByteBuffer* out) {
+                              uint32_t retry_after_ms, ByteBuffer* out,
+                              const LeaderHint* leader) {
   head_.Clear();
   head_.set_id(id);
   head_.set_status(status);
   head_.set_error(error);
   if (retry_after_ms) head_.set_retry_after_ms(retry_after_ms);
+  if (leader && !leader->address.empty()) {
+    head_.set_leader_node(leader->node);
+    head_.set_leader_address(leader->address);
+  }
   const size_t size = head_.ByteSizeLong();
   uint8_t* at = reinterpret_cast<uint8_t*>(out->Append(HeaderSize(kResultsField, size) + size));
   head_.SerializeWithCachedSizesToArray(WriteHeader(kResultsField, size, at));

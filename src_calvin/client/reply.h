@@ -53,6 +53,14 @@ struct ResultTiming {
   Epoch read_version = 0;      // PaxFlow read-only txns: the snapshot read; else 0
   int64_t server_latency_us = 0;
   int64_t visibility_us = -1;  // read-only txns: end of the snapshot's epoch -> result
+  bool already_applied = false;  // a retry whose request id ran already (TxnReply)
+};
+
+// NOT_LEADER replies: who leads the partition's replicas (empty address:
+// nobody known).
+struct LeaderHint {
+  int64_t node = -1;
+  std::string address;  // its client endpoint, tcp://host:port
 };
 
 class ReplyWriter {
@@ -77,8 +85,9 @@ class ReplyWriter {
                        const ResultTiming& timing, const ReadValues& reads, bool reads_with_keys);
   void AppendPrepared(ByteBuffer* out);
   // Appends one `results` entry for a txn that did not run.
+  // `leader`: NOT_LEADER's hint, or null.
   void AppendError(uint64_t id, ReplyStatus status, const std::string& error,
-                   uint32_t retry_after_ms, ByteBuffer* out);
+                   uint32_t retry_after_ms, ByteBuffer* out, const LeaderHint* leader = nullptr);
   // A whole ClientReply to a single (unbatched) txn request: reads as KeyValues.
   void SingleResult(uint64_t request_id, const Txn& txn, const TxnOutcome& outcome,
                     const ResultTiming& timing, const ReadValues& reads, std::string* out);

@@ -199,8 +199,14 @@ ReplyStatus BuildTxn(TxnRequest* request, const Application& app,
       return TOO_LARGE;
     }
   }
+  if ((request->client_id() == 0) != (request->client_seq() == 0)) {
+    *error = "client_id and client_seq go together (a request id): both set or both 0";
+    return BAD_REQUEST;
+  }
   txn->Clear();
   txn->set_procedure(procedure);
+  txn->set_client_id(request->client_id());
+  txn->set_client_seq(request->client_seq());
   txn->mutable_read_set()->Swap(request->mutable_read_set());
   txn->mutable_write_set()->Swap(request->mutable_write_set());
   txn->mutable_read_write_set()->Swap(request->mutable_read_write_set());

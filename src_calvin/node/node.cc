@@ -700,6 +700,9 @@ Txn Node::Replanned(const Txn& txn) {
   again.set_args(txn.args());
   again.set_submit_time_us(txn.submit_time_us());
   again.set_client_request_id(txn.client_request_id());
+  again.set_client_id(txn.client_id());
+  again.set_client_seq(txn.client_seq());
+  again.set_attempt(txn.attempt() + 1);  // not a duplicate of the attempt that gave up
   if (txn.txn_class() == LTX) {
     again.mutable_ltx()->set_kind(LTX_BEGIN);
     *again.mutable_ltx()->mutable_write_area() = txn.ltx().write_area();

@@ -32,8 +32,25 @@ std::string Node::MakeReplication() {
     }
     if (clients_) clients_->SetSequences(true);
   };
+  options.follow = [this] {
+    // Its clients go to the new leader; what waited here is answered.
+    if (clients_) clients_->Depose();
+  };
   options.print = [this](const std::string& line) { Print(line); };
   replicated_ = std::make_unique<ReplicatedSequencing>(std::move(options));
+  if (clients_) {
+    // NOT_LEADER replies name the leader, so that clients go there.
+    clients_->SetLeaderHint([this] {
+      LeaderHint hint;
+      const int64_t leader = replicated_->leader_node();
+      const NodeConfig* node = leader < 0 ? nullptr : layout_.Node(static_cast<NodeId>(leader));
+      if (node && node->client_port() != 0) {
+        hint.node = leader;
+        hint.address = ClientEndpoint(*node);
+      }
+      return hint;
+    });
+  }
   return "";
 }
 
@@ -46,9 +63,16 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
     return;
   }
   const bool final = sequenced.batches_size() > 0 && sequenced.batches(0).final();
+  // Client retries whose request id the log holds already are dropped
+  // here, alike on every member, before anything logs, runs or sends them.
+  std::vector<RequestDedup::Dropped> dropped;  // allocates only if something is dropped
+  std::string filtered;
+  if (replicated_->dedup().Filter(&sequenced, &dropped) > 0) {
+    filtered = sequenced.SerializeAsString();
+  }
   if (sequencer_log_) {
     // What peers fetch when a batch is lost on the way: committed epochs only.
-    std::string error = sequencer_log_->Append(epoch, record);
+    std::string error = sequencer_log_->Append(epoch, filtered.empty() ? record : filtered);
     if (error.empty()) error = sequencer_log_->Flush(options_.params.engine.log_fsync || final);
     if (!error.empty()) LogFailed(error);
   }
@@ -77,6 +101,13 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
     for (uint32_t replica = 0; replica < layout_.replicas(); ++replica) {
       const NodeId node = layout_.NodeOf(replica, p);
       if (!transport_->Send(node, BATCH, bytes)) read_exchange_->NoteUnsent(BATCH, node);
+    }
+  }
+  // The leader, which sequenced a dropped retry in this process, answers
+  // its client (entries of earlier terms or processes have no waiter here).
+  for (const RequestDedup::Dropped& d : dropped) {
+    if (clients_ && leading) {
+      clients_->AnswerDropped(d.txn, d.verdict == RequestDedup::Verdict::kTooOld, d.original);
     }
   }
 }

@@ -103,10 +103,14 @@ void ReplicatedSequencing::Consume() {
                              std::to_string(committed_epoch_.load() + 1));
             }
             options_.lead(committed_epoch_.load() + 1);
-          } else if (!now.leading && leads_.load() && options_.print) {
-            options_.print("[node " + std::to_string(options_.self) +
-                           "] no longer leads its partition's group (term " +
-                           std::to_string(now.term) + "); its sequencer stops");
+          } else if (!now.leading && leads_.load() && !deposed_) {
+            deposed_ = true;
+            if (options_.print) {
+              options_.print("[node " + std::to_string(options_.self) +
+                             "] no longer leads its partition's group (term " +
+                             std::to_string(now.term) + "); its sequencer stops");
+            }
+            if (options_.follow) options_.follow();
           }
           break;
         }

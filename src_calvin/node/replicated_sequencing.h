@@ -15,8 +15,9 @@
 // every entry of earlier terms has come out by then), `lead` is called with
 // the epoch after the last committed one: its sequencer resumes there.
 //
-// Owns: the RaftLog (its data dir: <log_dir>/node-<id>.raft) and the
-// consumer thread that takes its events. Threads: `committed` and `lead`
+// Owns: the RaftLog (its data dir: <log_dir>/node-<id>.raft), the
+// consumer thread that takes its events, and the request-id window that
+// drops retried client txns from committed epochs (request_dedup.h). Threads: `committed` and `lead`
 // run on the consumer thread; Propose on the sequencer's; the rest on any.
 #pragma once
 #include <atomic>
@@ -31,6 +32,7 @@
 #include "common/config.h"
 #include "common/types.h"
 #include "client.pb.h"
+#include "node/request_dedup.h"
 #include "replication/replicated_log.h"
 
 namespace paxflow {
@@ -46,6 +48,8 @@ struct ReplicatedSequencingOptions {
   std::function<void(Epoch epoch, const std::string& record, bool leading)> committed;
   // Consumer thread: this member leads now; its sequencer starts at `first_epoch`.
   std::function<void(Epoch first_epoch)> lead;
+  // Consumer thread: this member led and no longer does (its sequencer stopped).
+  std::function<void()> follow;
   std::function<void(const std::string&)> print;
 };
 
@@ -82,6 +86,9 @@ class ReplicatedSequencing {
   // The last epoch whose entry the log was told to drop (0: none).
   Epoch trimmed_epoch() const { return trimmed_epoch_.load(); }
   void Stop();
+  // Which committed txns are retries of a request id that ran already
+  // (request_dedup.h). The consumer thread only (`committed`).
+  RequestDedup& dedup() { return dedup_; }
 
  private:
   void Consume();
@@ -98,6 +105,8 @@ class ReplicatedSequencing {
   std::mutex indexes_mu_;
   std::deque<std::pair<Epoch, uint64_t>> indexes_;
   std::atomic<Epoch> trimmed_epoch_{0};
+  bool deposed_ = false;  // consumer thread: `follow` was called
+  RequestDedup dedup_;  // fed every committed epoch, in order, from the start
 };
 
 }  // namespace paxflow

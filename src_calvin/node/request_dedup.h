@@ -1,0 +1,91 @@
+// Exactly-once client retries under replicated input: which committed txns
+// carry a client request id (client_id, client_seq: client.proto
+// TxnRequest) that the partition's committed log already holds, so that
+// they are dropped before anything runs them.
+//
+// The decision is a function of the committed log alone. Every member of
+// a group feeds it the same committed SequencedEpoch records in the same
+// order (Node::OnCommittedEpoch, on the group's consumer thread), from the
+// same empty state (a member that restarts is handed its group's log again
+// from the start: nothing trims it yet), so every replica drops the same
+// txns. What it drops is removed from the record before the record is
+// logged, run, or sent to the other partitions: the input logs, the
+// sequencer log and every replay hold only what ran.
+//
+// Bounds (memory): per client id, sequence numbers within `window` of its
+// highest one (older ones are forgotten); at most `clients` client ids, the
+// one seen least recently in log order forgotten first. So at most about
+// window * clients remembered ids (the defaults: 1024 * 4096, each ~40
+// bytes, in the worst case; a client costs what it used). A txn whose seq
+// is `window` or more below its client's highest is dropped and refused
+// ("too old": it may have run; a client keeps fewer than `window` txns
+// unanswered). A forgotten client's retry is not recognised (it runs).
+//
+// OLLP: a txn planned again after its reconnaissance went stale (attempt
+// > 0) replaces the attempt that gave up (which wrote nothing); only
+// attempt 0, a client's (re)submission, can be a duplicate.
+//
+// Threads: one at a time (the group's consumer thread); tests any.
+#pragma once
+#include <cstdint>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "recovery.pb.h"
+#include "txn.pb.h"
+
+namespace paxflow {
+
+class RequestDedup {
+ public:
+  struct Limits {
+    uint64_t window = 1024;   // seqs remembered per client id, below its highest
+    uint32_t clients = 4096;  // client ids remembered
+  };
+  enum class Verdict {
+    kNew,        // runs; remembered
+    kDuplicate,  // its request id ran already (as txn `original`): dropped
+    kTooOld,     // its seq is below the window: dropped, refused
+  };
+  struct Dropped {
+    Txn txn;  // the copy of the first batch that held it
+    Verdict verdict = Verdict::kDuplicate;
+    uint64_t original = 0;  // kDuplicate: the txn id that ran it
+  };
+
+  RequestDedup() : RequestDedup(Limits{}) {}
+  explicit RequestDedup(Limits limits);
+
+  // One txn's request id, in log order. `txn_id`: its id in the order
+  // (remembered as the original). kDuplicate sets *original.
+  Verdict Decide(uint64_t client, uint64_t seq, uint32_t attempt, uint64_t txn_id,
+                 uint64_t* original);
+
+  // Removes from every batch of `record` the txns Decide drops (a txn that
+  // several batches hold is decided once). Appends each dropped txn to
+  // `dropped`; returns how many were dropped. Txns without a request id,
+  // and LTX records, pass untouched.
+  size_t Filter(SequencedEpoch* record, std::vector<Dropped>* dropped);
+
+  size_t clients() const { return clients_.size(); }
+  size_t remembered() const;  // request ids remembered, over every client
+  const Limits& limits() const { return limits_; }
+
+ private:
+  struct Client {
+    uint64_t highest = 0;
+    uint64_t last_seen = 0;                      // log order (tick_) of its last txn
+    std::unordered_map<uint64_t, uint64_t> ran;  // seq -> txn id, seqs > highest - window
+  };
+  void Trim(Client* client) const;
+
+  const Limits limits_;
+  uint64_t tick_ = 0;
+  std::unordered_map<uint64_t, Client> clients_;
+  std::set<std::pair<uint64_t, uint64_t>> by_last_seen_;  // (last_seen, client id)
+  std::unordered_map<uint64_t, bool> decided_;  // Filter's scratch: txn id -> dropped
+};
+
+}  // namespace paxflow

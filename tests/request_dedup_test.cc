@@ -1,0 +1,139 @@
+// The request-id window of replicated input (node/request_dedup.h): a pure
+// function of the records it is fed, in order; no threads, no clock.
+#include "node/request_dedup.h"
+
+#include <gtest/gtest.h>
+
+#include "common/types.h"
+
+namespace paxflow {
+namespace {
+
+using Verdict = RequestDedup::Verdict;
+
+Txn ClientTxn(uint64_t id, uint64_t client, uint64_t seq, uint32_t attempt = 0) {
+  Txn txn;
+  txn.set_id(id);
+  txn.set_txn_class(RW);
+  txn.set_client_request_id(1);
+  txn.set_client_id(client);
+  txn.set_client_seq(seq);
+  txn.set_attempt(attempt);
+  return txn;
+}
+
+TEST(RequestDedupTest, ARequestIdRunsOnceAndItsRetryNamesTheOriginal) {
+  RequestDedup dedup;
+  uint64_t original = 0;
+  EXPECT_EQ(dedup.Decide(7, 1, 0, 100, &original), Verdict::kNew);
+  EXPECT_EQ(dedup.Decide(7, 2, 0, 101, &original), Verdict::kNew);
+  EXPECT_EQ(dedup.Decide(8, 1, 0, 102, &original), Verdict::kNew);  // another client
+  EXPECT_EQ(dedup.Decide(7, 1, 0, 200, &original), Verdict::kDuplicate);
+  EXPECT_EQ(original, 100u);
+  EXPECT_EQ(dedup.Decide(8, 1, 0, 201, &original), Verdict::kDuplicate);
+  EXPECT_EQ(original, 102u);
+  // Out of order within the window is fine.
+  EXPECT_EQ(dedup.Decide(7, 5, 0, 202, &original), Verdict::kNew);
+  EXPECT_EQ(dedup.Decide(7, 3, 0, 203, &original), Verdict::kNew);
+  EXPECT_EQ(dedup.Decide(7, 3, 0, 204, &original), Verdict::kDuplicate);
+  EXPECT_EQ(original, 203u);
+}
+
+TEST(RequestDedupTest, SeqsBelowTheWindowAreTooOldAndMemoryStaysBounded) {
+  RequestDedup dedup({/*window=*/16, /*clients=*/4});
+  uint64_t original = 0;
+  for (uint64_t seq = 1; seq <= 1000; ++seq) {
+    ASSERT_EQ(dedup.Decide(1, seq, 0, seq, &original), Verdict::kNew);
+    EXPECT_LT(dedup.remembered(), 2u * 16);
+  }
+  // Within the window: remembered; at or below highest - window: too old,
+  // whether it ran or not.
+  EXPECT_EQ(dedup.Decide(1, 1000 - 15, 0, 9, &original), Verdict::kDuplicate);
+  EXPECT_EQ(dedup.Decide(1, 1000 - 16, 0, 9, &original), Verdict::kTooOld);
+  EXPECT_EQ(dedup.Decide(1, 3, 0, 9, &original), Verdict::kTooOld);
+}
+
+TEST(RequestDedupTest, TheClientSeenLeastRecentlyIsForgottenFirst) {
+  RequestDedup dedup({/*window=*/16, /*clients=*/3});
+  uint64_t original = 0;
+  EXPECT_EQ(dedup.Decide(1, 1, 0, 10, &original), Verdict::kNew);
+  EXPECT_EQ(dedup.Decide(2, 1, 0, 11, &original), Verdict::kNew);
+  EXPECT_EQ(dedup.Decide(3, 1, 0, 12, &original), Verdict::kNew);
+  EXPECT_EQ(dedup.Decide(1, 2, 0, 13, &original), Verdict::kNew);  // 1 seen again: 2 is oldest
+  EXPECT_EQ(dedup.Decide(4, 1, 0, 14, &original), Verdict::kNew);  // forgets 2
+  EXPECT_EQ(dedup.clients(), 3u);
+  EXPECT_EQ(dedup.Decide(1, 1, 0, 15, &original), Verdict::kDuplicate);
+  EXPECT_EQ(dedup.Decide(3, 1, 0, 16, &original), Verdict::kDuplicate);
+  // Client 2 was forgotten: its retry is not recognised (documented).
+  EXPECT_EQ(dedup.Decide(2, 1, 0, 17, &original), Verdict::kNew);
+}
+
+TEST(RequestDedupTest, AnOllpRestartReplacesTheAttemptThatGaveUp) {
+  RequestDedup dedup;
+  uint64_t original = 0;
+  EXPECT_EQ(dedup.Decide(5, 1, 0, 100, &original), Verdict::kNew);
+  EXPECT_EQ(dedup.Decide(5, 1, 1, 150, &original), Verdict::kNew);  // planned again
+  EXPECT_EQ(dedup.Decide(5, 1, 0, 200, &original), Verdict::kDuplicate);  // a client retry
+  EXPECT_EQ(original, 150u);
+}
+
+// A record as Node cuts it: one batch per partition; txn 2 is a
+// multi-partition txn (in both batches).
+SequencedEpoch Record(Epoch epoch, const std::vector<std::vector<Txn>>& batches) {
+  SequencedEpoch record;
+  record.set_epoch(epoch);
+  for (size_t p = 0; p < batches.size(); ++p) {
+    Batch* batch = record.add_batches();
+    batch->set_epoch(epoch);
+    batch->set_partition(static_cast<uint32_t>(p));
+    for (const Txn& txn : batches[p]) *batch->add_txns() = txn;
+  }
+  return record;
+}
+
+TEST(RequestDedupTest, FilterDropsARetryFromEveryBatchOnceAndAlikeOnEveryMember) {
+  Txn generated;
+  generated.set_id(50);
+  generated.set_txn_class(RW);
+  const std::vector<SequencedEpoch> log = {
+      Record(1, {{ClientTxn(10, 9, 1), generated, ClientTxn(11, 9, 2)}, {ClientTxn(11, 9, 2)}}),
+      // Epoch 2: the retries of (9,1) and (9,2), the latter on both
+      // partitions, a new (9,3), and (9,3) again in the same record.
+      Record(2, {{ClientTxn(20, 9, 1), ClientTxn(21, 9, 2), ClientTxn(22, 9, 3),
+                  ClientTxn(23, 9, 3)},
+                 {ClientTxn(21, 9, 2), ClientTxn(22, 9, 3)}}),
+  };
+  // Two members fed the same log decide the same.
+  RequestDedup first, second;
+  std::vector<std::string> filtered[2];
+  std::vector<RequestDedup::Dropped> dropped;
+  for (int member = 0; member < 2; ++member) {
+    RequestDedup& dedup = member == 0 ? first : second;
+    for (SequencedEpoch record : log) {
+      dropped.clear();
+      dedup.Filter(&record, &dropped);
+      filtered[member].push_back(record.SerializeAsString());
+      if (record.epoch() == 1) {
+        EXPECT_TRUE(dropped.empty());
+        EXPECT_EQ(record.batches(0).txns_size(), 3);
+        EXPECT_EQ(record.batches(1).txns_size(), 1);
+      } else {
+        ASSERT_EQ(dropped.size(), 3u);  // 20, 21 (once, though in two batches), 23
+        EXPECT_EQ(dropped[0].txn.id(), 20u);
+        EXPECT_EQ(dropped[0].original, 10u);
+        EXPECT_EQ(dropped[1].txn.id(), 21u);
+        EXPECT_EQ(dropped[1].original, 11u);
+        EXPECT_EQ(dropped[2].txn.id(), 23u);
+        EXPECT_EQ(dropped[2].original, 22u);
+        ASSERT_EQ(record.batches(0).txns_size(), 1);
+        EXPECT_EQ(record.batches(0).txns(0).id(), 22u);
+        ASSERT_EQ(record.batches(1).txns_size(), 1);
+        EXPECT_EQ(record.batches(1).txns(0).id(), 22u);
+      }
+    }
+  }
+  EXPECT_EQ(filtered[0], filtered[1]);
+}
+
+}  // namespace
+}  // namespace paxflow
