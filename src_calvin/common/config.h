@@ -51,11 +51,12 @@ std::string LoadValidClusterConfig(const std::string& path, ClusterConfig* confi
 // The config's params as name/value pairs, in their order (for ResolveFlags).
 std::vector<std::pair<std::string, std::string>> ConfigParams(const ClusterConfig& config);
 
-// The zmq endpoint node `node` binds (and peers connect to).
-// With the replicated_input parameter: why `config` cannot carry replicated input (a node without a consensus
-// port, or whose host is not an IPv4 address), or empty.
+// With the replicated_input parameter: why `config` cannot carry
+// replicated input (a node without a consensus port, or whose host is not
+// an IPv4 address), or empty.
 std::string ReplicationConfigProblem(const ClusterConfig& config);
 
+// The zmq endpoint node `node` binds (and peers connect to).
 std::string NodeEndpoint(const ClusterConfig& config, const NodeConfig& node);
 // The zmq endpoint of node `node`'s client port: tcp://host:client_port.
 std::string ClientEndpoint(const NodeConfig& node);

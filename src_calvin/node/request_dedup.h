@@ -6,9 +6,10 @@
 // The decision is a function of the committed log alone. Every member of
 // a group feeds it the same committed SequencedEpoch records in the same
 // order (Node::OnCommittedEpoch, on the group's consumer thread), from the
-// same empty state (a member that restarts is handed its group's log again
-// from the start: nothing trims it yet), so every replica drops the same
-// txns. What it drops is removed from the record before the record is
+// same empty state, so every replica drops the same txns. (The consensus
+// log is trimmed at stable checkpoints, which every live member has run
+// past; a member restarted on its data dir, not built yet, would need the
+// window saved with its checkpoint.) What it drops is removed from the record before the record is
 // logged, run, or sent to the other partitions: the input logs, the
 // sequencer log and every replay hold only what ran.
 //
