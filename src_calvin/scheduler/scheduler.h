@@ -273,6 +273,8 @@ class Scheduler {
   void OfferBatch(std::unique_ptr<Batch> batch);
   bool AdmissionBlocked(Epoch epoch) const;
   void FlushReady();
+  // Paxflow: hands the finished LTXs' commit (or abort) records to the lane.
+  void TakeFinishedLtxs();
   void UpdatePins();
   void PostDone(TxnWork* work, bool finished);
   void PostScanEvent(std::vector<TxnId>* events, TxnId id);
