@@ -955,4 +955,33 @@ TEST(OllpTest, ReconDeclaresTheWalkAndALockedRunOfAnotherWalkAbortsWithRecon) {
 }
 
 }  // namespace
+// LtxReads keeps its points in an open-addressing table: every key asked
+// for is found with its value through growth, a key set again takes its
+// last value, and a key never set is not found.
+TEST(LtxReadsTest, PointsSurviveGrowthAndTheLastSetWins) {
+  LtxReads reads;
+  reads.Reserve(3);
+  for (Key key = 0; key < 5000; ++key) {
+    reads.SetPoint(key * 7919, key % 3 != 0, "v" + std::to_string(key));
+  }
+  reads.SetPoint(7919, true, "again");
+  EXPECT_EQ(reads.points(), 5000u);
+  for (Key key = 0; key < 5000; ++key) {
+    bool found = false;
+    std::string_view value;
+    ASSERT_TRUE(reads.Get(key * 7919, &found, &value)) << key;
+    if (key == 1) {
+      EXPECT_TRUE(found);
+      EXPECT_EQ(value, "again");
+    } else {
+      EXPECT_EQ(found, key % 3 != 0) << key;
+      EXPECT_EQ(value, found ? "v" + std::to_string(key) : "") << key;
+    }
+  }
+  bool found = false;
+  std::string_view value;
+  EXPECT_FALSE(reads.Get(1, &found, &value));
+  EXPECT_FALSE(LtxReads().Get(0, &found, &value));
+}
+
 }  // namespace paxflow

@@ -24,19 +24,42 @@ void ReadValues::SetMissing(size_t position) {
   state_[position] = kMissing;
 }
 
+size_t LtxReads::Slot(Key key) const {
+  const size_t mask = table_.size() - 1;
+  size_t slot = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+  while (table_[slot].used && table_[slot].key != key) slot = (slot + 1) & mask;
+  return slot;
+}
+
+void LtxReads::Grow(size_t points) {
+  size_t size = table_.empty() ? 16 : table_.size();
+  while (size < 2 * points) size *= 2;
+  if (size == table_.size()) return;
+  std::vector<Point> old(size);
+  old.swap(table_);
+  for (const Point& point : old) {
+    if (point.used) table_[Slot(point.key)] = point;
+  }
+}
+
 bool LtxReads::Get(Key key, bool* found, std::string_view* value) const {
-  auto it = points_.find(key);
-  if (it == points_.end()) return false;
-  *found = it->second.found;
-  *value = std::string_view(data_).substr(it->second.offset, it->second.size);
+  if (table_.empty()) return false;
+  const Point& point = table_[Slot(key)];
+  if (!point.used) return false;
+  *found = point.found;
+  *value = std::string_view(data_).substr(point.offset, point.size);
   return true;
 }
 
 void LtxReads::SetPoint(Key key, bool found, std::string_view value) {
-  Point& point = points_[key];
+  Grow(count_ + 1);
+  Point& point = table_[Slot(key)];
+  if (!point.used) ++count_;
+  point.key = key;
+  point.used = true;
   point.found = found;
   point.offset = data_.size();
-  point.size = found ? value.size() : 0;
+  point.size = found ? static_cast<uint32_t>(value.size()) : 0;
   if (found) data_.append(value.data(), value.size());
 }
 

@@ -134,21 +134,31 @@ class LtxReads {
   // reads them, the next round's reads arrive after it.
   void SetPoint(Key key, bool found, std::string_view value);
   void Reserve(size_t points, size_t bytes = 0) {
-    points_.reserve(points_.size() + points);
+    Grow(count_ + points);
     data_.reserve(data_.size() + bytes);
   }
   void AddScan(Rows rows) { scans_.push_back(std::move(rows)); }
-  size_t points() const { return points_.size(); }
+  size_t points() const { return count_; }
 
  private:
   // Values live back to back in `data_` (an LTX reads thousands of keys:
-  // one allocation for all of them, not one each).
+  // one allocation for all of them, not one each), and the points in one
+  // open-addressing table (a node each, as in a std::unordered_map, cost
+  // the LTX thread thousands of small frees per LTX, which glibc then
+  // consolidated on its next large allocation).
   struct Point {
+    Key key = 0;
+    bool used = false;
     bool found = false;
+    uint32_t size = 0;
     size_t offset = 0;
-    size_t size = 0;
   };
-  std::unordered_map<Key, Point> points_;
+  // The slot holding `key`, or the empty slot where it would go.
+  size_t Slot(Key key) const;
+  // Room for `points` points at most half full.
+  void Grow(size_t points);
+  std::vector<Point> table_;  // size a power of two, or empty
+  size_t count_ = 0;
   std::string data_;
   std::vector<Rows> scans_;
 };
