@@ -723,27 +723,14 @@ void Scheduler::UpdatePins() {
 
 void Scheduler::FlushReady() {
   ltx_lane_.TakeReadyInstalls(&ready_locked_);
-  // Paxflow: txns freed by lock releases, and installs, are older than the
-  // epochs just admitted, and LTXs in place wait for them (an LTX's reads
-  // at snapshot N wait for every txn of N or before on its keys; the next
-  // LTX's, for its install): workers take them first. Locks order every
-  // conflict, so the order workers take ready txns in changes no result.
-  const bool urgent = options_.mode == Mode::kPaxflow;
-  const size_t before = ready_rw_.size();
   for (TxnWork* work : ready_locked_) MakeReady(work);
   ready_locked_.clear();
-  if (urgent && ready_rw_.size() > before) {
-    ready_urgent_.assign(ready_rw_.begin() + static_cast<std::ptrdiff_t>(before), ready_rw_.end());
-    ready_rw_.resize(before);
-  }
-  const size_t count = ready_urgent_.size() + ready_rw_.size() + ready_ro_.size();
+  const size_t count = ready_rw_.size() + ready_ro_.size();
   if (count == 0) return;
   dispatched_txns_ += count;
   dispatched_.fetch_add(count, std::memory_order_relaxed);
-  workers_.PushUrgent(ready_urgent_);
   workers_.PushReadWrite(ready_rw_);
   workers_.PushReadOnly(ready_ro_);
-  ready_urgent_.clear();
   ready_rw_.clear();
   ready_ro_.clear();
 }

@@ -322,7 +322,6 @@ class Scheduler {
   std::vector<std::shared_ptr<const Txn>> inbox_ltx_finished_, ltx_finished_;
   std::vector<TxnWork*> ready_locked_;
   std::vector<WorkItem> ready_rw_, ready_ro_;
-  std::vector<WorkItem> ready_urgent_;  // FlushReady's (paxflow): freed by releases, installs
   std::vector<DigestRequest> digests_;
   std::vector<SnapshotRequest> snapshots_;        // ascending epochs
   std::vector<SnapshotRequest> taken_snapshots_;  // from the inbox, not yet placed

@@ -3,9 +3,7 @@
 // Owns: dispatched work not yet taken by a worker.
 // In: read-write work (lock holders, resumed multi-partition txns) and
 // read-only work (PaxFlow snapshot reads), from the scheduler thread and
-// the transport thread; urgent read-write work (paxflow: txns whose locks
-// were freed by an earlier txn, and LTX installs, which later LTXs' reads
-// wait for). Out: one item per Pop, urgent first, then read-write work.
+// the transport thread. Out: one item per Pop, read-write work first.
 // Threads: any producer; workers block in Pop on a condition variable.
 #pragma once
 #include <condition_variable>
@@ -34,7 +32,6 @@ class WorkQueue {
     read_write_cv_.notify_one();
   }
   void PushReadWrite(const std::vector<WorkItem>& items) { PushMany(items, &read_write_); }
-  void PushUrgent(const std::vector<WorkItem>& items) { PushMany(items, &urgent_); }
   void PushReadOnly(const std::vector<WorkItem>& items) { PushMany(items, &read_only_); }
 
   // Blocks for the next item this worker may run; false once closed and drained.
@@ -42,14 +39,8 @@ class WorkQueue {
     std::unique_lock<std::mutex> lock(mu_);
     auto& cv = may_run_read_only ? any_cv_ : read_write_cv_;
     cv.wait(lock, [&] {
-      return closed_ || !urgent_.empty() || !read_write_.empty() ||
-             (may_run_read_only && !read_only_.empty());
+      return closed_ || !read_write_.empty() || (may_run_read_only && !read_only_.empty());
     });
-    if (!urgent_.empty()) {
-      *item = urgent_.front();
-      urgent_.pop_front();
-      return true;
-    }
     if (!read_write_.empty()) {
       *item = read_write_.front();
       read_write_.pop_front();
@@ -66,11 +57,6 @@ class WorkQueue {
   // Non-blocking Pop, for step-by-step tests.
   bool TryPop(bool may_run_read_only, WorkItem* item) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!urgent_.empty()) {
-      *item = urgent_.front();
-      urgent_.pop_front();
-      return true;
-    }
     if (!read_write_.empty()) {
       *item = read_write_.front();
       read_write_.pop_front();
@@ -95,7 +81,7 @@ class WorkQueue {
 
   size_t Size() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return urgent_.size() + read_write_.size() + read_only_.size();
+    return read_write_.size() + read_only_.size();
   }
 
  private:
@@ -107,17 +93,16 @@ class WorkQueue {
     }
     if (items.size() == 1) {
       any_cv_.notify_one();
-      if (queue != &read_only_) read_write_cv_.notify_one();
+      if (queue == &read_write_) read_write_cv_.notify_one();
     } else {
       any_cv_.notify_all();
-      if (queue != &read_only_) read_write_cv_.notify_all();
+      if (queue == &read_write_) read_write_cv_.notify_all();
     }
   }
 
   mutable std::mutex mu_;
   std::condition_variable any_cv_;         // workers that may run read-only work
   std::condition_variable read_write_cv_;  // workers restricted to read-write work
-  std::deque<WorkItem> urgent_;
   std::deque<WorkItem> read_write_;
   std::deque<WorkItem> read_only_;
   bool closed_ = false;

@@ -57,7 +57,6 @@ class WorkerPool {
   void Stop();  // closes the queue and joins the threads
 
   void PushReadWrite(const std::vector<WorkItem>& items) { queue_.PushReadWrite(items); }
-  void PushUrgent(const std::vector<WorkItem>& items) { queue_.PushUrgent(items); }
   void PushReadOnly(const std::vector<WorkItem>& items) { queue_.PushReadOnly(items); }
   // Runs every queued item on the calling thread as worker `worker` (tests).
   void RunQueued(size_t worker);
