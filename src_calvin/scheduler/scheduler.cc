@@ -303,8 +303,7 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   // work on. So the chain's events go before admission, which costs
   // milliseconds per epoch: a finished LTX's install, the txns that lock
   // releases freed, and LTX reads whose keys settled go to their threads
-  // first; each admitted epoch's ready txns go at once. Only when work is
-  // handed on changes, never what it does.
+  // first. Only when work is handed on changes, never what it does.
   if (paxflow) {
     TakeFinishedLtxs();
     ltx_lane_.ServeSettled();
@@ -315,7 +314,6 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
     if (!merged) break;
     Admit(std::move(merged));
     TakeLaneStates();
-
   }
   TakeFinishedLtxs();
   for (LtxReadRequest& request : ltx_requests_) ltx_lane_.OnReadRequest(std::move(request));
