@@ -55,6 +55,21 @@ void ExpectFollowerCaughtUp(const TestCluster& cluster, int i, int leader) {
       << "\n" << cluster.Tail(i);
   EXPECT_EQ(status.group_role(), "follower");
   EXPECT_EQ(status.group_leader(), leader);
+  // Both status verbs name the leader and how far each follower is.
+  std::string output;
+  cluster.Verb("status", &output);
+  EXPECT_NE(output.find("partition 0: leader node " + std::to_string(leader)), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("node " + std::to_string(i) + " at epoch"), std::string::npos) << output;
+  const size_t line = output.find("partition 0: ");
+  if (line != std::string::npos) {
+    std::printf("status: %s\n", output.substr(line, output.find('\n', line) - line).c_str());
+  }
+  RunProcess({BinaryDir() + "/paxflow-cli", "--config=" + cluster.config_path(), "status"},
+             &output);
+  EXPECT_NE(output.find("partition 0: leader node " + std::to_string(leader)), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("node " + std::to_string(i) + " at epoch"), std::string::npos) << output;
   // It rebuilt the request-id window from a checkpoint, not from nothing.
   const std::string log = cluster.NodeLog(i);
   const size_t rejoined = log.find("rejoins its partition's consensus group as a follower");
