@@ -31,11 +31,7 @@ constexpr int kClients = 3;
 constexpr int64_t kInitial = 1000000;
 
 TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppliesOnce) {
-  TestCluster cluster("client-failover", 1, 3,
-                      {"--duration=0", "--workload=bank", "--generate=false",
-                       "--bank_accounts=" + std::to_string(2 * kClients),
-                       "--bank_initial_balance=" + std::to_string(kInitial),
-                       "--checkpoint_every=0"},
+  TestCluster cluster("client-failover", 1, 3, TransferFlags(kClients, kInitial, 0),
                       ReplicatedInput);
   cluster.Start();
   StatusReply before;

@@ -87,11 +87,7 @@ void ExpectFollowerCaughtUp(const TestCluster& cluster, int i, int leader) {
 }
 
 TEST(RejoinClusterTest, FollowerKilledUnderLoadRejoinsAndEveryAckedTransferAppliesOnce) {
-  TestCluster cluster("rejoin-follower", 1, 3,
-                      {"--duration=0", "--workload=bank", "--generate=false",
-                       "--bank_accounts=" + std::to_string(2 * kClients),
-                       "--bank_initial_balance=" + std::to_string(kInitial),
-                       "--checkpoint_every=1"},
+  TestCluster cluster("rejoin-follower", 1, 3, TransferFlags(kClients, kInitial, 1),
                       ReplicatedInput);
   cluster.Start();
   StatusReply before;

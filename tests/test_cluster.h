@@ -347,6 +347,15 @@ class TransferClient {
   std::vector<uint64_t> acked_seqs_;
 };
 
+// The node flags of a bank cluster that `clients` TransferClients drive
+// (no generator), checkpoints every `checkpoint_every` seconds (0: none).
+inline std::vector<std::string> TransferFlags(int clients, int64_t initial, int checkpoint_every) {
+  return {"--duration=0", "--workload=bank", "--generate=false",
+          "--bank_accounts=" + std::to_string(2 * clients),
+          "--bank_initial_balance=" + std::to_string(initial),
+          "--checkpoint_every=" + std::to_string(checkpoint_every)};
+}
+
 // Acknowledged request ids of every client (its first, middle and last)
 // sent again: each is answered "already applied" (nothing runs).
 void ExpectResendsAlreadyApplied(const std::vector<std::unique_ptr<TransferClient>>& clients);
