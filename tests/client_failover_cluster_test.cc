@@ -30,100 +30,8 @@ constexpr int kTimeoutMs = 30000;
 constexpr int kClients = 3;
 constexpr int64_t kInitial = 1000000;
 
-ClientRequest Transfer(uint64_t from, uint64_t to) {
-  ClientRequest request;
-  TxnRequest* txn = request.mutable_txn();
-  txn->set_procedure("bank-transfer");
-  txn->add_read_write_set(from);
-  txn->add_read_write_set(to);
-  txn->set_args(BankApplication::EncodeBalance(1));
-  return request;
-}
-
-// One client: transfers 1 from account 2c to 2c + 1, one at a time, each
-// under the next request id; every 7th acknowledged one is sent again
-// under its id at once (a retry whose first answer arrived: the log
-// already holds it).
-class TransferClient {
- public:
-  TransferClient(int c, std::vector<std::string> endpoints) : c_(c) {
-    FailoverOptions options;
-    options.endpoints = std::move(endpoints);
-    options.attempt_timeout_ms = 1000;
-    options.total_timeout_ms = kTimeoutMs;
-    client_ = std::make_unique<FailoverClient>(options);
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~TransferClient() { Stop(); }
-  void Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  int acked() const { return acked_.load(); }
-  int failed() const { return failed_.load(); }
-  int resent_already_applied() const { return resent_already_applied_.load(); }
-  std::string first_failure() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return first_failure_;
-  }
-  FailoverClient& client() { return *client_; }
-  // The request ids acknowledged, (client id, seq).
-  std::vector<uint64_t> acked_seqs() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return acked_seqs_;
-  }
-
- private:
-  void Fail(const std::string& why) {
-    ++failed_;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (first_failure_.empty()) first_failure_ = why;
-  }
-  void Loop() {
-    while (!stop_) {
-      ClientRequest request = Transfer(2 * c_, 2 * c_ + 1);
-      const uint64_t seq = client_->next_seq();
-      ClientReply reply;
-      const std::string error = client_->Call(request, &reply);
-      if (!error.empty()) return Fail("seq " + std::to_string(seq) + ": " + error);
-      if (reply.status() != OK || !(reply.txn().committed() || reply.txn().already_applied())) {
-        return Fail("seq " + std::to_string(seq) + ": status " + std::to_string(reply.status()) +
-                    " " + reply.error() + " " + reply.txn().detail());
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        acked_seqs_.push_back(seq);
-      }
-      ++acked_;
-      if (seq % 7 == 0) {
-        request.mutable_txn()->set_client_id(client_->client_id());
-        request.mutable_txn()->set_client_seq(seq);
-        if (!client_->Call(request, &reply).empty() || reply.status() != OK ||
-            !reply.txn().already_applied()) {
-          return Fail("resent seq " + std::to_string(seq) + " was not 'already applied': " +
-                      reply.error() + " " + reply.txn().detail());
-        }
-        ++resent_already_applied_;
-      }
-    }
-  }
-
-  const int c_;
-  std::unique_ptr<FailoverClient> client_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> acked_{0}, failed_{0}, resent_already_applied_{0};
-  mutable std::mutex mu_;
-  std::string first_failure_;
-  std::vector<uint64_t> acked_seqs_;
-};
-
 TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppliesOnce) {
-  TestCluster cluster("client-failover", 1, 3,
-                      {"--duration=0", "--workload=bank", "--generate=false",
-                       "--bank_accounts=" + std::to_string(2 * kClients),
-                       "--bank_initial_balance=" + std::to_string(kInitial),
-                       "--checkpoint_every=0"},
+  TestCluster cluster("client-failover", 1, 3, TransferFlags(kClients, kInitial, 0),
                       ReplicatedInput);
   cluster.Start();
   StatusReply before;
@@ -156,7 +64,7 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
   for (int c = 0; c < kClients; ++c) {
     std::vector<std::string> endpoints;
     for (int i = 0; i < 3; ++i) endpoints.push_back(ClientEndpoint(cluster.node((c + i) % 3)));
-    clients.push_back(std::make_unique<TransferClient>(c, endpoints));
+    clients.push_back(std::make_unique<TransferClient>(c, endpoints, kTimeoutMs));
   }
   auto all_acked = [&](int count) {
     for (const auto& client : clients) {
@@ -217,42 +125,10 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
 
   // Acknowledged request ids sent again after the failover, to the new
   // leader (whose window was built from the committed log as a follower):
-  // already applied, nothing runs.
-  for (int c = 0; c < kClients; ++c) {
-    const std::vector<uint64_t> seqs = clients[c]->acked_seqs();
-    ASSERT_FALSE(seqs.empty());
-    for (uint64_t seq : {seqs.front(), seqs[seqs.size() / 2], seqs.back()}) {
-      ClientRequest request = Transfer(2 * c, 2 * c + 1);
-      request.mutable_txn()->set_client_id(clients[c]->client().client_id());
-      request.mutable_txn()->set_client_seq(seq);
-      ClientReply reply;
-      ASSERT_EQ(clients[c]->client().Call(request, &reply), "");
-      ASSERT_EQ(reply.status(), OK) << reply.error();
-      EXPECT_TRUE(reply.txn().already_applied()) << "client " << c << " seq " << seq;
-    }
-  }
-
-  // Exactly once: each client's two balances moved by its acked count.
-  {
-    FailoverOptions options;
-    for (int i : survivors) options.endpoints.push_back(ClientEndpoint(cluster.node(i)));
-    options.total_timeout_ms = kTimeoutMs;
-    FailoverClient reader(options);
-    std::vector<uint64_t> accounts;
-    for (uint64_t a = 0; a < 2 * kClients; ++a) accounts.push_back(a);
-    ClientReply reply;
-    ASSERT_EQ(reader.Call(Client::Get(accounts), &reply), "");
-    ASSERT_EQ(reply.status(), OK) << reply.error();
-    ASSERT_EQ(reply.txn().reads_size(), 2 * kClients);
-    for (int c = 0; c < kClients; ++c) {
-      const int64_t acked = clients[c]->acked();
-      EXPECT_EQ(BankApplication::DecodeBalance(reply.txn().reads(2 * c).value()), kInitial - acked)
-          << "client " << c;
-      EXPECT_EQ(BankApplication::DecodeBalance(reply.txn().reads(2 * c + 1).value()),
-                kInitial + acked)
-          << "client " << c;
-    }
-  }
+  // already applied, nothing runs. Exactly once: each client's two
+  // balances moved by its acked count.
+  ExpectResendsAlreadyApplied(clients);
+  ExpectEachTransferOnce(cluster, survivors, clients, kInitial, kTimeoutMs);
 
   // The survivors agree at a common epoch ahead of both.
   ExpectDigestsAgree(cluster, survivors, kTimeoutMs);

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/multi_version_store.h"
+#include "checkpoint/checkpoint.h"
 #include "common/types.h"
+#include "test_util.h"
 
 namespace paxflow {
 namespace {
@@ -133,6 +136,87 @@ TEST(RequestDedupTest, FilterDropsARetryFromEveryBatchOnceAndAlikeOnEveryMember)
     }
   }
   EXPECT_EQ(filtered[0], filtered[1]);
+}
+
+// What a restarted member does: the window saved with a checkpoint
+// (written to a real checkpoint file and read back), then the records of
+// its sequencer log after it, which hold only what ran (already filtered),
+// then live records. It must filter on exactly as a member that never
+// stopped. The retry in epoch 2 makes the difference: were a dropped txn
+// to refresh its client's recency, the member that never stopped would
+// evict client 2 at epoch 3 and the restarted one client 1.
+TEST(RequestDedupTest, AWindowSavedWithACheckpointAndReplayedFiltersAsALiveOne) {
+  const RequestDedup::Limits limits{/*window=*/16, /*clients=*/2};
+  const std::vector<SequencedEpoch> log = {
+      Record(1, {{ClientTxn(10, 1, 1), ClientTxn(11, 2, 1)}}),
+      Record(2, {{ClientTxn(20, 1, 1)}}),  // a retry: dropped
+      Record(3, {{ClientTxn(30, 3, 1)}}),  // a third client: one is forgotten
+      Record(4, {{ClientTxn(41, 2, 1), ClientTxn(42, 3, 1)}}),
+      Record(5, {{ClientTxn(50, 1, 1)}}),
+  };
+  RequestDedup live(limits);
+  std::vector<std::string> live_filtered;
+  std::vector<RequestDedup::Dropped> dropped;
+  RequestWindow saved;
+  for (SequencedEpoch record : log) {
+    live.Filter(&record, &dropped);
+    live_filtered.push_back(record.SerializeAsString());
+    if (record.epoch() == 1) {
+      live.Save(&saved);
+      saved.set_epoch(1);
+    }
+  }
+  // Client 1 (whose txn ran least recently: its retry changed nothing) was
+  // forgotten: the retries of 2 and 3 in epoch 4 are dropped, that of 1 in
+  // epoch 5 runs.
+  SequencedEpoch fourth, fifth;
+  ASSERT_TRUE(fourth.ParseFromString(live_filtered[3]));
+  EXPECT_EQ(fourth.batches(0).txns_size(), 0);
+  ASSERT_TRUE(fifth.ParseFromString(live_filtered[4]));
+  EXPECT_EQ(fifth.batches(0).txns_size(), 1);
+
+  // Through a checkpoint file.
+  testing::TempDir dir;
+  GcOptions gc;
+  MultiVersionStore store(0, 1, 16, 8, gc);
+  const size_t slot = store.RegisterThread();
+  CheckpointHeader header;
+  header.set_node_id(1);
+  header.set_partitions(1);
+  header.set_epoch(1);
+  *header.mutable_request_window() = saved;
+  CheckpointStats written;
+  ASSERT_EQ(WriteCheckpoint(dir.path(), header, &store, slot, &written), "");
+  CheckpointHeader read;
+  ASSERT_EQ(ReadCheckpointHeader(written.path, &read), "");
+  EXPECT_EQ(read.request_window().epoch(), 1u);
+
+  RequestDedup restarted(limits);
+  ASSERT_EQ(restarted.Load(read.request_window()), "");
+  RequestWindow again;
+  restarted.Save(&again);
+  again.set_epoch(1);
+  EXPECT_EQ(again.client_size(), saved.client_size());
+  EXPECT_EQ(restarted.remembered(), 2u);
+  for (size_t i = 1; i < log.size(); ++i) {
+    SequencedEpoch record;
+    if (i < 2) {
+      // Epoch 2 from its sequencer log: the filtered record (the retry is
+      // not in it); nothing more is dropped.
+      ASSERT_TRUE(record.ParseFromString(live_filtered[i]));
+      EXPECT_EQ(restarted.Filter(&record, &dropped), 0u);
+    } else {
+      record = log[i];  // live, from the consensus log
+      restarted.Filter(&record, &dropped);
+    }
+    EXPECT_EQ(record.SerializeAsString(), live_filtered[i]) << "epoch " << record.epoch();
+  }
+
+  // A damaged window is refused, and leaves an empty one.
+  RequestWindow damaged = saved;
+  damaged.mutable_client(0)->add_seq(99);
+  EXPECT_NE(restarted.Load(damaged), "");
+  EXPECT_EQ(restarted.clients(), 0u);
 }
 
 }  // namespace

@@ -121,4 +121,43 @@ std::set<TxnId> CheckLogsWhole(const std::string& dir) {
   return ids;
 }
 
+void ExpectResendsAlreadyApplied(const std::vector<std::unique_ptr<TransferClient>>& clients) {
+  for (size_t c = 0; c < clients.size(); ++c) {
+    const std::vector<uint64_t> seqs = clients[c]->acked_seqs();
+    ASSERT_FALSE(seqs.empty());
+    for (uint64_t seq : {seqs.front(), seqs[seqs.size() / 2], seqs.back()}) {
+      ClientRequest request = Transfer(2 * c, 2 * c + 1);
+      request.mutable_txn()->set_client_id(clients[c]->client().client_id());
+      request.mutable_txn()->set_client_seq(seq);
+      ClientReply reply;
+      ASSERT_EQ(clients[c]->client().Call(request, &reply), "");
+      ASSERT_EQ(reply.status(), OK) << reply.error();
+      EXPECT_TRUE(reply.txn().already_applied()) << "client " << c << " seq " << seq;
+    }
+  }
+}
+
+void ExpectEachTransferOnce(const TestCluster& cluster, const std::vector<int>& nodes,
+                            const std::vector<std::unique_ptr<TransferClient>>& clients,
+                            int64_t initial, int timeout_ms) {
+  FailoverOptions options;
+  for (int i : nodes) options.endpoints.push_back(ClientEndpoint(cluster.node(i)));
+  options.total_timeout_ms = timeout_ms;
+  FailoverClient reader(options);
+  std::vector<uint64_t> accounts;
+  for (uint64_t a = 0; a < 2 * clients.size(); ++a) accounts.push_back(a);
+  ClientReply reply;
+  ASSERT_EQ(reader.Call(Client::Get(accounts), &reply), "");
+  ASSERT_EQ(reply.status(), OK) << reply.error();
+  ASSERT_EQ(reply.txn().reads_size(), static_cast<int>(accounts.size()));
+  for (size_t c = 0; c < clients.size(); ++c) {
+    const int64_t acked = clients[c]->acked();
+    EXPECT_EQ(BankApplication::DecodeBalance(reply.txn().reads(2 * c).value()), initial - acked)
+        << "client " << c;
+    EXPECT_EQ(BankApplication::DecodeBalance(reply.txn().reads(2 * c + 1).value()),
+              initial + acked)
+        << "client " << c;
+  }
+}
+
 }  // namespace paxflow::testing

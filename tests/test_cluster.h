@@ -4,7 +4,7 @@
 // against: an offline replay of its logs, the logs being whole, and bank
 // clients that keep what was acknowledged to them.
 // Threads: TestCluster from the test's thread; BankClients runs one thread
-// per node of the config.
+// per node of the config, TransferClient one of its own.
 #pragma once
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -256,5 +256,114 @@ class BankClients {
   std::set<TxnId> acked_;
   std::atomic<int> audits_{0}, wrong_{0}, unavailable_{0};
 };
+
+// Replicated input's clients (issue 17): bank transfers under request ids
+// through a FailoverClient given every replica.
+inline ClientRequest Transfer(uint64_t from, uint64_t to) {
+  ClientRequest request;
+  TxnRequest* txn = request.mutable_txn();
+  txn->set_procedure("bank-transfer");
+  txn->add_read_write_set(from);
+  txn->add_read_write_set(to);
+  txn->set_args(BankApplication::EncodeBalance(1));
+  return request;
+}
+
+// One client: transfers 1 from account 2c to 2c + 1, one at a time, each
+// under the next request id; every 7th acknowledged one is sent again
+// under its id at once (a retry whose first answer arrived: the log
+// already holds it).
+class TransferClient {
+ public:
+  TransferClient(int c, std::vector<std::string> endpoints, int total_timeout_ms) : c_(c) {
+    FailoverOptions options;
+    options.endpoints = std::move(endpoints);
+    options.attempt_timeout_ms = 1000;
+    options.total_timeout_ms = total_timeout_ms;
+    client_ = std::make_unique<FailoverClient>(options);
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~TransferClient() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int acked() const { return acked_.load(); }
+  int failed() const { return failed_.load(); }
+  int resent_already_applied() const { return resent_already_applied_.load(); }
+  std::string first_failure() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return first_failure_;
+  }
+  FailoverClient& client() { return *client_; }
+  // The request ids acknowledged, (client id, seq).
+  std::vector<uint64_t> acked_seqs() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return acked_seqs_;
+  }
+
+ private:
+  void Fail(const std::string& why) {
+    ++failed_;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (first_failure_.empty()) first_failure_ = why;
+  }
+  void Loop() {
+    while (!stop_) {
+      ClientRequest request = Transfer(2 * c_, 2 * c_ + 1);
+      const uint64_t seq = client_->next_seq();
+      ClientReply reply;
+      const std::string error = client_->Call(request, &reply);
+      if (!error.empty()) return Fail("seq " + std::to_string(seq) + ": " + error);
+      if (reply.status() != OK || !(reply.txn().committed() || reply.txn().already_applied())) {
+        return Fail("seq " + std::to_string(seq) + ": status " + std::to_string(reply.status()) +
+                    " " + reply.error() + " " + reply.txn().detail());
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        acked_seqs_.push_back(seq);
+      }
+      ++acked_;
+      if (seq % 7 == 0) {
+        request.mutable_txn()->set_client_id(client_->client_id());
+        request.mutable_txn()->set_client_seq(seq);
+        if (!client_->Call(request, &reply).empty() || reply.status() != OK ||
+            !reply.txn().already_applied()) {
+          return Fail("resent seq " + std::to_string(seq) + " was not 'already applied': " +
+                      reply.error() + " " + reply.txn().detail());
+        }
+        ++resent_already_applied_;
+      }
+    }
+  }
+
+  const int c_;
+  std::unique_ptr<FailoverClient> client_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> acked_{0}, failed_{0}, resent_already_applied_{0};
+  mutable std::mutex mu_;
+  std::string first_failure_;
+  std::vector<uint64_t> acked_seqs_;
+};
+
+// The node flags of a bank cluster that `clients` TransferClients drive
+// (no generator), checkpoints every `checkpoint_every` seconds (0: none).
+inline std::vector<std::string> TransferFlags(int clients, int64_t initial, int checkpoint_every) {
+  return {"--duration=0", "--workload=bank", "--generate=false",
+          "--bank_accounts=" + std::to_string(2 * clients),
+          "--bank_initial_balance=" + std::to_string(initial),
+          "--checkpoint_every=" + std::to_string(checkpoint_every)};
+}
+
+// Acknowledged request ids of every client (its first, middle and last)
+// sent again: each is answered "already applied" (nothing runs).
+void ExpectResendsAlreadyApplied(const std::vector<std::unique_ptr<TransferClient>>& clients);
+
+// Exactly once: read through `nodes`, each client's two balances moved by
+// its acknowledged count from `initial`.
+void ExpectEachTransferOnce(const TestCluster& cluster, const std::vector<int>& nodes,
+                            const std::vector<std::unique_ptr<TransferClient>>& clients,
+                            int64_t initial, int timeout_ms);
 
 }  // namespace paxflow::testing

@@ -281,10 +281,6 @@ std::string NodeParams::Validate(uint32_t partitions) const {
              "that role does not move with leadership yet; give ltx_fraction=0 (or a workload "
              "without long txns, e.g. mixed)";
     }
-    if (e.recover) {
-      return "--recover with replicated_input: a replica's restart into its group (rejoin) is "
-             "not built yet; start the cluster afresh (paxflow-cluster start --wipe)";
-    }
   }
   if (e.recover && e.sequencers_per_node > 1) {
     return "--recover with sequencers_per_node=" + std::to_string(e.sequencers_per_node) +

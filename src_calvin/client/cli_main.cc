@@ -15,6 +15,7 @@
 #include "auth/client_keys.h"
 #include "auth/keys.h"
 #include "client/client.h"
+#include "client/group_status.h"
 #include "client/request.h"
 #include "common/config.h"
 #include "common/json.h"
@@ -329,17 +330,24 @@ int Status(const std::vector<Target>& targets) {
               "node", "part", "rep", "mode", "epoch", "published", "lag", "pending", "executing",
               "wait-RO", "RO/s", "RW/s", "clients", "busy", "committed", "cpu_s", "rss_MiB");
   int failures = 0;
+  std::vector<GroupMemberStatus> groups;
   for (const Target& target : targets) {
     Client client;
     ClientReply reply;
     std::string error = client.Connect(target.endpoint);
     if (error.empty()) error = client.Call(Client::Status(), &reply, FLAGS_timeout_ms);
+    GroupMemberStatus& member = groups.emplace_back();
+    member.node = target.id;
+    member.partition = target.partition;
     if (!error.empty()) {
       std::printf("%-5u %s\n", target.id, error.c_str());
       ++failures;
       continue;
     }
     const StatusReply& s = reply.node_status();
+    member.answered = true;
+    member.partition = s.partition();
+    member.status = s;
     std::printf(
         "%-5u %-4u %-4u %-8s %9llu %9llu %5llu %8llu %9llu %8llu %10.0f %10.0f %8llu %9llu %12llu "
         "%9.2f %8.0f\n",
@@ -381,6 +389,8 @@ int Status(const std::vector<Target>& targets) {
       ++failures;
     }
   }
+  // Replicated input: each partition's leader and how far its followers are.
+  for (const std::string& line : GroupStatusLines(groups)) std::printf("%s\n", line.c_str());
   return failures ? 1 : 0;
 }
 

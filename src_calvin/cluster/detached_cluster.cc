@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "client/client.h"
+#include "client/group_status.h"
 #include "client/request.h"
 #include "common/proto_json.h"
 #include "cluster/launch_helpers.h"
@@ -897,6 +898,7 @@ int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::s
   if (!error->empty()) return 2;
   zmq::context_t context(1);
   std::vector<NodeId> down, troubled;
+  std::vector<GroupMemberStatus> groups;
   for (const NodeRecord& record : state.nodes) {
     std::string where = LaunchKindName(record.kind);
     if (record.kind == LaunchKind::kNetns) where += " " + record.netns;
@@ -929,6 +931,7 @@ int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::s
         line += std::string("up, ") + ReplyStatusName(reply.status()) + ": " + reply.error();
       } else {
         const StatusReply& status = reply.node_status();
+        groups.push_back({record.id, status.partition(), true, status});
         char text[256];
         snprintf(text, sizeof(text),
                  "up  epoch %llu (published %llu)  ro %.0f/s  rw %.0f/s  committed %llu  "
@@ -964,7 +967,12 @@ int ShowStatus(const ClusterConfig& config, const LaunchOptions& options, std::s
       }
     }
     printf("%s\n", line.c_str());
+    if (node && (groups.empty() || groups.back().node != record.id)) {
+      groups.push_back({record.id, node->partition(), false, StatusReply()});
+    }
   }
+  // Replicated input: each partition's leader and how far its followers are.
+  for (const std::string& line : GroupStatusLines(groups)) printf("[cluster] %s\n", line.c_str());
   printf("[cluster] %zu of %zu node(s) up\n", state.nodes.size() - down.size(),
          state.nodes.size());
   fflush(stdout);

@@ -169,6 +169,7 @@ void Checkpointer::Write(const SnapshotInfo& info) {
   const int64_t paused_since = NowMicros();
   CheckpointHeader header = options_.header;
   DescribeSnapshot(info, &header);
+  if (options_.annotate) options_.annotate(&header);
   header.set_written_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count());

@@ -41,6 +41,8 @@ struct CheckpointerOptions {
   Store* store = nullptr;
   Scheduler* scheduler = nullptr;
   std::vector<SegmentedLogWriter*> logs;  // rolled after each checkpoint
+  // Adds what else the node keeps with its state (the checkpoint thread).
+  std::function<void(CheckpointHeader*)> annotate;
   std::function<void(const std::string&)> print;
 };
 

@@ -165,7 +165,8 @@ std::string Node::Start() {
   error = OpenLogs(&logged_through_, &sequenced_through);
   if (!error.empty()) return error;
   Epoch finished_at = 0;
-  if (recover && self_->replica() == 0) {
+  // (Replicated input: the group's log says where sequencing resumes.)
+  if (recover && self_->replica() == 0 && !params.engine.replicated_input) {
     // Where its sequencer got: never below what its logs, its checkpoint
     // or its peers hold of it (a lost unsynced tail of the sequencer log
     // must not make it cut those epochs again), and whether it finished.
@@ -191,7 +192,7 @@ std::string Node::Start() {
   if (catch_up_) catch_up_->Start();
   // Built before the scheduler runs: a failed log stops it from any thread.
   if (params.engine.replicated_input) {
-    error = MakeReplication();
+    error = MakeReplication(recover ? sequenced_through : 0);
     if (!error.empty()) return error;
   }
   // With replicated input every replica builds it; it runs while it leads.
@@ -223,10 +224,14 @@ std::string Node::Start() {
       const NodeId peer = layout_.NodeOf(self_->replica(), p);
       if (peer != options_.id) transport_->Send(peer, READS_REQUEST, bytes);
     }
-    if (logged_through_ > restored_at) {
+    // Replicated input: the committed epochs its sequencer log holds past
+    // its input log run next; the group's log goes on after them.
+    const Epoch tail = replicated_ ? sequenced_through : 0;
+    if (logged_through_ > restored_at || tail > std::max(logged_through_, restored_at)) {
       replaying_ = true;
-      replay_thread_ = std::thread([this, restored_at] {
-        ReplayOwnLog(restored_at + 1, logged_through_);
+      replay_thread_ = std::thread([this, restored_at, tail] {
+        if (logged_through_ > restored_at) ReplayOwnLog(restored_at + 1, logged_through_);
+        if (tail > 0) ReplayCommittedTail(std::max(logged_through_, restored_at) + 1, tail);
         replaying_ = false;
       });
     }

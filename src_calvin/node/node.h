@@ -135,7 +135,12 @@ class Node : public PeerSender, public ResultSink {
   // Replicated input (node_replication.cc): the group's member, made
   // before the sequencer and started last in Start; the runners run only
   // while this node leads.
-  std::string MakeReplication();
+  // On --recover it resumes after `applied_through` (its sequencer log's
+  // last committed epoch), with the request-id window of its checkpoint.
+  std::string MakeReplication(Epoch applied_through);
+  // A restarted member: its own batches of the committed epochs `from` to
+  // `through` that its sequencer log holds and its input log does not.
+  void ReplayCommittedTail(Epoch from, Epoch through);
   void OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading);
   // Sequencer `sequencer` is its own partition's, whose batches come from
   // the group's log (replicated input), not from a peer.
@@ -318,6 +323,9 @@ class Node : public PeerSender, public ResultSink {
   // the sequencer resumed, were cut before but their record was lost (an
   // unsynced tail); they are fetched from other replicas, never cut again.
   Epoch sequencer_log_through_ = 0;
+  // Replicated input: the request-id window of the checkpoint it restarted
+  // from (node_replication.cc).
+  RequestWindow restored_window_;
   Epoch resumed_after_ = 0;
   // Epochs its sequencer cut whose batches for `partition` nobody holds
   // any more (its sequencer log lost them, and no node of the partition

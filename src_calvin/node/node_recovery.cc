@@ -434,6 +434,7 @@ std::string Node::RestorePartition(Epoch* restored_at) {
   }
   if (!scheduler_->RestoreAt(info, &error)) return path + ": " + error;
   *restored_at = info.epoch;
+  restored_window_ = header.request_window();
   char seconds[32];
   snprintf(seconds, sizeof(seconds), "%.2f", stats.seconds);
   Print("[node " + std::to_string(options_.id) + "] loaded the checkpoint at epoch " +
@@ -576,6 +577,13 @@ void Node::MakeCheckpointer() {
   options.logs = {&log_->log(), reads_log_.get()};
   if (sequencer_log_) options.logs.push_back(sequencer_log_.get());
   options.print = [this](const std::string& line) { Print(line); };
+  if (engine.replicated_input) {
+    // The request-id window goes with the state: the consensus log is
+    // trimmed at checkpoints (node_replication.cc restores it).
+    options.annotate = [this](CheckpointHeader* header) {
+      if (replicated_) replicated_->SaveWindow(header->mutable_request_window());
+    };
+  }
   checkpointer_ = std::make_unique<Checkpointer>(options);
 }
 

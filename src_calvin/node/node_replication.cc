@@ -6,12 +6,45 @@
 #include <chrono>
 #include <thread>
 
+#include "common/segmented_log.h"
 #include "node/node.h"
 #include "recovery.pb.h"
+#include "sequencer/input_log.h"
 
 namespace paxflow {
 
-std::string Node::MakeReplication() {
+namespace {
+
+// Reads the committed records of node `node`'s sequencer log from epoch
+// `from` through `through`, in order, into `each` (false: stop). Empty, or
+// what went wrong.
+std::string ReadCommitted(const std::string& dir, NodeId node, Epoch from, Epoch through,
+                          const std::function<bool(SequencedEpoch&)>& each) {
+  SegmentedLogReader reader;
+  reader.StopAtDamage();
+  std::string error = reader.Open(dir, NodeFileName(node), kSequencerLogFormat, from);
+  if (!error.empty()) return error;
+  std::string payload;
+  SequencedEpoch record;
+  Epoch next = from;  // committed epochs follow one another
+  while (next <= through && reader.Next(&payload)) {
+    if (!record.ParseFromString(payload)) return "a record of its sequencer log does not parse";
+    if (record.epoch() < next) continue;
+    if (record.epoch() > next) break;
+    ++next;
+    if (!each(record)) return "";
+  }
+  if (reader.damaged()) return reader.damage();
+  if (next <= through) {
+    return "its sequencer log lacks committed epoch " + std::to_string(next) + " (of " +
+           std::to_string(from) + ".." + std::to_string(through) + ")";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string Node::MakeReplication(Epoch applied_through) {
   std::string error = ReplicationConfigProblem(options_.config);
   if (!error.empty()) return "config: " + error;
   ReplicatedSequencingOptions options;
@@ -20,6 +53,9 @@ std::string Node::MakeReplication() {
   options.self = options_.id;
   options.log_dir = options_.params.engine.log_dir;
   options.election_timeout_ms = options_.params.engine.election_timeout_ms;
+  options.restarted = options_.params.engine.recover;
+  options.applied_through = applied_through;
+  options.failed = [this](const std::string& why) { LogFailed(why); };
   options.committed = [this](Epoch epoch, const std::string& record, bool leading) {
     OnCommittedEpoch(epoch, record, leading);
   };
@@ -38,6 +74,42 @@ std::string Node::MakeReplication() {
   };
   options.print = [this](const std::string& line) { Print(line); };
   replicated_ = std::make_unique<ReplicatedSequencing>(std::move(options));
+  if (options_.params.engine.recover) {
+    // A member restarted on its data dir: the request-id window as its
+    // checkpoint saved it, then fed the committed epochs its sequencer log
+    // holds after that (filtered already; filtering again drops nothing
+    // and leaves the window as the original did: request_dedup.h), so it
+    // filters what the group commits next exactly as the others do.
+    const Epoch saved = restored_window_.epoch();
+    if (saved > applied_through) {
+      return "--recover: its checkpoint's request-id window was saved after epoch " +
+             std::to_string(saved) + ", but its sequencer log ends at epoch " +
+             std::to_string(applied_through) + " (its tail was lost): it cannot rejoin its "
+             "group from this log directory";
+    }
+    std::lock_guard<std::mutex> lock(replicated_->window_mu());
+    RequestDedup& dedup = replicated_->dedup();
+    error = dedup.Load(restored_window_);
+    size_t dropped_again = 0;
+    std::vector<RequestDedup::Dropped> dropped;
+    if (error.empty() && applied_through > saved) {
+      error = ReadCommitted(options_.params.engine.log_dir, options_.id, saved + 1,
+                            applied_through, [&](SequencedEpoch& record) {
+                              dropped_again += dedup.Filter(&record, &dropped);
+                              return true;
+                            });
+    }
+    if (!error.empty()) return "--recover: cannot rebuild its request-id window: " + error;
+    if (dropped_again > 0) {
+      LOG(ERROR) << "node " << options_.id << ": its sequencer log holds " << dropped_again
+                 << " retried txns its window drops: the log was not filtered by this window";
+    }
+    replicated_->set_window_epoch(applied_through);
+    Print("[node " + std::to_string(options_.id) + "] rejoins its partition's consensus group "
+          "as a follower: request-id window of epoch " + std::to_string(saved) + " (" +
+          std::to_string(dedup.clients()) + " clients), committed epochs through " +
+          std::to_string(applied_through) + " held; the group's entries after it follow");
+  }
   if (clients_) {
     // NOT_LEADER replies name the leader, so that clients go there.
     clients_->SetLeaderHint([this] {
@@ -67,14 +139,20 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
   // here, alike on every member, before anything logs, runs or sends them.
   std::vector<RequestDedup::Dropped> dropped;  // allocates only if something is dropped
   std::string filtered;
-  if (replicated_->dedup().Filter(&sequenced, &dropped) > 0) {
-    filtered = sequenced.SerializeAsString();
-  }
-  if (sequencer_log_) {
-    // What peers fetch when a batch is lost on the way: committed epochs only.
-    std::string error = sequencer_log_->Append(epoch, filtered.empty() ? record : filtered);
-    if (error.empty()) error = sequencer_log_->Flush(options_.params.engine.log_fsync || final);
-    if (!error.empty()) LogFailed(error);
+  {
+    // Until the epoch is in the sequencer log: a checkpoint's copy of the
+    // window then never holds an epoch this member's logs do not.
+    std::lock_guard<std::mutex> window(replicated_->window_mu());
+    if (replicated_->dedup().Filter(&sequenced, &dropped) > 0) {
+      filtered = sequenced.SerializeAsString();
+    }
+    if (sequencer_log_) {
+      // What peers fetch when a batch is lost on the way: committed epochs only.
+      std::string error = sequencer_log_->Append(epoch, filtered.empty() ? record : filtered);
+      if (error.empty()) error = sequencer_log_->Flush(options_.params.engine.log_fsync || final);
+      if (!error.empty()) LogFailed(error);
+    }
+    replicated_->set_window_epoch(epoch);
   }
   Epoch seen = sequenced_epoch_.load();
   while (seen < epoch && !sequenced_epoch_.compare_exchange_weak(seen, epoch)) {
@@ -109,6 +187,30 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
     if (clients_ && leading) {
       clients_->AnswerDropped(d.txn, d.verdict == RequestDedup::Verdict::kTooOld, d.original);
     }
+  }
+}
+
+void Node::ReplayCommittedTail(Epoch from, Epoch through) {
+  // Its input log ends before these (they were committed and queued, not
+  // yet run, when it stopped); its sequencer log holds them as committed.
+  const Epoch room = options_.params.engine.max_epochs_ahead;
+  const PartitionId own = self_->partition();
+  const std::string error = ReadCommitted(
+      options_.params.engine.log_dir, options_.id, from, through, [&](SequencedEpoch& record) {
+        // No more than it can run soon, as ReplayOwnLog.
+        while (!replay_stop_.load() &&
+               record.epoch() > scheduler_->Status().published_epoch + room) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));  // flow control, not sync
+        }
+        if (replay_stop_.load() || own >= static_cast<PartitionId>(record.batches_size())) {
+          return !replay_stop_.load();
+        }
+        DeliverBatch(std::make_unique<Batch>(std::move(*record.mutable_batches(own))));
+        return true;
+      });
+  if (!error.empty() && !replay_stop_.load()) {
+    LogFailed("cannot replay its committed epochs " + std::to_string(from) + ".." +
+              std::to_string(through) + " from its sequencer log: " + error);
   }
 }
 

@@ -28,7 +28,10 @@ bool RecordEpoch(const std::string& record, Epoch* epoch) {
 }  // namespace
 
 ReplicatedSequencing::ReplicatedSequencing(ReplicatedSequencingOptions options)
-    : options_(std::move(options)) {}
+    : options_(std::move(options)) {
+  committed_epoch_.store(options_.applied_through);
+  window_epoch_ = options_.applied_through;
+}
 
 ReplicatedSequencing::~ReplicatedSequencing() { Stop(); }
 
@@ -81,8 +84,18 @@ void ReplicatedSequencing::Consume() {
             break;
           }
           // A deposed leader's entry for an epoch its successor cut again
-          // is skipped alike by every member.
+          // is skipped alike by every member (and a restarted member skips
+          // what it ran before it stopped).
           if (epoch <= committed_epoch_.load()) break;
+          if (options_.restarted && epoch != committed_epoch_.load() + 1) {
+            // Committed epochs follow one another; the log kept none of
+            // those between (the group trimmed them while it was away).
+            // It leaves the group (it must not lead it either).
+            Gap(epoch);
+            stop_.store(true);
+            log_->Stop();
+            return;
+          }
           committed_epoch_.store(epoch);
           {
             std::lock_guard<std::mutex> lock(indexes_mu_);
@@ -115,14 +128,35 @@ void ReplicatedSequencing::Consume() {
           break;
         }
         case replication::LogEvent::Kind::kRestored:
-          // No member trims yet (Trim is not called), so none is sent a
-          // snapshot; should one be, its state cannot follow the log.
-          LOG(ERROR) << "node " << options_.self << ": its consensus log was restored from a "
-                     << "snapshot at index " << event.index << ", which this build cannot follow";
+          // Entries up to event.index will not come (a trim): fine if this
+          // member ran them already, which the next entry's epoch tells.
+          restored_index_ = event.index;
           break;
       }
     }
   }
+}
+
+void ReplicatedSequencing::Gap(Epoch next) {
+  const Epoch have = committed_epoch_.load();
+  const std::string why =
+      "it rejoined its partition's consensus group, but the group's log goes on at epoch " +
+      std::to_string(next) + " and its own logs end at epoch " + std::to_string(have) +
+      ": epochs " + std::to_string(have + 1) + ".." + std::to_string(next - 1) +
+      " were trimmed at a checkpoint" +
+      (restored_index_ > 0 ? " (log index " + std::to_string(restored_index_) + ")" : "") +
+      ". A member that is down holds trimming back, so this happens when its log directory "
+      "lost files or is an older copy, or the node was removed from the cluster. Loading a "
+      "peer's checkpoint to rejoin is not built yet: this node cannot rejoin from this log "
+      "directory; its partition goes on with its other replicas";
+  LOG(ERROR) << "node " << options_.self << ": " << why;
+  if (options_.failed) options_.failed(why);
+}
+
+void ReplicatedSequencing::SaveWindow(RequestWindow* out) {
+  std::lock_guard<std::mutex> lock(window_mu_);
+  dedup_.Save(out);
+  out->set_epoch(window_epoch_);
 }
 
 bool ReplicatedSequencing::Propose(Epoch epoch, std::string record) {

@@ -17,8 +17,12 @@
 //
 // Owns: the RaftLog (its data dir: <log_dir>/node-<id>.raft), the
 // consumer thread that takes its events, and the request-id window that
-// drops retried client txns from committed epochs (request_dedup.h). Threads: `committed` and `lead`
-// run on the consumer thread; Propose on the sequencer's; the rest on any.
+// drops retried client txns from committed epochs (request_dedup.h).
+// A member restarted on its data dir (applied_through) rejoins as a
+// follower: it is handed the entries its log kept (from the last trim on)
+// and skips those it ran before it stopped.
+// Threads: `committed`, `lead` and `failed` run on the consumer thread;
+// Propose on the sequencer's; the rest on any.
 #pragma once
 #include <atomic>
 #include <deque>
@@ -43,6 +47,11 @@ struct ReplicatedSequencingOptions {
   NodeId self = 0;
   std::string log_dir;
   unsigned election_timeout_ms = 1000;
+  // A member restarted on its data dir (--recover) has run the committed
+  // epochs through this one (its sequencer log's last): the group's
+  // entries at or below it are skipped, and the next must follow it.
+  Epoch applied_through = 0;
+  bool restarted = false;
   // Consumer thread: a committed SequencedEpoch record of epoch `epoch`;
   // `leading`: this member leads (it sends the other partitions theirs).
   std::function<void(Epoch epoch, const std::string& record, bool leading)> committed;
@@ -51,6 +60,9 @@ struct ReplicatedSequencingOptions {
   // Consumer thread: this member led and no longer does (its sequencer stopped).
   std::function<void()> follow;
   std::function<void(const std::string&)> print;
+  // Consumer thread: this member cannot go on (the group's log lacks
+  // epochs it needs); says why and what to do.
+  std::function<void(const std::string&)> failed;
 };
 
 class ReplicatedSequencing {
@@ -87,11 +99,21 @@ class ReplicatedSequencing {
   Epoch trimmed_epoch() const { return trimmed_epoch_.load(); }
   void Stop();
   // Which committed txns are retries of a request id that ran already
-  // (request_dedup.h). The consumer thread only (`committed`).
+  // (request_dedup.h). Under window_mu() (the consumer thread, and a
+  // restart before Start).
   RequestDedup& dedup() { return dedup_; }
+  // Held by the consumer from filtering a committed epoch until it is in
+  // the sequencer log (set_window_epoch), so that a saved window never
+  // holds an epoch the member's logs do not.
+  std::mutex& window_mu() { return window_mu_; }
+  void set_window_epoch(Epoch epoch) { window_epoch_ = epoch; }  // window_mu() held
+  // The window and the last epoch fed to it, for a checkpoint (its thread).
+  void SaveWindow(RequestWindow* out);
 
  private:
   void Consume();
+  // The next committed epoch is `next`, past committed_epoch_ + 1.
+  void Gap(Epoch next);
 
   const ReplicatedSequencingOptions options_;
   std::unique_ptr<replication::ReplicatedLog> log_;
@@ -106,7 +128,10 @@ class ReplicatedSequencing {
   std::deque<std::pair<Epoch, uint64_t>> indexes_;
   std::atomic<Epoch> trimmed_epoch_{0};
   bool deposed_ = false;  // consumer thread: `follow` was called
+  std::mutex window_mu_;
   RequestDedup dedup_;  // fed every committed epoch, in order, from the start
+  Epoch window_epoch_ = 0;  // the last one fed (window_mu_)
+  Epoch restored_index_ = 0;  // consumer thread: kRestored's index (0: none)
 };
 
 }  // namespace paxflow

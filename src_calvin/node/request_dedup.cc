@@ -8,8 +8,21 @@ RequestDedup::RequestDedup(Limits limits) : limits_(limits) {}
 
 RequestDedup::Verdict RequestDedup::Decide(uint64_t client_id, uint64_t seq, uint32_t attempt,
                                            uint64_t txn_id, uint64_t* original) {
-  ++tick_;
   auto found = clients_.find(client_id);
+  if (found != clients_.end()) {
+    // A dropped txn changes nothing (not even its client's recency), so a
+    // window fed records already filtered ends in the same state.
+    const Client& client = found->second;
+    if (client.highest >= limits_.window && seq <= client.highest - limits_.window) {
+      return Verdict::kTooOld;
+    }
+    auto ran = client.ran.find(seq);
+    if (ran != client.ran.end() && attempt == 0) {
+      *original = ran->second;
+      return Verdict::kDuplicate;
+    }
+  }
+  ++tick_;
   if (found == clients_.end()) {
     if (clients_.size() >= std::max<uint32_t>(1, limits_.clients)) {
       // The client seen least recently, in log order: the same one on
@@ -25,19 +38,9 @@ RequestDedup::Verdict RequestDedup::Decide(uint64_t client_id, uint64_t seq, uin
   Client& client = found->second;
   client.last_seen = tick_;
   by_last_seen_.insert({tick_, client_id});
-  if (client.highest >= limits_.window && seq <= client.highest - limits_.window) {
-    return Verdict::kTooOld;
-  }
-  auto ran = client.ran.find(seq);
-  if (ran != client.ran.end()) {
-    if (attempt == 0) {
-      *original = ran->second;
-      return Verdict::kDuplicate;
-    }
-    ran->second = txn_id;  // OLLP: this attempt replaces the one that gave up
-    return Verdict::kNew;
-  }
-  client.ran.emplace(seq, txn_id);
+  // New, or (attempt > 0) an OLLP restart that replaces the attempt that
+  // gave up.
+  client.ran[seq] = txn_id;
   if (seq > client.highest) {
     client.highest = seq;
     // Amortized: trimmed once it holds twice the window.
@@ -91,6 +94,51 @@ size_t RequestDedup::Filter(SequencedEpoch* record, std::vector<Dropped>* droppe
     while (txns->size() > kept) txns->RemoveLast();
   }
   return count;
+}
+
+void RequestDedup::Save(RequestWindow* out) const {
+  out->set_tick(tick_);
+  out->clear_client();
+  for (const auto& [id, client] : clients_) {
+    RequestWindowClient* saved = out->add_client();
+    saved->set_id(id);
+    saved->set_highest(client.highest);
+    saved->set_last_seen(client.last_seen);
+    for (const auto& [seq, txn_id] : client.ran) {
+      saved->add_seq(seq);
+      saved->add_txn_id(txn_id);
+    }
+  }
+}
+
+std::string RequestDedup::Load(const RequestWindow& in) {
+  tick_ = 0;
+  clients_.clear();
+  by_last_seen_.clear();
+  std::string error;
+  for (const RequestWindowClient& saved : in.client()) {
+    if (saved.seq_size() != saved.txn_id_size()) {
+      error = "client " + std::to_string(saved.id()) + " has " +
+              std::to_string(saved.seq_size()) + " seqs but " +
+              std::to_string(saved.txn_id_size()) + " txn ids";
+    } else if (saved.last_seen() > in.tick() ||
+               !by_last_seen_.insert({saved.last_seen(), saved.id()}).second ||
+               clients_.count(saved.id())) {
+      error = "client " + std::to_string(saved.id()) + " is listed twice or out of order";
+    }
+    if (!error.empty()) break;
+    Client& client = clients_[saved.id()];
+    client.highest = saved.highest();
+    client.last_seen = saved.last_seen();
+    for (int i = 0; i < saved.seq_size(); ++i) client.ran.emplace(saved.seq(i), saved.txn_id(i));
+  }
+  if (!error.empty()) {
+    clients_.clear();
+    by_last_seen_.clear();
+    return "the saved request-id window is damaged: " + error;
+  }
+  tick_ = in.tick();
+  return "";
 }
 
 size_t RequestDedup::remembered() const {

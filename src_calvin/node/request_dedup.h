@@ -6,12 +6,15 @@
 // The decision is a function of the committed log alone. Every member of
 // a group feeds it the same committed SequencedEpoch records in the same
 // order (Node::OnCommittedEpoch, on the group's consumer thread), from the
-// same empty state, so every replica drops the same txns. (The consensus
-// log is trimmed at stable checkpoints, which every live member has run
-// past; a member restarted on its data dir, not built yet, would need the
-// window saved with its checkpoint.) What it drops is removed from the record before the record is
-// logged, run, or sent to the other partitions: the input logs, the
-// sequencer log and every replay hold only what ran.
+// same empty state, so every replica drops the same txns. What it drops
+// is removed from the record before the record is logged, run, or sent to
+// the other partitions: the input logs, the sequencer log and every replay
+// hold only what ran. Only txns that run change the window (a dropped one
+// leaves it as it was, recency included), so feeding it a record already
+// filtered (the sequencer log's, a peer's) leaves it in the state the
+// unfiltered record did: a member restarted on its data dir rebuilds it
+// from the copy saved with its checkpoint (Save, Load) and the records of
+// its sequencer log after it, and filters on exactly as the others do.
 //
 // Bounds (memory): per client id, sequence numbers within `window` of its
 // highest one (older ones are forgotten); at most `clients` client ids, the
@@ -69,6 +72,13 @@ class RequestDedup {
   // `dropped`; returns how many were dropped. Txns without a request id,
   // and LTX records, pass untouched.
   size_t Filter(SequencedEpoch* record, std::vector<Dropped>* dropped);
+
+  // The whole window, into `out` (all but its epoch, which the caller
+  // knows), and back: a loaded window decides as the saved one did.
+  void Save(RequestWindow* out) const;
+  // Replaces this window; an error (and an empty window) if `in` does not
+  // hold a window (repeated ids, seqs without txn ids).
+  std::string Load(const RequestWindow& in);
 
   size_t clients() const { return clients_.size(); }
   size_t remembered() const;  // request ids remembered, over every client

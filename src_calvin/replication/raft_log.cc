@@ -105,6 +105,13 @@ class RaftLog : public ReplicatedLog {
   static int FsmApply(struct raft_fsm* fsm, const struct raft_buffer* buf, void** result);
   static int FsmSnapshot(struct raft_fsm* fsm, struct raft_buffer* bufs[], unsigned* n_bufs);
   static int FsmRestore(struct raft_fsm* fsm, struct raft_buffer* buf);
+  // The committed entry at `index` out of `buf`, into `event`; false (and
+  // a line on stderr) if it is not one of ours.
+  bool Decode(const struct raft_buffer& buf, uint64_t index, LogEvent* event) const;
+  // Open, after raft_start on a data dir that held a snapshot: hands out
+  // the entries its log kept up to the snapshot (libraft applies only
+  // those after it).
+  void HandOutKeptEntries();
   void HandlePropose(Command* command);
   void HandleTrim(uint64_t index);
   void CloseHandles();
@@ -128,6 +135,8 @@ class RaftLog : public ReplicatedLog {
   uint64_t barrier_term_ = 0;     // term whose barrier was proposed
   uint64_t trim_target_ = 0;      // highest index Trim allowed
   uint64_t covered_ = 0;          // trim index of the last snapshot
+  bool opening_ = false;          // inside Open's raft_start
+  uint64_t local_snapshot_ = 0;   // the snapshot raft_start loaded from the data dir (0: none)
   Leadership published_;
 
   std::thread thread_;
@@ -233,8 +242,11 @@ std::string RaftLog::Open() {
   uv_check_start(&check_, OnCheck);
   handles_ready_ = true;
 
-  if (int rv = raft_start(&raft_); rv != 0)
-    return fail(std::string("raft_start: ") + raft_errmsg(&raft_));
+  opening_ = true;
+  const int started = raft_start(&raft_);
+  opening_ = false;
+  if (started != 0) return fail(std::string("raft_start: ") + raft_errmsg(&raft_));
+  HandOutKeptEntries();
   // libuv writes to sockets a member may have closed: the loop thread gets
   // EPIPE instead of a SIGPIPE that would end the process (the thread
   // inherits the mask; the caller's is restored).
@@ -522,24 +534,57 @@ void RaftLog::OnBarrier(struct raft_barrier* req, int status) {
   }
 }
 
+bool RaftLog::Decode(const struct raft_buffer& buf, uint64_t index, LogEvent* event) const {
+  event->kind = LogEvent::Kind::kCommitted;
+  event->index = index;
+  const auto* entry = static_cast<const uint8_t*>(buf.base);
+  uint32_t length = 0;
+  if (buf.len >= kEntryHeader)
+    for (int b = 0; b < 4; ++b) length |= uint32_t{entry[4 + b]} << (8 * b);
+  if (buf.len < kEntryHeader || entry[0] != kEntryFormat || EntrySize(length) != buf.len) {
+    std::fprintf(stderr, "replication: member %llu: entry %llu is not one of ours (%zu bytes): "
+                 "the data dir holds another program's log; give the member an empty one\n",
+                 static_cast<unsigned long long>(options_.id),
+                 static_cast<unsigned long long>(index), buf.len);
+    return false;
+  }
+  event->bytes.assign(reinterpret_cast<const char*>(entry + kEntryHeader), length);
+  return true;
+}
+
+void RaftLog::HandOutKeptEntries() {
+  if (local_snapshot_ == 0) return;
+  // libraft's in-memory log (raft.h's struct raft_log: a circular buffer
+  // of the entries after `offset`) holds what the data dir kept: the
+  // entries after the last trim, up to the snapshot and beyond. Those up to
+  // the snapshot are committed (it was taken at an applied index) but will
+  // not be applied again; the member may not have taken them all before it
+  // stopped, so they are handed out here, before any later one.
+  const struct raft_log& log = raft_.log;
+  const size_t count =
+      log.back >= log.front ? log.back - log.front : log.size - log.front + log.back;
+  LogEvent restored;
+  restored.kind = LogEvent::Kind::kRestored;
+  restored.index = std::min<uint64_t>(log.offset, local_snapshot_);
+  events_.Push(std::move(restored));
+  for (uint64_t index = log.offset + 1; index <= local_snapshot_ && index <= log.offset + count;
+       ++index) {
+    const struct raft_entry& entry = log.entries[(log.front + (index - log.offset - 1)) % log.size];
+    if (entry.type != RAFT_COMMAND) continue;
+    LogEvent event;
+    if (!Decode(entry.buf, index, &event)) return;  // FsmApply refuses it too
+    events_.Push(std::move(event));
+  }
+}
+
 int RaftLog::FsmApply(struct raft_fsm* fsm, const struct raft_buffer* buf, void** result) {
   auto* self = static_cast<RaftLog*>(fsm->data);
   *result = nullptr;
   LogEvent event;
-  event.kind = LogEvent::Kind::kCommitted;
-  event.index = raft_last_applied(&self->raft_) + 1;  // libraft applies in order
-  const auto* entry = static_cast<const uint8_t*>(buf->base);
-  uint32_t length = 0;
-  if (buf->len >= kEntryHeader)
-    for (int b = 0; b < 4; ++b) length |= uint32_t{entry[4 + b]} << (8 * b);
-  if (buf->len < kEntryHeader || entry[0] != kEntryFormat || EntrySize(length) != buf->len) {
-    std::fprintf(stderr, "replication: member %llu: entry %llu is not one of ours (%zu bytes): "
-                 "the data dir holds another program's log; give the member an empty one\n",
-                 static_cast<unsigned long long>(self->options_.id),
-                 static_cast<unsigned long long>(event.index), buf->len);
+  // libraft applies in order.
+  if (!self->Decode(*buf, raft_last_applied(&self->raft_) + 1, &event)) {
     return RAFT_MALFORMED;  // this member stops applying; the others go on
   }
-  event.bytes.assign(reinterpret_cast<const char*>(entry + kEntryHeader), length);
   self->events_.Push(std::move(event));
   return 0;
 }
@@ -577,6 +622,10 @@ int RaftLog::FsmRestore(struct raft_fsm* fsm, struct raft_buffer* buf) {
   raft_free(buf->base);  // ours on success
   self->covered_ = words[2];
   self->trim_target_ = std::max(self->trim_target_, words[2]);
+  if (self->opening_) {  // its own, from its data dir: HandOutKeptEntries says what follows
+    self->local_snapshot_ = words[1];
+    return 0;
+  }
   LogEvent event;
   event.kind = LogEvent::Kind::kRestored;
   event.index = words[1];
