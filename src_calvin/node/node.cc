@@ -275,6 +275,8 @@ std::string Node::StartTransport() {
     if (catch_up_) catch_up_->RequestReads(from, request);
   };
   if (options_.params.engine.replicated_input) {
+    // Renewed every heartbeat; lapses once the asking node is as good as dead.
+    exchange.stand_in_lease_us = int64_t{options_.params.engine.peer_timeout_ms} * 1000;
     exchange.reads_holder = [this](PartitionId from) {
       const NodeId own = layout_.NodeOf(self_->replica(), from);
       if (!monitor_) return own;
