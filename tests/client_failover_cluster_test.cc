@@ -126,6 +126,16 @@ class TransferClient {
   std::vector<uint64_t> acked_seqs_;
 };
 
+// The node flags of the bank clusters here: no generator (the clients'
+// transfers only), `accounts` accounts of kInitial, then `extra`.
+std::vector<std::string> BankFlags(uint64_t accounts, std::vector<std::string> extra) {
+  std::vector<std::string> flags = {"--duration=0", "--workload=bank", "--generate=false",
+                                    "--bank_accounts=" + std::to_string(accounts),
+                                    "--bank_initial_balance=" + std::to_string(kInitial)};
+  flags.insert(flags.end(), extra.begin(), extra.end());
+  return flags;
+}
+
 // Exactly once: each client's two balances moved by its acked count, read
 // through `nodes`; accounts from 2 * clients.size() up to `accounts` were
 // touched by no acknowledged transfer and hold what they started with.
@@ -193,10 +203,7 @@ std::vector<int> AckedNow(const std::vector<std::unique_ptr<TransferClient>>& cl
 
 TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppliesOnce) {
   TestCluster cluster("client-failover", 1, 3,
-                      {"--duration=0", "--workload=bank", "--generate=false",
-                       "--bank_accounts=" + std::to_string(2 * kClients),
-                       "--bank_initial_balance=" + std::to_string(kInitial),
-                       "--checkpoint_every=0"},
+                      BankFlags(2 * kClients, {"--checkpoint_every=0"}),
                       ReplicatedInput);
   cluster.Start();
   StatusReply before;
@@ -349,10 +356,7 @@ TEST(ClientFailoverClusterTest, PaxflowLoadFollowsTheLeaderThroughAKill) {
 TEST(ClientFailoverClusterTest, StoppedLeaderAcknowledgesNothingThenStepsDownAndCatchesUp) {
   constexpr uint64_t kAccounts = 2 * kClients + 2;  // the last two: the stopped leader's txn
   TestCluster cluster("minority", 1, 3,
-                      {"--duration=0", "--workload=bank", "--generate=false",
-                       "--bank_accounts=" + std::to_string(kAccounts),
-                       "--bank_initial_balance=" + std::to_string(kInitial),
-                       "--checkpoint_every=0"},
+                      BankFlags(kAccounts, {"--checkpoint_every=0"}),
                       ReplicatedInput);
   cluster.Start();
   const std::vector<int> all = {0, 1, 2};
@@ -447,10 +451,7 @@ TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
     ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
   } unmount{disk.path()};
   TestCluster cluster("disk-follower", 1, 3,
-                      {"--duration=0", "--workload=bank", "--generate=false", "--log_fsync",
-                       "--bank_accounts=" + std::to_string(2 * kClients),
-                       "--bank_initial_balance=" + std::to_string(kInitial),
-                       "--checkpoint_every=0"},
+                      BankFlags(2 * kClients, {"--log_fsync", "--checkpoint_every=0"}),
                       ReplicatedInput);
   // Started by hand: replica 0 (node 0) leads first, node 2's log directory
   // is the tmpfs.
@@ -524,10 +525,7 @@ TEST(ClientFailoverClusterTest, DISABLED_SoakNemesisStopsMembersUnderTransfers) 
   const char* env = std::getenv("PAXFLOW_SOAK_SECONDS");
   const int seconds = env ? std::max(5, std::atoi(env)) : 60;
   TestCluster cluster("nemesis", 1, 3,
-                      {"--duration=0", "--workload=bank", "--generate=false",
-                       "--bank_accounts=" + std::to_string(2 * kClients),
-                       "--bank_initial_balance=" + std::to_string(kInitial),
-                       "--checkpoint_every=1"},
+                      BankFlags(2 * kClients, {"--checkpoint_every=1"}),
                       ReplicatedInput);
   cluster.Start();
   const std::vector<int> all = {0, 1, 2};
