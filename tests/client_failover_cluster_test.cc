@@ -10,11 +10,19 @@
 // digests agree.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,8 +38,44 @@ constexpr int kTimeoutMs = 30000;
 constexpr int kClients = 3;
 constexpr int64_t kInitial = 1000000;
 
+// kClients TransferClients, client c starting at replica (c + first) % 3.
+std::vector<std::unique_ptr<TransferClient>> StartTransferClients(const TestCluster& cluster,
+                                                                  int first = 0) {
+  std::vector<std::unique_ptr<TransferClient>> clients;
+  for (int c = 0; c < kClients; ++c) {
+    std::vector<std::string> endpoints;
+    for (int i = 0; i < 3; ++i) {
+      endpoints.push_back(ClientEndpoint(cluster.node((c + first + i) % 3)));
+    }
+    clients.push_back(std::make_unique<TransferClient>(c, endpoints, kTimeoutMs));
+  }
+  return clients;
+}
+
+// Waits until every client acked `more` transfers past `from` (or one
+// failed); false on timeout.
+bool EachAckedMore(const std::vector<std::unique_ptr<TransferClient>>& clients,
+                   const std::vector<int>& from, int more, int timeout_ms) {
+  return WaitUntil(
+      [&] {
+        for (size_t c = 0; c < clients.size(); ++c) {
+          if (clients[c]->failed() > 0) return true;
+          if (clients[c]->acked() < from[c] + more) return false;
+        }
+        return true;
+      },
+      timeout_ms);
+}
+
+std::vector<int> AckedNow(const std::vector<std::unique_ptr<TransferClient>>& clients) {
+  std::vector<int> acked;
+  for (const auto& client : clients) acked.push_back(client->acked());
+  return acked;
+}
+
 TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppliesOnce) {
-  TestCluster cluster("client-failover", 1, 3, TransferFlags(kClients, kInitial, 0),
+  TestCluster cluster("client-failover", 1, 3,
+                      TransferFlags(2 * kClients, kInitial, {"--checkpoint_every=0"}),
                       ReplicatedInput);
   cluster.Start();
   StatusReply before;
@@ -60,19 +104,8 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
   }
 
   // Each client starts at another replica (two at a follower: redirected).
-  std::vector<std::unique_ptr<TransferClient>> clients;
-  for (int c = 0; c < kClients; ++c) {
-    std::vector<std::string> endpoints;
-    for (int i = 0; i < 3; ++i) endpoints.push_back(ClientEndpoint(cluster.node((c + i) % 3)));
-    clients.push_back(std::make_unique<TransferClient>(c, endpoints, kTimeoutMs));
-  }
-  auto all_acked = [&](int count) {
-    for (const auto& client : clients) {
-      if (client->acked() < count || client->failed() > 0) return client->failed() > 0;
-    }
-    return true;
-  };
-  ASSERT_TRUE(WaitUntil([&] { return all_acked(30); }, kTimeoutMs));
+  std::vector<std::unique_ptr<TransferClient>> clients = StartTransferClients(cluster);
+  ASSERT_TRUE(EachAckedMore(clients, std::vector<int>(kClients, 0), 30, kTimeoutMs));
   for (const auto& client : clients) ASSERT_EQ(client->failed(), 0) << client->first_failure();
 
   // Kill the leader mid-stream.
@@ -82,20 +115,11 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
   }
   const std::vector<pid_t> pids = cluster.verbs().Pids();
   ASSERT_EQ(pids.size(), 3u);
-  std::vector<int> at_kill;
-  for (const auto& client : clients) at_kill.push_back(client->acked());
+  const std::vector<int> at_kill = AckedNow(clients);
   ASSERT_EQ(kill(pids[leader], SIGKILL), 0);
 
   // The clients carry on by themselves, at the new leader.
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        for (int c = 0; c < kClients; ++c) {
-          if (clients[c]->failed() > 0) return true;
-          if (clients[c]->acked() < at_kill[c] + 30) return false;
-        }
-        return true;
-      },
-      3 * kTimeoutMs))
+  ASSERT_TRUE(EachAckedMore(clients, at_kill, 30, 3 * kTimeoutMs))
       << cluster.Tail(survivors[0]) << cluster.Tail(survivors[1]);
   for (auto& client : clients) client->Stop();
   StatusReply after;
@@ -125,10 +149,10 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
 
   // Acknowledged request ids sent again after the failover, to the new
   // leader (whose window was built from the committed log as a follower):
-  // already applied, nothing runs. Exactly once: each client's two
-  // balances moved by its acked count.
+  // already applied, nothing runs.
   ExpectResendsAlreadyApplied(clients);
-  ExpectEachTransferOnce(cluster, survivors, clients, kInitial, kTimeoutMs);
+
+  ExpectEachTransferOnce(cluster, survivors, clients, kInitial, kTimeoutMs, 2 * kClients);
 
   // The survivors agree at a common epoch ahead of both.
   ExpectDigestsAgree(cluster, survivors, kTimeoutMs);
@@ -179,6 +203,236 @@ TEST(ClientFailoverClusterTest, PaxflowLoadFollowsTheLeaderThroughAKill) {
   EXPECT_NE(output.find("[BANK], AuditViolations, 0"), std::string::npos) << output;
   std::string stop_output;
   cluster.Verb("stop", {"--stop_timeout=30"}, &stop_output);
+}
+
+// The minority side (issue 17 item 7): the leader of a 1x3 group is
+// stopped with SIGSTOP under client transfers. The other two elect a new
+// leader and the clients go on there; a txn sent to the stopped one while
+// it is stopped gets no answer. After SIGCONT it steps down, answers that
+// txn NOT_LEADER or UNAVAILABLE (it never ran: the accounts it would have
+// moved hold their start), follows the new leader, catches up, and its
+// digest equals the others' at a common epoch; every acknowledged transfer
+// is in the balances exactly once.
+TEST(ClientFailoverClusterTest, StoppedLeaderAcknowledgesNothingThenStepsDownAndCatchesUp) {
+  constexpr uint64_t kAccounts = 2 * kClients + 2;  // the last two: the stopped leader's txn
+  TestCluster cluster("minority", 1, 3,
+                      TransferFlags(kAccounts, kInitial, {"--checkpoint_every=0"}),
+                      ReplicatedInput);
+  cluster.Start();
+  const std::vector<int> all = {0, 1, 2};
+  StatusReply before;
+  const int leader = WaitGroupLeader(cluster, all, &before, kTimeoutMs);
+  ASSERT_GE(leader, 0) << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
+  std::vector<std::unique_ptr<TransferClient>> clients = StartTransferClients(cluster, leader);
+  ASSERT_TRUE(EachAckedMore(clients, std::vector<int>(kClients, 0), 30, kTimeoutMs));
+  for (const auto& client : clients) ASSERT_EQ(client->failed(), 0) << client->first_failure();
+
+  std::vector<int> majority;
+  for (int i : all) {
+    if (i != leader) majority.push_back(i);
+  }
+  const std::vector<pid_t> pids = cluster.verbs().Pids();
+  ASSERT_EQ(pids.size(), 3u);
+  ASSERT_EQ(kill(pids[leader], SIGSTOP), 0);
+  bool stopped = true;
+  struct Resume {  // never leave a stopped node behind (the cluster's stop would hang)
+    pid_t pid;
+    bool* stopped;
+    ~Resume() {
+      if (*stopped) kill(pid, SIGCONT);
+    }
+  } resume{pids[leader], &stopped};
+  const std::vector<int> at_stop = AckedNow(clients);
+
+  // A txn for the stopped leader: queued at its port, unanswered while it
+  // is stopped.
+  auto waiting = std::async(std::launch::async, [&] {
+    Client client;
+    client.Connect(ClientEndpoint(cluster.node(leader)));
+    ClientReply reply;
+    const std::string error = client.Call(Transfer(kAccounts - 2, kAccounts - 1), &reply, 3 * kTimeoutMs);
+    return std::make_pair(error, reply);
+  });
+
+  // The majority elects a leader and the clients go on there.
+  StatusReply after;
+  const int next = WaitGroupLeader(cluster, majority, &after, kTimeoutMs);
+  ASSERT_GE(next, 0) << cluster.Tail(majority[0]) << cluster.Tail(majority[1]);
+  EXPECT_GT(after.group_term(), before.group_term());
+  ASSERT_TRUE(EachAckedMore(clients, at_stop, 30, 3 * kTimeoutMs))
+      << cluster.Tail(majority[0]) << cluster.Tail(majority[1]);
+  for (const auto& client : clients) ASSERT_EQ(client->failed(), 0) << client->first_failure();
+  EXPECT_EQ(waiting.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+      << "the stopped leader answered";
+
+  // Resumed, it steps down and names the new leader.
+  ASSERT_EQ(kill(pids[leader], SIGCONT), 0);
+  stopped = false;
+  const auto [error, reply] = waiting.get();
+  ASSERT_EQ(error, "");
+  EXPECT_TRUE(reply.status() == NOT_LEADER || reply.status() == UNAVAILABLE)
+      << "status " << reply.status() << ": " << reply.error();
+  std::printf("minority: node %d stopped, node %d leads; its waiting txn, resumed: %s (%s)\n",
+              leader, next, ReplyStatus_Name(reply.status()).c_str(), reply.error().c_str());
+  std::fflush(stdout);
+  StatusReply old_leader;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return AskStatus(cluster.node(leader), &old_leader, 500) &&
+               old_leader.group_role() != "leader" && old_leader.group_leader() == next;
+      },
+      kTimeoutMs))
+      << "role " << old_leader.group_role() << ", leader " << old_leader.group_leader() << "\n"
+      << cluster.Tail(leader);
+  // It catches up: all three agree at a common epoch.
+  ExpectDigestsAgree(cluster, all, kTimeoutMs);
+  const std::vector<int> at_resume = AckedNow(clients);
+  ASSERT_TRUE(EachAckedMore(clients, at_resume, 10, kTimeoutMs));
+  for (auto& client : clients) client->Stop();
+  for (const auto& client : clients) EXPECT_EQ(client->failed(), 0) << client->first_failure();
+  ExpectEachTransferOnce(cluster, all, clients, kInitial, kTimeoutMs, kAccounts);
+  ExpectDigestsAgree(cluster, all, kTimeoutMs);
+  std::string output;
+  cluster.Verb("stop", {"--stop_timeout=30"}, &output);
+}
+
+// A follower's log disk fails (a small tmpfs the test mounts as its
+// --log_dir, filled up under it: ENOSPC) under client transfers. It stops
+// and its status names the failed write; the other two go on, no
+// acknowledged transfer is lost or applied twice, and they agree.
+TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs for the follower's log needs root";
+  TempDir disk;
+  if (mount("tmpfs", disk.path().c_str(), "tmpfs", 0, "size=64m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs: " << std::strerror(errno);
+  }
+  struct Unmount {
+    const std::string& path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{disk.path()};
+  TestCluster cluster("disk-follower", 1, 3,
+                      TransferFlags(2 * kClients, kInitial, {"--log_fsync", "--checkpoint_every=0"}),
+                      ReplicatedInput);
+  // Started by hand: replica 0 (node 0) leads first, node 2's log directory
+  // is the tmpfs.
+  constexpr int kFollower = 2;
+  std::vector<std::unique_ptr<ChildProcess>> nodes;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::string> extra;
+    if (i == kFollower) extra.push_back("--log_dir=" + disk.path());
+    std::string command = "exec";
+    for (const std::string& arg : cluster.NodeCommand(i, extra)) command += " '" + arg + "'";
+    std::filesystem::create_directories(cluster.logs());
+    command += " >" + cluster.logs() + "/node-" + std::to_string(i) + ".out 2>&1";
+    nodes.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{"/bin/sh", "-c", command}));
+  }
+  const std::vector<int> all = {0, 1, 2};
+  StatusReply status;
+  const int leader = WaitGroupLeader(cluster, all, &status, kTimeoutMs);
+  ASSERT_GE(leader, 0) << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
+  if (leader == kFollower) GTEST_SKIP() << "node 2 won the first election (replica 0 should)";
+  std::vector<std::unique_ptr<TransferClient>> clients = StartTransferClients(cluster, leader);
+  ASSERT_TRUE(EachAckedMore(clients, std::vector<int>(kClients, 0), 30, kTimeoutMs));
+
+  // The disk fails: filled up to the last byte.
+  {
+    std::ofstream filler(disk.path() + "/filler", std::ios::binary);
+    const std::string chunk(1 << 16, 'x');
+    while (filler.write(chunk.data(), chunk.size()) && filler.flush()) {
+    }
+  }
+  const std::vector<int> at_failure = AckedNow(clients);
+  StatusReply failed;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return AskStatus(cluster.node(kFollower), &failed, 500) &&
+               failed.problem().find("No space left on device") != std::string::npos;
+      },
+      kTimeoutMs))
+      << "its problem: \"" << failed.problem() << "\"\n"
+      << cluster.Tail(kFollower);
+  EXPECT_NE(cluster.NodeLog(kFollower).find("STOPPED: "), std::string::npos)
+      << cluster.Tail(kFollower);
+  std::printf("failed follower's status: %s\n", failed.problem().c_str());
+  std::fflush(stdout);
+
+  // The other two go on.
+  std::vector<int> others;
+  for (int i : all) {
+    if (i != kFollower) others.push_back(i);
+  }
+  ASSERT_TRUE(EachAckedMore(clients, at_failure, 30, 3 * kTimeoutMs))
+      << cluster.Tail(others[0]) << cluster.Tail(others[1]);
+  for (auto& client : clients) client->Stop();
+  for (const auto& client : clients) EXPECT_EQ(client->failed(), 0) << client->first_failure();
+  ExpectEachTransferOnce(cluster, others, clients, kInitial, kTimeoutMs, 2 * kClients);
+  ExpectDigestsAgree(cluster, others, kTimeoutMs);
+  for (auto& node : nodes) node->Signal(SIGKILL);
+}
+
+// Soak (make soak; out of make test): a nemesis in the spirit of Jepsen's
+// bank test, bounded to PAXFLOW_SOAK_SECONDS (60 by default). Transfer
+// clients run while the nemesis, every 1-3 s, stops a random member with
+// SIGSTOP for 0.5-2.5 s: the leader in the first round (the group fails
+// over), followers after it. Afterwards every acknowledged transfer is in
+// the balances exactly once and the three replicas agree.
+// Restart-free on purpose: a member of a replicated cluster cannot be
+// restarted yet (--recover is refused), and a deposed leader does not lead
+// again in its process, so a second leader stopped could hand the group to
+// one that will not sequence; the SIGKILL-and-restart nemesis the issue
+// asks for waits for both.
+TEST(ClientFailoverClusterTest, DISABLED_SoakNemesisStopsMembersUnderTransfers) {
+  const char* env = std::getenv("PAXFLOW_SOAK_SECONDS");
+  const int seconds = env ? std::max(5, std::atoi(env)) : 60;
+  TestCluster cluster("nemesis", 1, 3,
+                      TransferFlags(2 * kClients, kInitial, {"--checkpoint_every=1"}),
+                      ReplicatedInput);
+  cluster.Start();
+  const std::vector<int> all = {0, 1, 2};
+  StatusReply status;
+  int leader = WaitGroupLeader(cluster, all, &status, kTimeoutMs);
+  ASSERT_GE(leader, 0) << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
+  std::vector<std::unique_ptr<TransferClient>> clients = StartTransferClients(cluster, leader);
+  const std::vector<pid_t> pids = cluster.verbs().Pids();
+  ASSERT_EQ(pids.size(), 3u);
+  std::mt19937 random(std::random_device{}());
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  int rounds = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000 + random() % 2000));  // the nemesis' pace
+    int victim = -1;
+    if (rounds == 0) {
+      victim = leader;
+    } else {
+      const int now_leader = WaitGroupLeader(cluster, all, &status, kTimeoutMs);
+      ASSERT_GE(now_leader, 0) << "no leader after round " << rounds << cluster.Tail(0)
+                               << cluster.Tail(1) << cluster.Tail(2);
+      leader = now_leader;
+      do victim = random() % 3; while (victim == leader);
+    }
+    const std::vector<int> before = AckedNow(clients);
+    ASSERT_EQ(kill(pids[victim], SIGSTOP), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500 + random() % 2000));  // the nemesis' pace
+    ASSERT_EQ(kill(pids[victim], SIGCONT), 0);
+    ++rounds;
+    // The group goes on after each round.
+    ASSERT_TRUE(EachAckedMore(clients, before, 5, 3 * kTimeoutMs))
+        << "round " << rounds << ", node " << victim << " stopped" << cluster.Tail(0)
+        << cluster.Tail(1) << cluster.Tail(2);
+    for (const auto& client : clients) ASSERT_EQ(client->failed(), 0) << client->first_failure();
+  }
+  for (auto& client : clients) client->Stop();
+  int acked = 0;
+  for (const auto& client : clients) {
+    EXPECT_EQ(client->failed(), 0) << client->first_failure();
+    acked += client->acked();
+  }
+  std::printf("nemesis: %d rounds in %d s, %d transfers acknowledged\n", rounds, seconds, acked);
+  std::fflush(stdout);
+  ExpectEachTransferOnce(cluster, all, clients, kInitial, kTimeoutMs, 2 * kClients);
+  ExpectDigestsAgree(cluster, all, kTimeoutMs);
+  std::string output;
+  cluster.Verb("stop", {"--stop_timeout=30"}, &output);
 }
 
 }  // namespace

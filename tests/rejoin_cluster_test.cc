@@ -87,7 +87,7 @@ void ExpectFollowerCaughtUp(const TestCluster& cluster, int i, int leader) {
 }
 
 TEST(RejoinClusterTest, FollowerKilledUnderLoadRejoinsAndEveryAckedTransferAppliesOnce) {
-  TestCluster cluster("rejoin-follower", 1, 3, TransferFlags(kClients, kInitial, 1),
+  TestCluster cluster("rejoin-follower", 1, 3, TransferFlags(2 * kClients, kInitial, {"--checkpoint_every=1"}),
                       ReplicatedInput);
   cluster.Start();
   StatusReply before;

@@ -139,17 +139,18 @@ void ExpectResendsAlreadyApplied(const std::vector<std::unique_ptr<TransferClien
 
 void ExpectEachTransferOnce(const TestCluster& cluster, const std::vector<int>& nodes,
                             const std::vector<std::unique_ptr<TransferClient>>& clients,
-                            int64_t initial, int timeout_ms) {
+                            int64_t initial, int timeout_ms, uint64_t accounts) {
   FailoverOptions options;
   for (int i : nodes) options.endpoints.push_back(ClientEndpoint(cluster.node(i)));
   options.total_timeout_ms = timeout_ms;
   FailoverClient reader(options);
-  std::vector<uint64_t> accounts;
-  for (uint64_t a = 0; a < 2 * clients.size(); ++a) accounts.push_back(a);
+  accounts = std::max<uint64_t>(accounts, 2 * clients.size());
+  std::vector<uint64_t> keys;
+  for (uint64_t a = 0; a < accounts; ++a) keys.push_back(a);
   ClientReply reply;
-  ASSERT_EQ(reader.Call(Client::Get(accounts), &reply), "");
+  ASSERT_EQ(reader.Call(Client::Get(keys), &reply), "");
   ASSERT_EQ(reply.status(), OK) << reply.error();
-  ASSERT_EQ(reply.txn().reads_size(), static_cast<int>(accounts.size()));
+  ASSERT_EQ(reply.txn().reads_size(), static_cast<int>(keys.size()));
   for (size_t c = 0; c < clients.size(); ++c) {
     const int64_t acked = clients[c]->acked();
     EXPECT_EQ(BankApplication::DecodeBalance(reply.txn().reads(2 * c).value()), initial - acked)
@@ -157,6 +158,10 @@ void ExpectEachTransferOnce(const TestCluster& cluster, const std::vector<int>& 
     EXPECT_EQ(BankApplication::DecodeBalance(reply.txn().reads(2 * c + 1).value()),
               initial + acked)
         << "client " << c;
+  }
+  for (uint64_t a = 2 * clients.size(); a < accounts; ++a) {
+    EXPECT_EQ(BankApplication::DecodeBalance(reply.txn().reads(a).value()), initial)
+        << "account " << a << " was touched by no acknowledged transfer";
   }
 }
 

@@ -347,13 +347,15 @@ class TransferClient {
   std::vector<uint64_t> acked_seqs_;
 };
 
-// The node flags of a bank cluster that `clients` TransferClients drive
-// (no generator), checkpoints every `checkpoint_every` seconds (0: none).
-inline std::vector<std::string> TransferFlags(int clients, int64_t initial, int checkpoint_every) {
-  return {"--duration=0", "--workload=bank", "--generate=false",
-          "--bank_accounts=" + std::to_string(2 * clients),
-          "--bank_initial_balance=" + std::to_string(initial),
-          "--checkpoint_every=" + std::to_string(checkpoint_every)};
+// The node flags of a bank cluster that TransferClients drive (no
+// generator): `accounts` accounts of `initial`, then `extra`.
+inline std::vector<std::string> TransferFlags(uint64_t accounts, int64_t initial,
+                                              std::vector<std::string> extra) {
+  std::vector<std::string> flags = {"--duration=0", "--workload=bank", "--generate=false",
+                                    "--bank_accounts=" + std::to_string(accounts),
+                                    "--bank_initial_balance=" + std::to_string(initial)};
+  flags.insert(flags.end(), extra.begin(), extra.end());
+  return flags;
 }
 
 // Acknowledged request ids of every client (its first, middle and last)
@@ -361,9 +363,11 @@ inline std::vector<std::string> TransferFlags(int clients, int64_t initial, int 
 void ExpectResendsAlreadyApplied(const std::vector<std::unique_ptr<TransferClient>>& clients);
 
 // Exactly once: read through `nodes`, each client's two balances moved by
-// its acknowledged count from `initial`.
+// its acknowledged count from `initial`; the accounts after the clients'
+// own, up to `accounts` (0: none), were touched by no acknowledged
+// transfer and hold `initial`.
 void ExpectEachTransferOnce(const TestCluster& cluster, const std::vector<int>& nodes,
                             const std::vector<std::unique_ptr<TransferClient>>& clients,
-                            int64_t initial, int timeout_ms);
+                            int64_t initial, int timeout_ms, uint64_t accounts = 0);
 
 }  // namespace paxflow::testing

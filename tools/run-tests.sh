@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # Runs every test suite and ends with one line: "N passed, N failed".
 # Exits non-zero if anything failed or nothing ran.
+# `run-tests.sh BUILD soak` runs the soak tests instead (the cluster tests
+# named DISABLED_Soak*: long, bounded, out of `make test`).
 set -uo pipefail
 build=${1:-build}
+mode=${2:-test}
 suites=("$build/bin/unit_tests" "$build/bin/cluster_tests" "$build/bin/tsan_tests"
         "$build/bin/request_fuzzer")
+gtest_args=(--gtest_color=no)
+if [ "$mode" = soak ]; then
+  suites=("$build/bin/cluster_tests")
+  gtest_args+=(--gtest_also_run_disabled_tests "--gtest_filter=*.DISABLED_Soak*")
+fi
 passed=0
 failed=0
 tmp=$(mktemp -d /tmp/paxflow-tests.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-# The component layering (tools/check-layout.sh) counts as one test.
-echo "== layout"
-if tools/check-layout.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+if [ "$mode" != soak ]; then
+  # The component layering (tools/check-layout.sh) counts as one test.
+  echo "== layout"
+  if tools/check-layout.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+fi
 for suite in "${suites[@]}"; do
   name=$(basename "$suite")
   if [ ! -x "$suite" ]; then
@@ -24,7 +34,7 @@ for suite in "${suites[@]}"; do
   if [ "$name" = request_fuzzer ]; then
     command=(tools/run-fuzz.sh "$build" "${FUZZ_SECONDS:-20}")
   else
-    command=("$suite" --gtest_color=no)
+    command=("$suite" "${gtest_args[@]}")
   fi
   "${command[@]}" 2>&1 | tee "$tmp/$name.out" |
     grep -E '^\[ +(RUN|OK|FAILED|PASSED|SKIPPED) +\]|^\[==========\]|Failure|error:' || true

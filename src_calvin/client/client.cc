@@ -150,7 +150,10 @@ ClientRequest Client::Ltx(LtxRequest ltx) {
 }
 
 FailoverClient::FailoverClient(FailoverOptions options, zmq::context_t* context)
-    : options_(std::move(options)), context_(context), client_id_(options_.client_id) {
+    : options_(std::move(options)),
+      context_(context),
+      ring_(options_.endpoints, options_.attempt_timeout_ms),
+      client_id_(options_.client_id) {
   if (client_id_ == 0) {
     // Random, so that two clients (or two runs of one) never share an id.
     std::random_device device;
@@ -158,8 +161,7 @@ FailoverClient::FailoverClient(FailoverOptions options, zmq::context_t* context)
                            static_cast<uint64_t>(NowMicros()));
     while (client_id_ == 0) client_id_ = random();
   }
-  if (!options_.endpoints.empty()) current_ = options_.endpoints.front();
-  next_index_ = 1;
+  current_ = ring_.first();
 }
 
 std::string FailoverClient::Use(const std::string& endpoint) {
@@ -173,13 +175,7 @@ std::string FailoverClient::Use(const std::string& endpoint) {
 }
 
 void FailoverClient::NextReplica() {
-  if (options_.endpoints.empty()) return;
-  // Round the replicas, past one that just went silent if there are others.
-  const bool recent = NowMicros() - silent_us_ < 2000LL * options_.attempt_timeout_ms;
-  for (size_t i = 0; i < options_.endpoints.size(); ++i) {
-    current_ = options_.endpoints[next_index_++ % options_.endpoints.size()];
-    if (!recent || current_ != silent_) return;
-  }
+  if (!ring_.empty()) current_ = ring_.Next(NowMicros());
 }
 
 void FailoverClient::Sleep(int ms) const {
@@ -206,22 +202,16 @@ std::string FailoverClient::Call(ClientRequest request, ClientReply* reply) {
     const int left_ms = static_cast<int>((deadline - NowMicros()) / 1000);
     error = client_->Call(request, reply, std::max(1, std::min(options_.attempt_timeout_ms, left_ms)));
     int wait = 0;
-    // A follower names the old leader until its election timeout: a
-    // leader that just went silent here is not believed for a while.
-    const bool silent_leader =
-        !error.empty() ? false
-                       : reply->leader_address() == silent_ &&
-                             NowMicros() - silent_us_ < 2000LL * options_.attempt_timeout_ms;
     if (!error.empty()) {
       ++counters_.timeouts;
       last = error;
       if (!has_id) return error + " (the txn has no request id: not retried; it may have run)";
-      silent_ = current_;
-      silent_us_ = NowMicros();
+      ring_.MarkSilent(current_, NowMicros());
       NextReplica();
       wait = backoff;
     } else if (reply->status() == NOT_LEADER && !reply->leader_address().empty() &&
-               reply->leader_address() != current_ && !silent_leader) {
+               reply->leader_address() != current_ &&
+               ring_.Believe(reply->leader_address(), NowMicros())) {
       ++counters_.redirects;
       last = reply->error();
       current_ = reply->leader_address();

@@ -21,6 +21,7 @@
 
 #include "auth/client_keys.h"
 #include "client.pb.h"
+#include "client/replica_ring.h"
 #include "client/reply.h"
 
 namespace paxflow {
@@ -82,10 +83,9 @@ class Client {
 // so a retry after a failover, a lost reply or a timeout is safe; the
 // answer is the txn's result, or "already applied" naming the txn that ran.
 // A try goes to the replica believed to lead; NOT_LEADER with a leader
-// named goes there next (unless that one just went silent: followers name
-// a dead leader until they notice); NOT_LEADER without one, UNAVAILABLE,
-// SHUTTING_DOWN or no reply within attempt_timeout_ms goes to the next
-// replica, after a back-off that doubles from backoff_min_ms to
+// named goes there next (unless ReplicaRing distrusts it: it just went
+// silent); NOT_LEADER without one, UNAVAILABLE, SHUTTING_DOWN or no reply
+// within attempt_timeout_ms goes to the ring's next replica, after a back-off that doubles from backoff_min_ms to
 // backoff_max_ms; BUSY waits the node's hint and tries the same one.
 //
 // Owns: a Client (its socket, reconnected to the replica it tries).
@@ -143,9 +143,7 @@ class FailoverClient {
   std::optional<ClientCurve> curve_;
   std::unique_ptr<Client> client_;
   std::string current_;
-  size_t next_index_ = 0;  // options_.endpoints: tried next after current_
-  std::string silent_;     // the last endpoint that did not answer in time
-  int64_t silent_us_ = 0;  // when
+  ReplicaRing ring_;  // which replica next, which redirect to believe
   uint64_t client_id_ = 0;
   uint64_t next_seq_ = 1;
   FailoverCounters counters_;

@@ -93,7 +93,8 @@ LoadClient::LoadClient(const Application* app, const WorkloadParams& workload,
         pipeline.max_batch_txns = options.batch;
         return pipeline;
       }()),
-      jitter_(seed * 0x9e3779b97f4a7c15ULL + 1) {
+      jitter_(seed * 0x9e3779b97f4a7c15ULL + 1),
+      ring_(options.replicas, options.failover_timeout_ms) {
   if (failover()) {
     std::random_device device;
     client_id_ = (uint64_t{device()} << 32 | device()) ^ (seed * 0x9e3779b97f4a7c15ULL);
@@ -135,12 +136,7 @@ void LoadClient::NextReplica(int64_t now) {
       now - last_switch_us_ < 1000LL * std::max(20, options_.busy_backoff_max_ms / 5)) {
     return;
   }
-  // Round the replicas, past one that just went silent if there are others.
-  const bool recent = now - silent_us_ < 2000LL * options_.failover_timeout_ms;
-  for (size_t i = 0; i < options_.replicas.size(); ++i) {
-    switch_to_ = options_.replicas[next_replica_++ % options_.replicas.size()];
-    if (!recent || switch_to_ != silent_) return;
-  }
+  switch_to_ = ring_.Next(now);
 }
 
 LoadStats LoadClient::Snapshot(bool buckets) const {
@@ -302,8 +298,7 @@ void LoadClient::SubmitDueRetries(int64_t now) {
   if (failover() && !in_flight_.empty() &&
       now - last_heard_us_ > 1000LL * options_.failover_timeout_ms) {
     last_switch_us_ = 0;
-    silent_ = current_;
-    silent_us_ = now;
+    ring_.MarkSilent(current_, now);
     NextReplica(now);
   }
   if (!switch_to_.empty()) {  // decided in OnResult, done here, outside Poll
@@ -348,11 +343,9 @@ void LoadClient::OnResult(const TxnResult& result) {
        result.status() == SHUTTING_DOWN)) {
     // Nothing ran, or (a deposed leader) maybe it did: either way its
     // request id makes the retry safe.
-    // Followers name a dead leader until they notice: one that just went
-    // silent here is not believed for a while.
-    const bool silent_leader = result.leader_address() == silent_ &&
-                               now - silent_us_ < 2000LL * options_.failover_timeout_ms;
-    if (result.status() == NOT_LEADER && !result.leader_address().empty() && !silent_leader) {
+    // Followers name a dead leader until they notice (ReplicaRing).
+    if (result.status() == NOT_LEADER && !result.leader_address().empty() &&
+        ring_.Believe(result.leader_address(), now)) {
       if (result.leader_address() != current_) switch_to_ = result.leader_address();
     } else {
       NextReplica(now);

@@ -170,12 +170,10 @@ class LoadClient {
   uint64_t client_id_ = 0;
   uint64_t next_seq_ = 1;
   std::string current_;          // the replica it sends to
-  size_t next_replica_ = 1;      // options_.replicas: tried after current_
+  ReplicaRing ring_;             // which replica next, which redirect to believe
   int64_t last_heard_us_ = 0;    // a reply, or the first txn in flight
   int64_t last_switch_us_ = 0;
   std::string switch_to_;        // where to move at the next SubmitDueRetries
-  std::string silent_;           // the last replica that went silent
-  int64_t silent_us_ = 0;
 
   mutable std::mutex mu_;
   LoadStats stats_;

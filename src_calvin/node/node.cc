@@ -280,15 +280,14 @@ std::string Node::StartTransport() {
     if (catch_up_) catch_up_->RequestReads(from, request);
   };
   if (options_.params.engine.replicated_input) {
+    // Renewed every heartbeat; lapses once the asking node is as good as dead.
+    exchange.stand_in_lease_us = int64_t{options_.params.engine.peer_timeout_ms} * 1000;
     exchange.reads_holder = [this](PartitionId from) {
       const NodeId own = layout_.NodeOf(self_->replica(), from);
-      const int64_t now = NowMicros();
-      if (!monitor_ || !monitor_->Silent(own, now)) return own;
-      for (uint32_t replica = 0; replica < layout_.replicas(); ++replica) {
-        const NodeId other = layout_.NodeOf(replica, from);
-        if (!monitor_->Silent(other, now)) return other;
-      }
-      return own;
+      if (!monitor_) return own;
+      const std::vector<NodeId> live = monitor_->LiveReplicas(from, NowMicros());
+      if (live.empty() || std::count(live.begin(), live.end(), own)) return own;
+      return live.front();
     };
   }
   read_exchange_ = std::make_unique<ReadExchange>(exchange);
@@ -345,15 +344,13 @@ std::string Node::StartTransport() {
       // Any live replica of it may ask for them (when its own peer of this
       // partition died: ReadExchangeOptions::reads_holder), so they are
       // kept until every live replica of it freed the epoch.
-      const int64_t now = NowMicros();
+      const std::vector<NodeId> live = monitor_->LiveReplicas(peer->partition(), NowMicros());
       Epoch freed = std::numeric_limits<Epoch>::max();
-      for (uint32_t replica = 0; replica < layout_.replicas() && freed > 0; ++replica) {
-        const NodeId node = layout_.NodeOf(replica, peer->partition());
+      for (NodeId node : live) {
         Heartbeat latest;
-        if (monitor_->Silent(node, now)) continue;
         freed = monitor_->Latest(node, &latest) ? std::min(freed, latest.freed_epoch()) : 0;
       }
-      if (freed != std::numeric_limits<Epoch>::max()) {
+      if (!live.empty()) {
         read_exchange_->Forget(peer->partition(), freed);
       }
     } else if (peer && peer->replica() == self_->replica()) {

@@ -633,6 +633,7 @@ void Node::HeartbeatLoop() {
     UpdateProblems();
     KeepSequencerInStep();
     AskForMissedBatches();
+    read_exchange_->StandIns();  // a silent peer's reads from a live replica of it
     read_exchange_->AskAgain();  // reads lost on the way
     if (checkpointer_) {
       checkpointer_->Retain(monitor_->StableCheckpoint(checkpointer_->Held()));

@@ -51,6 +51,19 @@ int64_t PeerMonitor::SilentForUs(NodeId peer, int64_t now_us) const {
   return now_us - std::max(heard, started_us_);
 }
 
+std::vector<NodeId> PeerMonitor::LiveReplicas(PartitionId partition, int64_t now_us) const {
+  std::vector<std::pair<uint32_t, NodeId>> live;  // by replica
+  for (const NodeConfig& node : config_.node()) {
+    if (node.partition() != partition || Silent(node.id(), now_us)) continue;
+    if (membership_ && membership_->Removed(node.id())) continue;
+    live.emplace_back(node.replica(), node.id());
+  }
+  std::sort(live.begin(), live.end());
+  std::vector<NodeId> nodes;
+  for (const auto& [replica, id] : live) nodes.push_back(id);
+  return nodes;
+}
+
 std::vector<std::string> PeerMonitor::SilentPeers(int64_t now_us,
                                                   const std::vector<NodeId>& skip) const {
   std::vector<std::string> silent;

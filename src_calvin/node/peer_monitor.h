@@ -41,6 +41,10 @@ class PeerMonitor {
   bool Silent(NodeId peer, int64_t now_us) const {
     return SilentForUs(peer, now_us) > silence_us_;
   }
+  // The nodes serving `partition` (this one too) that are not silent and
+  // not removed, in replica order: who can stand in for a dead replica of
+  // it (replicated input).
+  std::vector<NodeId> LiveReplicas(PartitionId partition, int64_t now_us) const;
   // Every peer silent beyond the threshold, as "node 3 at HOST:PORT, silent
   // for 3.2 s", except those in `skip`.
   std::vector<std::string> SilentPeers(int64_t now_us, const std::vector<NodeId>& skip) const;

@@ -26,10 +26,19 @@ bool Due(std::atomic<int64_t>* last_us) {
   return now - last >= kLogEveryUs && last_us->compare_exchange_strong(last, now);
 }
 
+std::string ResentCopy(std::string bytes) {
+  bytes.append(kResentTrue, sizeof(kResentTrue));
+  return bytes;
+}
+
 }  // namespace
 
 ReadExchange::ReadExchange(ReadExchangeOptions options)
-    : options_(std::move(options)), kept_(options_.layout->partitions()) {}
+    : options_(std::move(options)),
+      kept_(options_.layout->partitions()),
+      stand_in_for_(options_.layout->partitions()),
+      stand_in_asked_(options_.layout->partitions(), 0) {}
+
 
 void ReadExchange::SetSentBefore(Epoch epoch) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -43,13 +52,31 @@ void ReadExchange::Send(PartitionId to, const RemoteReads& reads) {
   // sends nothing, so a copy sent again never overtakes the original (one
   // queue per peer keeps the order), and the receiver takes the original.
   if (!options_.transport->Send(peer, REMOTE_READS, bytes)) NoteUnsent(REMOTE_READS, peer);
-  Keep(to, reads, std::move(bytes));
+  if (to >= kept_.size()) return;
+  // Kept, and the stand-ins read, under one lock: a stand-in request
+  // served before gets these bytes from the kept ones, one served after
+  // from here.
+  std::vector<NodeId> stand_in_for;
+  std::string copy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stand_in_for_[to].empty()) {
+      const int64_t now = NowMicros();
+      for (const auto& [node, renewed_us] : stand_in_for_[to]) {
+        if (now - renewed_us <= options_.stand_in_lease_us) stand_in_for.push_back(node);
+      }
+      if (!stand_in_for.empty()) copy = ResentCopy(bytes);
+    }
+    KeepLocked(to, reads, std::move(bytes));
+  }
+  for (NodeId node : stand_in_for) {
+    if (!options_.transport->Send(node, REMOTE_READS, copy)) NoteUnsent(REMOTE_READS, node);
+  }
+  stood_in_.fetch_add(stand_in_for.size(), std::memory_order_relaxed);
 }
 
-void ReadExchange::Keep(PartitionId to, const RemoteReads& reads, std::string&& bytes) {
-  if (to >= kept_.size()) return;
+void ReadExchange::KeepLocked(PartitionId to, const RemoteReads& reads, std::string&& bytes) {
   const Epoch epoch = RunEpochOf(reads);
-  std::lock_guard<std::mutex> lock(mu_);
   PartitionKept& kept = kept_[to];
   if (epoch <= kept.forgotten_through) return;  // it needs them no more
   Kept& slot = kept.by_txn[reads.txn_id()];
@@ -102,6 +129,10 @@ void ReadExchange::Forget(PartitionId partition, Epoch freed) {
 }
 
 bool ReadExchange::Serve(NodeId from, const ReadsRequest& request) {
+  if (request.stand_in()) {
+    StandIn(from, request);
+    return true;
+  }
   if (request.txns_size() == 0) return false;
   if (request.partition() >= kept_.size()) return true;  // garbage: nothing to send
   ReadsRequest rest;  // what is no longer kept here
@@ -112,10 +143,8 @@ bool ReadExchange::Serve(NodeId from, const ReadsRequest& request) {
     for (TxnId id : request.txns()) {
       auto it = kept.by_txn.find(id);
       if (it != kept.by_txn.end()) {
-        std::string bytes = it->second.bytes;
-        bytes.append(kResentTrue, sizeof(kResentTrue));
         // Lost again? The receiver asks again.
-        if (!options_.transport->Send(from, REMOTE_READS, bytes)) NoteUnsent(REMOTE_READS, from);
+        if (!options_.transport->Send(from, REMOTE_READS, ResentCopy(it->second.bytes))) NoteUnsent(REMOTE_READS, from);
         ++sent;
       } else if (request.after_epoch() < kept.evicted_through) {
         rest.add_txns(id);
@@ -136,6 +165,90 @@ bool ReadExchange::Serve(NodeId from, const ReadsRequest& request) {
           << request.txns_size() << " txn(s); sent " << sent << ", " << rest.txns_size()
           << " from the reads log";
   return true;
+}
+
+void ReadExchange::StandIn(NodeId from, const ReadsRequest& request) {
+  if (request.partition() >= kept_.size() || from == options_.self) return;
+  const int64_t now = NowMicros();
+  std::vector<std::string> owed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [it, fresh] = stand_in_for_[request.partition()].emplace(from, now);
+    const bool lapsed = !fresh && now - it->second > options_.stand_in_lease_us;
+    it->second = now;
+    if (!fresh && !lapsed) return;  // a renewal
+    // New (or lapsed: what went meanwhile is owed again): every reads kept
+    // for its partition that it has not run yet.
+    const PartitionKept& kept = kept_[request.partition()];
+    for (auto epoch = kept.by_epoch.upper_bound(request.after_epoch());
+         epoch != kept.by_epoch.end(); ++epoch) {
+      for (TxnId id : epoch->second) {
+        auto slot = kept.by_txn.find(id);
+        if (slot != kept.by_txn.end() && slot->second.run_epoch == epoch->first) {
+          owed.push_back(ResentCopy(slot->second.bytes));
+        }
+      }
+    }
+  }
+  stand_ins_started_.fetch_add(1, std::memory_order_relaxed);
+  for (const std::string& bytes : owed) {
+    if (!options_.transport->Send(from, REMOTE_READS, bytes)) NoteUnsent(REMOTE_READS, from);
+  }
+  resent_.fetch_add(owed.size(), std::memory_order_relaxed);
+  LOG(WARNING) << "node " << options_.self << ": standing in for a silent node of this replica "
+               << "towards node " << from << " (partition " << request.partition()
+               << "): sent it the reads of " << owed.size() << " txn(s) after epoch "
+               << request.after_epoch() << ", and a copy of every reads sent that partition "
+               << "from now on";
+}
+
+void ReadExchange::StandIns() {
+  if (!options_.reads_holder || !options_.scheduler) return;
+  Epoch after = 0;
+  bool status = false;
+  for (PartitionId p = 0; p < stand_in_asked_.size(); ++p) {
+    if (p == options_.partition) continue;
+    const NodeId own = options_.layout->NodeOf(options_.replica, p);
+    const NodeId holder = options_.reads_holder(p);
+    if (holder == own || holder == options_.self) {
+      if (stand_in_asked_[p] != 0) {
+        LOG(WARNING) << "node " << options_.self << ": node " << own << " (partition " << p
+                     << ") is heard again; node " << stand_in_asked_[p]
+                     << " no longer stands in for it";
+      }
+      stand_in_asked_[p] = 0;  // its request lapses
+      continue;
+    }
+    if (!status) {
+      // Every reads owed for txns not run yet; repeats are dropped here.
+      after = options_.scheduler->Status().published_epoch;
+      status = true;
+    }
+    ReadsRequest request;
+    request.set_partition(options_.partition);
+    request.set_after_epoch(after);
+    request.set_stand_in(true);
+    if (!options_.transport->Send(holder, READS_REQUEST, request.SerializeAsString())) {
+      NoteUnsent(READS_REQUEST, holder);
+    }
+    if (stand_in_asked_[p] != holder) {
+      LOG(WARNING) << "node " << options_.self << ": node " << own << " (partition " << p
+                   << ") is silent; asked node " << holder
+                   << ", a live replica of that partition, to stand in for it (the reads it "
+                   << "owes for txns after epoch " << after << ", and those to come)";
+      stand_in_asked_[p] = holder;
+    }
+  }
+}
+
+size_t ReadExchange::standing_in() const {
+  const int64_t now = NowMicros();
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& nodes : stand_in_for_) {
+    for (const auto& [node, renewed_us] : nodes) n += now - renewed_us <= options_.stand_in_lease_us;
+  }
+  return n;
 }
 
 void ReadExchange::AskAgain() {
@@ -195,6 +308,10 @@ std::string ReadExchange::Summary() const {
     add("unsent (queue full): " + std::to_string(unsent_reads_.load()) + " reads, " +
         std::to_string(unsent_batches_.load()) + " batches, " +
         std::to_string(unsent_other_.load()) + " other");
+  }
+  if (stand_ins_started_.load() > 0) {
+    add("stood in for a silent node " + std::to_string(stand_ins_started_.load()) +
+        " time(s) (" + std::to_string(stood_in_.load()) + " reads copied)");
   }
   if (evicted_.load() > 0) {
     add(std::to_string(evicted_.load()) + " sent reads no longer kept (over the limit)");

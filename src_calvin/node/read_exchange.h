@@ -24,6 +24,21 @@
 // message per (txn, partition) and drops repeats as expected
 // (RemoteReadTable).
 //
+// Stand-ins (replicated input): when this node's peer of partition p (its
+// node of p in this replica) goes silent, every txn of p's here would wait
+// `retry_us` for p's reads before AskAgain fetched them from a live replica
+// of p, one overdue batch after another, for as long as the peer is gone.
+// Instead StandIns (heartbeat thread) asks that replica (`reads_holder`) to
+// stand in: a ReadsRequest with `stand_in`, renewed at every heartbeat
+// while the peer is silent. The holder sends at once every reads it keeps
+// for this partition with a run epoch after what this node published (the
+// reads owed for pending epochs, in one go), and from then on a copy of
+// every reads it sends this partition, until the request is not renewed for
+// `stand_in_lease_us` (the peer is back, or this node is gone). The
+// holder's replica ran the same txns on the same state, so the bytes are
+// the ones the dead peer would have sent; they go marked as sent again,
+// and the receiver drops whichever copy comes second.
+//
 // Also counts sends the transport refused (its queue for the peer was
 // full) and says so in the log, at most every few seconds.
 //
@@ -69,6 +84,9 @@ struct ReadExchangeOptions {
   // their replica the very same reads (and keep them): one of them is
   // asked instead.
   std::function<NodeId(PartitionId)> reads_holder;
+  // A stand-in request not renewed for this long lapses (StandIns renews
+  // it every heartbeat).
+  int64_t stand_in_lease_us = 4000000;
 };
 
 class ReadExchange {
@@ -89,6 +107,12 @@ class ReadExchange {
   void Forget(PartitionId partition, Epoch freed);
   // Asks peers again for reads overdue here (heartbeat thread).
   void AskAgain();
+  // Asks (renews) a stand-in for every partition whose peer here is silent
+  // (heartbeat thread; needs `reads_holder`).
+  void StandIns();
+  // Stand-in requests this node serves now, and ever started.
+  size_t standing_in() const;
+  uint64_t stand_ins_started() const { return stand_ins_started_.load(); }
 
   // The transport refused a message (its queue for `to` was full).
   void NoteUnsent(Channel channel, NodeId to);
@@ -111,12 +135,20 @@ class ReadExchange {
     Epoch forgotten_through = 0;  // the receiver freed these epochs
     Epoch evicted_through = 0;    // these may no longer be kept: ask the reads log
   };
-  void Keep(PartitionId to, const RemoteReads& reads, std::string&& bytes);
+  void KeepLocked(PartitionId to, const RemoteReads& reads, std::string&& bytes);  // under mu_
+  // Serves a stand-in request (see above).
+  void StandIn(NodeId from, const ReadsRequest& request);
   void ForgetThrough(PartitionKept* kept, Epoch epoch);
 
   const ReadExchangeOptions options_;
   mutable std::mutex mu_;
   std::vector<PartitionKept> kept_;  // by partition
+  // Under mu_, by partition: the nodes this one stands in for, with when
+  // each last renewed its request.
+  std::vector<std::map<NodeId, int64_t>> stand_in_for_;
+  // Heartbeat thread only, by partition: whom StandIns asked (0: nobody).
+  std::vector<NodeId> stand_in_asked_;
+  std::atomic<uint64_t> stand_ins_started_{0}, stood_in_{0};
   std::atomic<uint64_t> asked_txns_{0}, asked_requests_{0}, resent_{0}, from_log_{0};
   std::atomic<uint64_t> unsent_reads_{0}, unsent_batches_{0}, unsent_other_{0};
   std::atomic<uint64_t> evicted_{0};
