@@ -476,6 +476,22 @@ TEST(TpccClientTest, GeneratedCallsPassAndMalformedOnesAreRefusedByName) {
   EXPECT_TRUE(contains(refusal(Dependent(TpccApplication::kDelivery, delivery)), "must be 0"));
   EXPECT_TRUE(contains(refusal(Dependent(TpccApplication::kStockLevel, {0, 1, 9})), "threshold 9"));
   EXPECT_TRUE(contains(refusal(Dependent(99, {})), "unknown procedure"));
+  // CH's queries: long scans whose ranges the node plans.
+  Txn query = Dependent(TpccApplication::kQ5, {});
+  EXPECT_TRUE(contains(refusal(query), "as an LTX"));
+  query.set_txn_class(LTX);
+  query.mutable_ltx()->set_kind(LTX_SCAN);
+  EXPECT_EQ(refusal(query), "");
+  Txn planned_query = query;
+  KeyRange* range = planned_query.mutable_ltx()->add_read_area();
+  range->set_lo(keys.Stock(0, 1));
+  range->set_hi(keys.Stock(0, 9));
+  EXPECT_TRUE(contains(refusal(planned_query), "plans a query's ranges"));
+  query.set_args(TpccApplication::Words({1}));
+  EXPECT_TRUE(contains(refusal(query), "words of args"));
+  Txn ltx_payment = Dependent(TpccApplication::kPayment, {1, 2, 0, 9, 1, 999, 100, 1});
+  ltx_payment.set_txn_class(LTX);
+  EXPECT_TRUE(contains(refusal(ltx_payment), "not an analytic query"));
 }
 
 // ---- CH-benCHmark's queries ----

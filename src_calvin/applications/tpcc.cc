@@ -78,7 +78,10 @@ uint32_t tpcc::NURand(uint64_t (*uniform)(void*, uint64_t), void* rng, uint32_t 
 TpccApplication::TpccApplication(const WorkloadParams& params)
     : params_(params),
       keys_(params.warehouses ? params.warehouses : 1),
-      delivery_hint_(new std::atomic<uint32_t>[keys_.warehouses() * kDistricts]()) {}
+      delivery_hint_(new std::atomic<uint32_t>[keys_.warehouses() * kDistricts]()),
+      free_streams_(new std::atomic<int64_t>[keys_.warehouses()]) {
+  for (uint32_t p = 0; p < keys_.warehouses(); ++p) free_streams_[p].store(-1);
+}
 
 std::string TpccApplication::Words(const std::vector<uint32_t>& words) {
   return std::string(reinterpret_cast<const char*>(words.data()), 4 * words.size());
@@ -819,6 +822,18 @@ std::string TpccApplication::CheckClientTxn(const Txn& txn) const {
     return std::string();
   };
   if (txn.write_set_size() > 0) return "declares blind writes; TPC-C txns have none";
+  if (IsQuery(txn.procedure())) {
+    // CH's queries: a long scan (an LTX with no write area) whose ranges
+    // the node plans from its state, as it plans the generator's.
+    if (txn.txn_class() != LTX || txn.ltx().kind() != LTX_SCAN) {
+      return "is an analytic query: send it as an LTX with no write area (a long scan)";
+    }
+    if (txn.ltx().read_area_size() > 0 || txn.read_set_size() + txn.read_write_set_size() > 0) {
+      return "declares ranges or keys; the node plans a query's ranges (send none)";
+    }
+    return a.empty() ? "" : words(0);
+  }
+  if (txn.txn_class() == LTX) return "is not an analytic query (ch-q1, ch-q6, ch-q3, ch-q5): send it as a txn";
   const bool planned_here = NeedsRecon(txn.procedure());
   if (planned_here && txn.read_set_size() + txn.read_write_set_size() > 0) {
     return "declares keys; the node plans them (send args only)";
@@ -890,16 +905,17 @@ std::string TpccApplication::CheckClientTxn(const Txn& txn) const {
 
 bool TpccApplication::TakeQuery(PartitionId partition, uint32_t partitions,
                                 uint32_t* procedure) const {
-  if (params_.ch_streams == 0) return false;
-  int64_t free = free_streams_.load(std::memory_order_relaxed);
+  if (params_.ch_streams == 0 || partition >= keys_.warehouses()) return false;
+  std::atomic<int64_t>& streams = free_streams_[partition];
+  int64_t free = streams.load(std::memory_order_relaxed);
   if (free < 0) {
-    // This node's streams: s in [0, ch_streams) with s % partitions == partition.
+    // This partition's streams: s in [0, ch_streams) with s % partitions == partition.
     const int64_t mine = params_.ch_streams / partitions + (partition < params_.ch_streams % partitions);
-    free_streams_.compare_exchange_strong(free, mine, std::memory_order_relaxed);
-    free = free_streams_.load(std::memory_order_relaxed);
+    streams.compare_exchange_strong(free, mine, std::memory_order_relaxed);
+    free = streams.load(std::memory_order_relaxed);
   }
   while (free > 0) {
-    if (free_streams_.compare_exchange_weak(free, free - 1, std::memory_order_relaxed)) {
+    if (streams.compare_exchange_weak(free, free - 1, std::memory_order_relaxed)) {
       static constexpr uint32_t kTurns[] = {kQ1, kQ6, kQ3, kQ5};
       *procedure = kTurns[next_query_.fetch_add(1, std::memory_order_relaxed) % 4];
       return true;
@@ -909,9 +925,9 @@ bool TpccApplication::TakeQuery(PartitionId partition, uint32_t partitions,
 }
 
 void TpccApplication::OnGeneratedResult(const Txn& txn, const TxnOutcome& outcome) const {
-  if (IsQuery(txn.procedure()) && free_streams_.load(std::memory_order_relaxed) >= 0) {
-    free_streams_.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (!IsQuery(txn.procedure()) || txn.origin_partition() >= keys_.warehouses()) return;
+  std::atomic<int64_t>& streams = free_streams_[txn.origin_partition()];
+  if (streams.load(std::memory_order_relaxed) >= 0) streams.fetch_add(1, std::memory_order_relaxed);
 }
 
 void TpccApplication::PlanQuery(Txn* txn, const ReconRead& read) const {

@@ -196,7 +196,8 @@ class TpccApplication : public Application {
   }
   void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                    LtxRound* out) const override;
-  // Gives a finished query's stream its slot back.
+  // Gives a finished query's stream its slot back (the stream of the
+  // query's origin_partition).
   void OnGeneratedResult(const Txn& txn, const TxnOutcome& outcome) const override;
   void PlanDependent(Txn* txn, const ReconRead& read) const override;
   std::string CheckState(const StateScan& scan) const override;
@@ -247,9 +248,11 @@ class TpccApplication : public Application {
   tpcc::Keys keys_;
   // By warehouse * kDistricts + district: the next order to give a Delivery.
   std::unique_ptr<std::atomic<uint32_t>[]> delivery_hint_;
-  // CH: this node's streams with no query in flight (-1: not counted yet),
-  // and the next query to issue (Q1, Q6, Q3, Q5 in turn).
-  mutable std::atomic<int64_t> free_streams_{-1};
+  // CH: by partition (fewer than the warehouses), its streams with no
+  // query in flight (-1: not counted yet), and the next query to issue (Q1,
+  // Q6, Q3, Q5 in turn). By partition, since one process may run several
+  // partitions' generators (paxflow-load's clients).
+  std::unique_ptr<std::atomic<int64_t>[]> free_streams_;
   mutable std::atomic<uint32_t> next_query_{0};
 };
 
