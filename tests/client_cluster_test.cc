@@ -321,6 +321,17 @@ TEST_P(TpccClientClusterTest, EveryTypeRunsThroughClientsAndTheStateStaysConsist
   ASSERT_EQ(home.Call(remote, &reply, 20000), "");
   ASSERT_EQ(reply.status(), OK) << reply.error();
   EXPECT_TRUE(reply.txn().committed()) << reply.txn().detail();
+  // CH's queries through a client: a long scan with no ranges, which the
+  // node plans (whole tables, over the three partitions) and answers.
+  for (const char* name : {"ch-q6", "ch-q5"}) {
+    ClientRequest query;
+    query.mutable_ltx()->set_procedure(name);
+    ASSERT_EQ(home.Call(query, &reply, 60000), "");
+    ASSERT_EQ(reply.status(), OK) << reply.error();
+    EXPECT_TRUE(reply.txn().committed()) << name << ": " << reply.txn().detail();
+    EXPECT_EQ(reply.txn().detail().rfind(std::string("q") + name[4] + " ", 0), 0u)
+        << name << ": " << reply.txn().detail();
+  }
   StopCluster();
   uint64_t restarts = 0;
   for (size_t i = 0; i < cluster_->size(); ++i) {

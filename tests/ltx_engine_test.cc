@@ -60,7 +60,11 @@ TEST_P(LtxEngineTest, CommittedTxnsMatchASerialExecutionInTheirOrderAndReplaysAg
       testing::ExecuteInPositionOrder(params.workload, c.partitions, results.all(), &submitted);
   ASSERT_EQ(order.error, "");
   EXPECT_EQ(order.digest, live) << "the state is not the serial execution's";
-  EXPECT_GT(order.txns, 1000u) << "too little work to prove anything";
+  // Calvin mode's CH queries read-lock whole tables (every order line, and
+  // Q5's stock and customers): the TPC-C txns behind each one wait for it,
+  // so one partition commits fewer of them in the run.
+  EXPECT_GT(order.txns, ch && c.mode == Mode::kCalvin ? 400u : 1000u)
+      << "too little work to prove anything";
   // Calvin mode's queries on 3 partitions lock ~10^6 keys and stall the
   // run for seconds: each stream answers once or twice in it.
   EXPECT_GE(order.long_txns, ch ? params.workload.ch_streams : 4u) << "too few long txns committed";

@@ -78,7 +78,10 @@ uint32_t tpcc::NURand(uint64_t (*uniform)(void*, uint64_t), void* rng, uint32_t 
 TpccApplication::TpccApplication(const WorkloadParams& params)
     : params_(params),
       keys_(params.warehouses ? params.warehouses : 1),
-      delivery_hint_(new std::atomic<uint32_t>[keys_.warehouses() * kDistricts]()) {}
+      delivery_hint_(new std::atomic<uint32_t>[keys_.warehouses() * kDistricts]()),
+      free_streams_(new std::atomic<int64_t>[keys_.warehouses()]) {
+  for (uint32_t p = 0; p < keys_.warehouses(); ++p) free_streams_[p].store(-1);
+}
 
 std::string TpccApplication::Words(const std::vector<uint32_t>& words) {
   return std::string(reinterpret_cast<const char*>(words.data()), 4 * words.size());
@@ -776,6 +779,7 @@ const char* TpccApplication::ProcedureName(uint32_t procedure) const {
     case kQ1: return "ch-q1";
     case kQ6: return "ch-q6";
     case kQ3: return "ch-q3";
+    case kQ5: return "ch-q5";
     default: return "unknown";
   }
 }
@@ -783,7 +787,8 @@ const char* TpccApplication::ProcedureName(uint32_t procedure) const {
 std::vector<std::pair<std::string, uint32_t>> TpccApplication::Procedures() const {
   return {{"tpcc-new-order", kNewOrder}, {"tpcc-payment", kPayment},
           {"tpcc-order-status", kOrderStatus}, {"tpcc-delivery", kDelivery},
-          {"tpcc-stock-level", kStockLevel}, {"ch-q1", kQ1}, {"ch-q6", kQ6}, {"ch-q3", kQ3}};
+          {"tpcc-stock-level", kStockLevel}, {"ch-q1", kQ1}, {"ch-q6", kQ6}, {"ch-q3", kQ3},
+          {"ch-q5", kQ5}};
 }
 
 std::string TpccApplication::CheckClientTxn(const Txn& txn) const {
@@ -817,6 +822,18 @@ std::string TpccApplication::CheckClientTxn(const Txn& txn) const {
     return std::string();
   };
   if (txn.write_set_size() > 0) return "declares blind writes; TPC-C txns have none";
+  if (IsQuery(txn.procedure())) {
+    // CH's queries: a long scan (an LTX with no write area) whose ranges
+    // the node plans from its state, as it plans the generator's.
+    if (txn.txn_class() != LTX || txn.ltx().kind() != LTX_SCAN) {
+      return "is an analytic query: send it as an LTX with no write area (a long scan)";
+    }
+    if (txn.ltx().read_area_size() > 0 || txn.read_set_size() + txn.read_write_set_size() > 0) {
+      return "declares ranges or keys; the node plans a query's ranges (send none)";
+    }
+    return a.empty() ? "" : words(0);
+  }
+  if (txn.txn_class() == LTX) return "is not an analytic query (ch-q1, ch-q6, ch-q3, ch-q5): send it as a txn";
   const bool planned_here = NeedsRecon(txn.procedure());
   if (planned_here && txn.read_set_size() + txn.read_write_set_size() > 0) {
     return "declares keys; the node plans them (send args only)";
@@ -888,18 +905,19 @@ std::string TpccApplication::CheckClientTxn(const Txn& txn) const {
 
 bool TpccApplication::TakeQuery(PartitionId partition, uint32_t partitions,
                                 uint32_t* procedure) const {
-  if (params_.ch_streams == 0) return false;
-  int64_t free = free_streams_.load(std::memory_order_relaxed);
+  if (params_.ch_streams == 0 || partition >= keys_.warehouses()) return false;
+  std::atomic<int64_t>& streams = free_streams_[partition];
+  int64_t free = streams.load(std::memory_order_relaxed);
   if (free < 0) {
-    // This node's streams: s in [0, ch_streams) with s % partitions == partition.
+    // This partition's streams: s in [0, ch_streams) with s % partitions == partition.
     const int64_t mine = params_.ch_streams / partitions + (partition < params_.ch_streams % partitions);
-    free_streams_.compare_exchange_strong(free, mine, std::memory_order_relaxed);
-    free = free_streams_.load(std::memory_order_relaxed);
+    streams.compare_exchange_strong(free, mine, std::memory_order_relaxed);
+    free = streams.load(std::memory_order_relaxed);
   }
   while (free > 0) {
-    if (free_streams_.compare_exchange_weak(free, free - 1, std::memory_order_relaxed)) {
-      static constexpr uint32_t kTurns[] = {kQ1, kQ6, kQ3};
-      *procedure = kTurns[next_query_.fetch_add(1, std::memory_order_relaxed) % 3];
+    if (streams.compare_exchange_weak(free, free - 1, std::memory_order_relaxed)) {
+      static constexpr uint32_t kTurns[] = {kQ1, kQ6, kQ3, kQ5};
+      *procedure = kTurns[next_query_.fetch_add(1, std::memory_order_relaxed) % 4];
       return true;
     }
   }
@@ -907,37 +925,33 @@ bool TpccApplication::TakeQuery(PartitionId partition, uint32_t partitions,
 }
 
 void TpccApplication::OnGeneratedResult(const Txn& txn, const TxnOutcome& outcome) const {
-  if (IsQuery(txn.procedure()) && free_streams_.load(std::memory_order_relaxed) >= 0) {
-    free_streams_.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (!IsQuery(txn.procedure()) || txn.origin_partition() >= keys_.warehouses()) return;
+  std::atomic<int64_t>& streams = free_streams_[txn.origin_partition()];
+  if (streams.load(std::memory_order_relaxed) >= 0) streams.fetch_add(1, std::memory_order_relaxed);
 }
 
 void TpccApplication::PlanQuery(Txn* txn, const ReconRead& read) const {
-  // The period of district d: the orders [lo, hi] of every warehouse, from
-  // the next_o_id its planning reads (a warehouse this partition cannot
-  // read starts at the loaded state's period and ends as the others';
-  // RunQuery checks the cover all the same).
+  // Whole tables, as CH reads them: district d's orders 1 .. hi[d] of every
+  // warehouse, hi[d] the largest next_o_id its planning reads, less one,
+  // plus kChMargin (a warehouse this partition cannot read is taken to end
+  // as the others; RunQuery checks the cover all the same). The district
+  // rows are read too: they guard every order id of their districts (New-
+  // Order writes its rows under the district's lock, undeclared), so in
+  // calvin mode their read locks keep inserts out of the ranges, and
+  // RunQuery learns each district's orders from them.
   // Ranges span every warehouse (a key's warehouse is its lowest digit), so
-  // a query reads each of its tables as kDistricts ranges; calvin mode
-  // locks every key of them (KeyArea::KeysOn), so they must stay tight.
+  // a query reads each table as kDistricts ranges; calvin mode locks every
+  // key of them (KeyArea::KeysOn), existing or not.
   const uint32_t warehouses = keys_.warehouses();
   LtxRecord* ltx = txn->mutable_ltx();
   ltx->clear_read_area();
   std::string value;
-  std::vector<uint32_t> lo(kDistricts, ~0u), hi(kDistricts, 0);
-  // A period never starts before the loaded state's (next_o_id only grows):
-  // the start taken for a warehouse this partition cannot read.
-  const uint32_t loaded_start = kInitialOrders + 1 - kChWindow;
+  std::vector<uint32_t> hi(kDistricts, 0);
   for (uint32_t d = 0; d < kDistricts; ++d) {
     for (uint32_t w = 0; w < warehouses; ++w) {
       DistrictRow district{};
-      if (!read(keys_.District(w, d), &value) || !Decode(value, &district)) {
-        lo[d] = std::min(lo[d], loaded_start);
-        continue;
-      }
-      const uint32_t next = district.next_o_id;
-      lo[d] = std::min(lo[d], next > kChWindow ? next - kChWindow : 1);
-      hi[d] = std::max(hi[d], next - 1 + kChMargin);
+      if (!read(keys_.District(w, d), &value) || !Decode(value, &district)) continue;
+      hi[d] = std::max(hi[d], district.next_o_id - 1 + kChMargin);
     }
     if (hi[d] == 0) hi[d] = kInitialOrders + kChMargin;  // none readable: the loaded state
   }
@@ -946,17 +960,17 @@ void TpccApplication::PlanQuery(Txn* txn, const ReconRead& read) const {
     range->set_lo(keys_.Make(t, 0, d, first));
     range->set_hi(keys_.Make(t, warehouses - 1, d, last));
   };
+  const uint32_t q = txn->procedure();
   for (uint32_t d = 0; d < kDistricts; ++d) add(kDistrict, d, 0, 0);
   for (uint32_t d = 0; d < kDistricts; ++d) {
-    add(kOrderLine, d, uint64_t{lo[d]} << 4, uint64_t{hi[d]} << 4 | 0xf);
-  }
-  if (txn->procedure() == kQ3) {
-    for (uint32_t d = 0; d < kDistricts; ++d) {
-      add(tpcc::kOrder, d, lo[d], hi[d]);
-      add(tpcc::kNewOrder, d, lo[d], hi[d]);
+    add(kOrderLine, d, uint64_t{1} << 4, uint64_t{hi[d]} << 4 | 0xf);
+    if (q == kQ3 || q == kQ5) {
+      add(tpcc::kOrder, d, 1, hi[d]);
       add(kCustomer, d, 1, kCustomers);
     }
+    if (q == kQ3) add(tpcc::kNewOrder, d, 1, hi[d]);
   }
+  if (q == kQ5) add(kStock, 0, 1, kItems);
 }
 
 void TpccApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
@@ -991,39 +1005,42 @@ void TpccApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads
 bool TpccApplication::RunQuery(const Txn& txn, const LtxReads& reads, std::string* result,
                                std::string* why) const {
   const uint32_t warehouses = keys_.warehouses();
-  // The planned order ids of each district (its order-line range).
-  std::vector<uint32_t> planned_lo(kDistricts, 0), planned_hi(kDistricts, 0);
+  // The planned order ids of each district (its order-line range ends there).
+  std::vector<uint32_t> planned_hi(kDistricts, 0);
   for (const KeyRange& range : txn.ltx().read_area()) {
     if (keys_.TableOf(range.lo()) != kOrderLine) continue;
-    const uint32_t d = keys_.DistrictOf(range.lo());
-    planned_lo[d] = static_cast<uint32_t>(keys_.IdOf(range.lo()) >> 4);
-    planned_hi[d] = static_cast<uint32_t>(keys_.IdOf(range.hi()) >> 4);
+    planned_hi[keys_.DistrictOf(range.lo())] = static_cast<uint32_t>(keys_.IdOf(range.hi()) >> 4);
   }
-  // Each district's period at the snapshot: orders [first, next).
-  std::vector<uint32_t> first(warehouses * kDistricts, 0), next(warehouses * kDistricts, 0);
+  // Each district's orders at the snapshot: [1, next).
+  std::vector<uint32_t> next(warehouses * kDistricts, 0);
   auto at = [&](uint32_t w, uint32_t d) { return size_t{w} * kDistricts + d; };
-  auto in_period = [&](Key k, uint32_t o) {
-    const size_t i = at(keys_.WarehouseOf(k), keys_.DistrictOf(k));
-    return o >= first[i] && o < next[i];
+  auto in_table = [&](Key k, uint32_t o) {
+    return o < next[at(keys_.WarehouseOf(k), keys_.DistrictOf(k))];
   };
-  // Rows by table, in key order.
-  std::vector<std::pair<Key, std::string_view>> lines, orders;
-  std::unordered_map<uint64_t, uint16_t> last_name;  // (w, d, c) -> C_LAST's number
-  std::unordered_map<uint64_t, bool> undelivered;    // (w, d, o) with a new-order row
   auto id3 = [](uint32_t w, uint32_t d, uint32_t x) {
     return uint64_t{w} << 40 | uint64_t{d} << 32 | x;
   };
+  // Rows by table, in key order; customers' last names and stocked items
+  // in arrays (whole tables: no per-row allocation).
+  std::vector<std::pair<Key, std::string_view>> lines, orders;
+  constexpr uint16_t kNoCustomer = 0xffff;
+  std::vector<uint16_t> last_name;  // C_LAST's number by (w, d, c)
+  auto customer_at = [&](uint32_t w, uint32_t d, uint32_t c) {
+    return at(w, d) * (kCustomers + 1) + c;
+  };
+  std::vector<bool> stocked;                         // by w * (kItems + 1) + i
+  std::unordered_map<uint64_t, bool> undelivered;    // (w, d, o) with a new-order row
   size_t districts = 0;
   for (size_t s = 0; s < reads.scans(); ++s) {
     for (const auto& [k, value] : reads.Scan(s)) {
       const uint32_t w = keys_.WarehouseOf(k), d = keys_.DistrictOf(k);
       const uint64_t id = keys_.IdOf(k);
+      if (w >= warehouses || d >= kDistricts) continue;
       switch (keys_.TableOf(k)) {
         case kDistrict: {
           DistrictRow row{};
-          if (!Decode(value, &row) || w >= warehouses || d >= kDistricts) break;
+          if (!Decode(value, &row)) break;
           next[at(w, d)] = row.next_o_id;
-          first[at(w, d)] = row.next_o_id > kChWindow ? row.next_o_id - kChWindow : 1;
           ++districts;
           break;
         }
@@ -1032,9 +1049,16 @@ bool TpccApplication::RunQuery(const Txn& txn, const LtxReads& reads, std::strin
         case tpcc::kNewOrder: undelivered[id3(w, d, static_cast<uint32_t>(id))] = true; break;
         case kCustomer: {
           CustomerRow row{};
-          if (Decode(value, &row)) last_name[id3(w, d, static_cast<uint32_t>(id))] = row.last;
+          if (id > kCustomers || !Decode(value, &row)) break;
+          if (last_name.empty()) last_name.assign(customer_at(warehouses, 0, 0), kNoCustomer);
+          last_name[customer_at(w, d, static_cast<uint32_t>(id))] = row.last;
           break;
         }
+        case kStock:
+          if (id > kItems) break;
+          if (stocked.empty()) stocked.assign(size_t{warehouses} * (kItems + 1), false);
+          stocked[size_t{w} * (kItems + 1) + id] = true;
+          break;
         default: break;
       }
     }
@@ -1046,29 +1070,31 @@ bool TpccApplication::RunQuery(const Txn& txn, const LtxReads& reads, std::strin
   }
   for (uint32_t w = 0; w < warehouses; ++w) {
     for (uint32_t d = 0; d < kDistricts; ++d) {
-      const size_t i = at(w, d);
-      if (first[i] < planned_lo[d] || next[i] - 1 > planned_hi[d]) {
+      const uint32_t last = next[at(w, d)] - 1;
+      if (last > planned_hi[d]) {
         // New-Orders outran the planned ranges (OLLP's planning was too
         // early): a wrong answer is never given.
         *why = "warehouse " + std::to_string(w) + " district " + std::to_string(d) +
-               "'s period is orders " + std::to_string(first[i]) + ".." +
-               std::to_string(next[i] - 1) + ", outside the planned " +
-               std::to_string(planned_lo[d]) + ".." + std::to_string(planned_hi[d]);
+               "'s orders are 1.." + std::to_string(last) + ", past the planned 1.." +
+               std::to_string(planned_hi[d]);
         return false;
       }
     }
   }
+  auto customer_last = [&](uint32_t w, uint32_t d, uint32_t c) -> uint16_t {
+    return last_name.empty() || c > kCustomers ? kNoCustomer : last_name[customer_at(w, d, c)];
+  };
   std::ostringstream out;
   switch (txn.procedure()) {
     case kQ1: {
-      // CH Q1: delivered lines grouped by ol_number: sum(quantity),
-      // sum(amount), count (the averages follow).
+      // CH Q1: delivered lines (ol_delivery_d > date) grouped by ol_number:
+      // sum(quantity), sum(amount), count (the averages follow).
       struct Group { uint64_t quantity = 0; int64_t amount = 0; uint64_t count = 0; };
       Group groups[kMaxLines + 1];
       for (const auto& [k, value] : lines) {
         const uint64_t id = keys_.IdOf(k);
         OrderLineRow line{};
-        if (!in_period(k, static_cast<uint32_t>(id >> 4)) || !Decode(value, &line) ||
+        if (!in_table(k, static_cast<uint32_t>(id >> 4)) || !Decode(value, &line) ||
             line.delivery_d == 0) {
           continue;
         }
@@ -1091,7 +1117,7 @@ bool TpccApplication::RunQuery(const Txn& txn, const LtxReads& reads, std::strin
       uint64_t count = 0;
       for (const auto& [k, value] : lines) {
         OrderLineRow line{};
-        if (!in_period(k, static_cast<uint32_t>(keys_.IdOf(k) >> 4)) || !Decode(value, &line) ||
+        if (!in_table(k, static_cast<uint32_t>(keys_.IdOf(k) >> 4)) || !Decode(value, &line) ||
             line.delivery_d == 0 || line.quantity < 1 || line.quantity > 100000) {
           continue;
         }
@@ -1112,9 +1138,8 @@ bool TpccApplication::RunQuery(const Txn& txn, const LtxReads& reads, std::strin
         const uint32_t w = keys_.WarehouseOf(k), d = keys_.DistrictOf(k);
         const uint32_t o = static_cast<uint32_t>(keys_.IdOf(k));
         OrderRow order{};
-        if (!in_period(k, o) || !Decode(value, &order) || !undelivered.count(id3(w, d, o))) continue;
-        auto name = last_name.find(id3(w, d, order.c_id));
-        if (name == last_name.end() || name->second >= kChQ3Names) continue;
+        if (!in_table(k, o) || !Decode(value, &order) || !undelivered.count(id3(w, d, o))) continue;
+        if (customer_last(w, d, order.c_id) >= kChQ3Names) continue;  // or none
         row_of[id3(w, d, o)] = rows.size();
         rows.push_back({0, order.entry_d, w, d, o});
       }
@@ -1133,6 +1158,45 @@ bool TpccApplication::RunQuery(const Txn& txn, const LtxReads& reads, std::strin
         out << " " << rows[i].w << "." << rows[i].d << "." << rows[i].o << ":" << rows[i].revenue
             << ":" << rows[i].entry_d;
       }
+      break;
+    }
+    case kQ5: {
+      // CH Q5: revenue (sum of ol_amount) by nation, of the order lines
+      // whose order's customer and whose stock's supplier (stock: the
+      // line's item in the order's warehouse) are of the same nation, in
+      // region kChQ5Region; by revenue desc, then nation.
+      std::unordered_map<uint64_t, uint32_t> customer_of;  // (w, d, o) -> o_c_id
+      customer_of.reserve(orders.size());
+      for (const auto& [k, value] : orders) {
+        const uint32_t o = static_cast<uint32_t>(keys_.IdOf(k));
+        OrderRow order{};
+        if (!in_table(k, o) || !Decode(value, &order)) continue;
+        customer_of[id3(keys_.WarehouseOf(k), keys_.DistrictOf(k), o)] = order.c_id;
+      }
+      int64_t revenue[kChNations] = {};
+      for (const auto& [k, value] : lines) {
+        const uint32_t w = keys_.WarehouseOf(k), d = keys_.DistrictOf(k);
+        const uint32_t o = static_cast<uint32_t>(keys_.IdOf(k) >> 4);
+        auto order = customer_of.find(id3(w, d, o));
+        OrderLineRow line{};
+        if (order == customer_of.end() || !Decode(value, &line)) continue;
+        const uint16_t last = customer_last(w, d, order->second);
+        if (last == kNoCustomer) continue;
+        const uint32_t nation = last % kChNations;
+        if (nation % kChRegions != kChQ5Region || line.i_id > kItems || stocked.empty() ||
+            !stocked[size_t{w} * (kItems + 1) + line.i_id] ||
+            ChSupplierNation(w, line.i_id) != nation) {
+          continue;
+        }
+        revenue[nation] += line.amount;
+      }
+      std::vector<std::pair<int64_t, uint32_t>> rows;  // -revenue, nation
+      for (uint32_t n = 0; n < kChNations; ++n) {
+        if (revenue[n] != 0) rows.emplace_back(-revenue[n], n);
+      }
+      std::sort(rows.begin(), rows.end());
+      out << "q5 " << rows.size();
+      for (const auto& [minus, n] : rows) out << " " << n << ":" << -minus;
       break;
     }
     default: break;

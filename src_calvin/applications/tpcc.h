@@ -13,9 +13,9 @@
 //   at its position the procedure checks what it relied on and, if that
 //   changed, declines with a retryable "ollp-restart" and is resubmitted.
 //
-// CH-benCHmark (the `ch` preset, --ch_streams): analytic queries Q1, Q6
-// and Q3 over the same tables, each a long read-only scan (an LTX_SCAN)
-// of the current period (the last kChWindow orders of every district),
+// CH-benCHmark (the `ch` preset, --ch_streams): analytic queries Q1, Q6,
+// Q3 and Q5 over the same tables, each a long read-only scan (an LTX_SCAN)
+// of the whole tables CH's definition reads,
 // issued by closed-loop analytic streams beside the TPC-C mix;
 // docs/design.md ("CH-benCHmark") says how each mode runs them.
 //
@@ -50,16 +50,29 @@ constexpr uint32_t kNames = 1000;          // last names are 3 syllables of 0..9
 constexpr uint32_t kMaxLines = 15;
 constexpr uint32_t kStockLevelOrders = 20;
 constexpr uint32_t kMaxWarehouses = 4096;  // the key encoding's limit
-// CH-benCHmark: a query reads the orders [next_o_id - kChWindow, next_o_id)
-// of every district (the current period: its work stays the same however
-// long the run and whatever the mode's throughput); its planned ranges
-// reach kChMargin orders past the next_o_id its planning read, for the
-// New-Orders sequenced before it runs; Q3 reports its top kChTopRows.
-constexpr uint32_t kChWindow = 1000;
+// CH-benCHmark: a query reads whole tables, as CH defines it: every order
+// line (and order, new order, customer, stock its join needs) of every
+// district; its planned ranges reach kChMargin orders past the next_o_id
+// its planning read, for the New-Orders sequenced before it runs. Q3
+// reports its top kChTopRows.
 constexpr uint32_t kChMargin = 512;
 constexpr uint32_t kChTopRows = 10;
 // Q3's stand-in for CH's c_state LIKE 'A%': a last name's number below this.
 constexpr uint32_t kChQ3Names = 100;
+// Q5's stand-ins for CH's nation, supplier and region tables (not stored:
+// they never change). A customer's nation is its last name's number mod
+// kChNations (CH: ascii(substr(c_state, 1, 1)), 62 nations); stock (w, i)'s
+// supplier is ((w + 1) * i) mod kChSuppliers (CH: mod(s_w_id * s_i_id,
+// 10000), its warehouse ids counted from 1), of nation supplier mod
+// kChNations; a nation's region is nation mod 5, and Q5 keeps region
+// kChQ5Region (CH: r_name = 'EUROPE').
+constexpr uint32_t kChNations = 62;
+constexpr uint32_t kChSuppliers = 10000;
+constexpr uint32_t kChRegions = 5;
+constexpr uint32_t kChQ5Region = 3;
+inline uint32_t ChSupplierNation(uint32_t w, uint32_t i) {
+  return static_cast<uint32_t>(((uint64_t{w} + 1) * i) % kChSuppliers) % kChNations;
+}
 
 enum Table : uint32_t {
   kWarehouse = 1, kDistrict = 2, kCustomer = 3, kNameIndex = 4, kOrder = 5, kNewOrder = 6,
@@ -155,7 +168,7 @@ class TpccApplication : public Application {
   enum Procedure : uint32_t {
     kNewOrder = 1, kPayment = 2, kOrderStatus = 3, kDelivery = 4, kStockLevel = 5,
     // CH-benCHmark's analytic queries (long read-only scans).
-    kQ1 = 6, kQ6 = 7, kQ3 = 8,
+    kQ1 = 6, kQ6 = 7, kQ3 = 8, kQ5 = 9,
   };
   static constexpr uint32_t kProcedures = 5;
   // An OLLP restart's detail starts with this.
@@ -173,7 +186,7 @@ class TpccApplication : public Application {
   std::vector<std::pair<std::string, uint32_t>> Procedures() const override;
   std::string CheckClientTxn(const Txn& txn) const override;
   static bool IsQuery(uint32_t procedure) {
-    return procedure == kQ1 || procedure == kQ6 || procedure == kQ3;
+    return procedure == kQ1 || procedure == kQ6 || procedure == kQ3 || procedure == kQ5;
   }
   bool IsLongProcedure(uint32_t procedure) const override { return IsQuery(procedure); }
   // A query's ranges are planned from a recent state too (the period).
@@ -183,7 +196,8 @@ class TpccApplication : public Application {
   }
   void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                    LtxRound* out) const override;
-  // Gives a finished query's stream its slot back.
+  // Gives a finished query's stream its slot back (the stream of the
+  // query's origin_partition).
   void OnGeneratedResult(const Txn& txn, const TxnOutcome& outcome) const override;
   void PlanDependent(Txn* txn, const ReconRead& read) const override;
   std::string CheckState(const StateScan& scan) const override;
@@ -234,9 +248,11 @@ class TpccApplication : public Application {
   tpcc::Keys keys_;
   // By warehouse * kDistricts + district: the next order to give a Delivery.
   std::unique_ptr<std::atomic<uint32_t>[]> delivery_hint_;
-  // CH: this node's streams with no query in flight (-1: not counted yet),
-  // and the next query to issue (Q1, Q6, Q3 in turn).
-  mutable std::atomic<int64_t> free_streams_{-1};
+  // CH: by partition (fewer than the warehouses), its streams with no
+  // query in flight (-1: not counted yet), and the next query to issue (Q1,
+  // Q6, Q3, Q5 in turn). By partition, since one process may run several
+  // partitions' generators (paxflow-load's clients).
+  std::unique_ptr<std::atomic<int64_t>[]> free_streams_;
   mutable std::atomic<uint32_t> next_query_{0};
 };
 

@@ -240,8 +240,9 @@ const std::vector<WorkloadPreset>& WorkloadPresets() {
        {{"application", "tpcc"}, {"ltx_fraction", "0"}, {"ch_streams", "0"}, {"max_batch", "2000"}}},
       {"ch",
        "CH-benCHmark: the tpcc mix plus --ch_streams (default 1) closed-loop analytic streams, "
-       "each running Q1, Q6 and Q3 in turn as long read-only scans of the last 1,000 orders of "
-       "every district (paxflow: at a committed snapshot; calvin: read-locked)",
+       "each running Q1, Q6, Q3 and Q5 in turn as long read-only scans of whole tables "
+       "(order lines; orders, customers, stock for the joins) (paxflow: at a committed "
+       "snapshot; calvin: read-locked)",
        {{"application", "tpcc"}, {"ltx_fraction", "0"}, {"ch_streams", "1"}, {"max_batch", "2000"}}},
   };
   return kPresets;

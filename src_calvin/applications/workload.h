@@ -64,7 +64,8 @@ struct WorkloadParams {
   uint32_t warehouses = 0;
   // CH-benCHmark (the ch preset): closed-loop analytic streams beside the
   // TPC-C mix, over the cluster (stream s runs on partition s % partitions);
-  // each issues Q1, Q6, Q3 in turn, the next when the last one's result is in.
+  // each issues Q1, Q6, Q3, Q5 in turn, the next when the last one's result
+  // is in. paxflow-load's clients run them too (counted per process).
   uint32_t ch_streams = 0;
 
   // Empty when the set is usable on `partitions` partitions, else what is wrong.

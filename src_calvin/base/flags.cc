@@ -176,7 +176,8 @@ DEFINE_uint32(warehouses, 0,
               "warehouses); 0: one per partition");
 DEFINE_uint32(ch_streams, 0,
               "CH-benCHmark (application tpcc): closed-loop analytic streams over the cluster, "
-              "each running Q1, Q6, Q3 in turn as long read-only scans beside the TPC-C mix "
+              "each running Q1, Q6, Q3, Q5 in turn as long read-only scans of whole tables "
+              "beside the TPC-C mix; in paxflow-load, the streams its clients run "
               "(0..256; the ch preset sets 1, tpcc 0)");
 DEFINE_uint64(bank_accounts, 100, "Bank: number of accounts");
 DEFINE_int64(bank_initial_balance, 1000, "Bank: initial balance of every account");

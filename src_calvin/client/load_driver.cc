@@ -85,6 +85,7 @@ LoadClient::LoadClient(const Application* app, const WorkloadParams& workload,
                        std::string endpoint, LoadOptions options, zmq::context_t* context)
     : app_(app),
       workload_(workload),
+      partition_(partition),
       generator_(app->NewGenerator(partition, partitions, seed)),
       endpoint_(std::move(endpoint)),
       options_(options),
@@ -121,6 +122,7 @@ void LoadClient::SwitchTo(const std::string& endpoint) {
   std::vector<InFlight> again;
   for (auto& [id, flight] : in_flight_) {
     if (flight.txn) again.push_back(std::move(flight));
+    else Finished(flight);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -375,10 +377,21 @@ void LoadClient::OnResult(const TxnResult& result) {
       const int64_t due = now + Backoff(flight, result);
       ++flight.attempts;
       retries_.emplace(due, std::move(flight));
+    } else {
+      Finished(flight);
     }
     return;
   }
+  Finished(flight);
   Record(flight, result, now);
+}
+
+void LoadClient::Finished(const InFlight& flight) {
+  if (flight.kind != kLoadLTX) return;
+  Txn txn;
+  txn.set_procedure(flight.procedure);
+  txn.set_origin_partition(partition_);
+  app_->OnGeneratedResult(txn, TxnOutcome{});
 }
 
 void LoadClient::TallyLocked(int64_t scheduled_us, bool busy, uint64_t latency,

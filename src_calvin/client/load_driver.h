@@ -150,6 +150,9 @@ class LoadClient {
   void SubmitDueRetries(int64_t now);
   void OnResult(const TxnResult& result);
   void Record(const InFlight& flight, const TxnResult& result, int64_t now);
+  // A txn that will not be sent again: a generated LTX (CH's query) gives
+  // its analytic stream back to the generator (OnGeneratedResult).
+  void Finished(const InFlight& flight);
   // Under mu_: a result (or a BUSY reply) of a txn scheduled at
   // `scheduled_us`, into the timeline and step buckets.
   void TallyLocked(int64_t scheduled_us, bool busy, uint64_t latency, uint64_t server_latency);
@@ -157,6 +160,7 @@ class LoadClient {
 
   const Application* app_;
   const WorkloadParams workload_;
+  const PartitionId partition_;
   std::unique_ptr<TxnGenerator> generator_;
   const std::string endpoint_;
   const LoadOptions options_;

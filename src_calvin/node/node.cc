@@ -517,7 +517,9 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
       // queued again at the client port, see OnResult). LTXs from clients
       // declare their own keys.
       planned_.push_back(std::make_unique<PlanningSource>(clients_.get(), [recon](Txn* txn) {
-        if (txn->txn_class() != LTX) recon(txn);
+        // A long scan whose procedure plans its ranges (CH's queries) is
+        // planned here too; other LTXs declare their own.
+        if (txn->txn_class() != LTX || txn->ltx().kind() == LTX_SCAN) recon(txn);
       }));
       sources.push_back(planned_.back().get());
     }
@@ -728,7 +730,7 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
   if (txn.procedure() < kCountedProcedures) {
     by_procedure_[txn.procedure()][outcome.committed ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
     if (restart) by_procedure_[txn.procedure()][2].fetch_add(1, std::memory_order_relaxed);
-    if (generated && txn.txn_class() == LTX) {
+    if ((generated || app_->IsLongProcedure(txn.procedure())) && txn.txn_class() == LTX) {
       // Its snapshot: the one it read (paxflow), else its own epoch (calvin
       // mode's locked run reads the state at its position there).
       query_stats_.Record(app_->ProcedureName(txn.procedure()),
