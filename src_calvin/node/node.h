@@ -351,6 +351,7 @@ class Node : public PeerSender, public ResultSink {
 
   std::unique_ptr<MetricsServer> metrics_;  // null: no metrics port
   std::unique_ptr<ReplicatedSequencing> replicated_;  // null: replicated_input off
+  bool led_ = false;  // replicated_'s consumer thread: its runners were started once
 
   std::thread reporter_;
   std::mutex report_mu_;

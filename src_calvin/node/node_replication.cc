@@ -60,13 +60,24 @@ std::string Node::MakeReplication(Epoch applied_through) {
     OnCommittedEpoch(epoch, record, leading);
   };
   options.lead = [this](Epoch first_epoch) {
-    // Built in Start, never run before: it resumes after the last epoch
-    // the group committed, closing the epochs behind the clock back to back.
-    for (auto& runner : runners_) {
-      runner->SetFirstEpoch(first_epoch);
-      runner->Start();
+    // It resumes after the last epoch the group committed, closing the
+    // epochs behind the clock back to back. First lead: built in Start,
+    // never run before. Led before: its sequencer stopped at the proposal
+    // the group refused once it was deposed (Depose answered what waited).
+    if (led_) {
+      for (auto& runner : runners_) {
+        if (!runner->failed()) return false;  // still running: not yet refused
+      }
+      for (auto& runner : runners_) runner->Restart(first_epoch);
+    } else {
+      led_ = true;
+      for (auto& runner : runners_) {
+        runner->SetFirstEpoch(first_epoch);
+        runner->Start();
+      }
     }
     if (clients_) clients_->SetSequences(true);
+    return true;
   };
   options.follow = [this] {
     // Its clients go to the new leader; what waited here is answered.

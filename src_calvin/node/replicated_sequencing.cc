@@ -73,7 +73,11 @@ void ReplicatedSequencing::Consume() {
   std::vector<replication::LogEvent> events;
   while (!stop_.load()) {
     events.clear();
-    if (!log_->NextEvents(&events, std::chrono::milliseconds(100))) continue;
+    // After the events: one may be the election that restarts its sequencer.
+    if (!log_->NextEvents(&events, std::chrono::milliseconds(100))) {
+      HandOffIfStale();
+      continue;
+    }
     for (replication::LogEvent& event : events) {
       switch (event.kind) {
         case replication::LogEvent::Kind::kCommitted: {
@@ -107,15 +111,22 @@ void ReplicatedSequencing::Consume() {
         case replication::LogEvent::Kind::kLeadership: {
           const replication::Leadership& now = event.leadership;
           leaderless_since_us_ = now.leader == 0 ? NowMicros() : 0;
-          if (now.leading && !leads_.load()) {
-            leads_.store(true);
-            if (options_.print) {
-              options_.print("[node " + std::to_string(options_.self) +
-                             "] leads its partition's consensus group (term " +
-                             std::to_string(now.term) + "): sequencing from epoch " +
-                             std::to_string(committed_epoch_.load() + 1));
+          if (now.leading && (!leads_.load() || now.term != lead_term_.load())) {
+            // Elected (again, if it led before and was deposed): its
+            // sequencer resumes after the last committed epoch.
+            const Epoch first = committed_epoch_.load() + 1;
+            if (options_.lead(first)) {
+              leads_.store(true);
+              lead_term_.store(now.term);
+              deposed_ = false;
+              last_hand_off_us_ = 0;
+              if (options_.print) {
+                options_.print("[node " + std::to_string(options_.self) +
+                               "] leads its partition's consensus group (term " +
+                               std::to_string(now.term) + "): sequencing from epoch " +
+                               std::to_string(first));
+              }
             }
-            options_.lead(committed_epoch_.load() + 1);
           } else if (!now.leading && leads_.load() && !deposed_) {
             deposed_ = true;
             if (options_.print) {
@@ -134,6 +145,7 @@ void ReplicatedSequencing::Consume() {
           break;
       }
     }
+    HandOffIfStale();
   }
 }
 
@@ -169,6 +181,25 @@ bool ReplicatedSequencing::Propose(Epoch epoch, std::string record) {
   return false;
 }
 
+void ReplicatedSequencing::HandOffIfStale() {
+  const replication::Leadership now = log_->leadership();
+  if (!leads_.load() || !now.leading || now.term == lead_term_.load()) {
+    stale_since_us_ = 0;
+    return;
+  }
+  // Stale for 200 ms first: the election's event may not be handed out yet.
+  const int64_t now_us = NowMicros();
+  if (stale_since_us_ == 0) stale_since_us_ = now_us;
+  if (now_us - stale_since_us_ < 200000 || now_us - last_hand_off_us_ < 200000) return;
+  if (last_hand_off_us_ == 0 && options_.print) {
+    options_.print("[node " + std::to_string(options_.self) + "] elected again (term " +
+                   std::to_string(now.term) + ") before its sequencer stopped from term " +
+                   std::to_string(lead_term_.load()) + ": it hands leadership to another member");
+  }
+  last_hand_off_us_ = now_us;
+  log_->HandOff();
+}
+
 replication::Leadership ReplicatedSequencing::leadership() const {
   return log_ ? log_->leadership() : replication::Leadership{};
 }
@@ -181,7 +212,9 @@ int64_t ReplicatedSequencing::leader_node() const {
 void ReplicatedSequencing::FillStatus(StatusReply* status) const {
   const replication::Leadership now = leadership();
   // "leader" once its sequencer runs (its barrier committed), not at election.
-  status->set_group_role(leads_.load() && now.leading ? "leader" : "follower");
+  status->set_group_role(leads_.load() && now.leading && now.term == lead_term_.load()
+                             ? "leader"
+                             : "follower");
   status->set_group_term(now.term);
   status->set_group_leader(now.leader == 0 ? -1 : static_cast<int64_t>(now.leader - 1));
   status->set_group_committed_epoch(committed_epoch_.load());

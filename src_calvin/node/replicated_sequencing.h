@@ -55,8 +55,11 @@ struct ReplicatedSequencingOptions {
   // Consumer thread: a committed SequencedEpoch record of epoch `epoch`;
   // `leading`: this member leads (it sends the other partitions theirs).
   std::function<void(Epoch epoch, const std::string& record, bool leading)> committed;
-  // Consumer thread: this member leads now; its sequencer starts at `first_epoch`.
-  std::function<void(Epoch first_epoch)> lead;
+  // Consumer thread: this member leads now; its sequencer starts at
+  // `first_epoch`. Called again when a member that led and was deposed is
+  // elected again: false if its sequencer cannot start again yet (it has
+  // not stopped), and it hands leadership off instead.
+  std::function<bool(Epoch first_epoch)> lead;
   // Consumer thread: this member led and no longer does (its sequencer stopped).
   std::function<void()> follow;
   std::function<void(const std::string&)> print;
@@ -114,6 +117,10 @@ class ReplicatedSequencing {
   void Consume();
   // The next committed epoch is `next`, past committed_epoch_ + 1.
   void Gap(Epoch next);
+  // A member elected again whose sequencer could not start again leads a
+  // group nothing sequences for: it hands leadership off, at most every
+  // 200 ms until another member leads.
+  void HandOffIfStale();
 
   const ReplicatedSequencingOptions options_;
   std::unique_ptr<replication::ReplicatedLog> log_;
@@ -128,6 +135,9 @@ class ReplicatedSequencing {
   std::deque<std::pair<Epoch, uint64_t>> indexes_;
   std::atomic<Epoch> trimmed_epoch_{0};
   bool deposed_ = false;  // consumer thread: `follow` was called
+  std::atomic<uint64_t> lead_term_{0};  // the term its sequencer started in (consumer writes)
+  int64_t last_hand_off_us_ = 0;  // consumer thread
+  int64_t stale_since_us_ = 0;    // consumer thread
   std::mutex window_mu_;
   RequestDedup dedup_;  // fed every committed epoch, in order, from the start
   Epoch window_epoch_ = 0;  // the last one fed (window_mu_)

@@ -66,11 +66,12 @@ class RaftLog : public ReplicatedLog {
   }
   ProposeResult Replace(uint64_t old_id, const Member& fresh) override;
   void Trim(uint64_t index) override;
+  void HandOff() override;
   void Stop() override;
 
  private:
   struct Command {
-    enum class Kind { kPropose, kReplace, kTrim } kind = Kind::kPropose;
+    enum class Kind { kPropose, kReplace, kTrim, kHandOff } kind = Kind::kPropose;
     std::string bytes;
     uint64_t index = 0;  // trim: up to where; replace: the old member
     Member fresh;        // replace
@@ -99,6 +100,7 @@ class RaftLog : public ReplicatedLog {
   static void OnApplied(struct raft_apply* req, int status, void* result);
   static void OnBarrier(struct raft_barrier* req, int status);
   static void OnChanged(struct raft_change* req, int status);
+  static void OnTransferred(struct raft_transfer* req);
   // Sends `command` to the loop and waits for its answer (leader only).
   ProposeResult Ask(std::unique_ptr<Command> command);
   void HandleReplace(Command* command);
@@ -114,6 +116,7 @@ class RaftLog : public ReplicatedLog {
   void HandOutKeptEntries();
   void HandlePropose(Command* command);
   void HandleTrim(uint64_t index);
+  void HandleHandOff();
   void CloseHandles();
 
   const RaftLogOptions options_;
@@ -138,6 +141,8 @@ class RaftLog : public ReplicatedLog {
   bool opening_ = false;          // inside Open's raft_start
   uint64_t local_snapshot_ = 0;   // the snapshot raft_start loaded from the data dir (0: none)
   Leadership published_;
+  struct raft_transfer transfer_{};  // a HandOff under way (transferring_)
+  bool transferring_ = false;
 
   std::thread thread_;
   std::mutex join_mu_;  // Stop's join and loop close
@@ -327,6 +332,29 @@ void RaftLog::Trim(uint64_t index) {
   if (!stopping_) Send(std::move(command));
 }
 
+void RaftLog::HandOff() {
+  auto command = std::make_unique<Command>();
+  command->kind = Command::Kind::kHandOff;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stopping_) Send(std::move(command));
+}
+
+void RaftLog::HandleHandOff() {
+  if (transferring_ || raft_state(&raft_) != RAFT_LEADER) return;
+  transfer_.data = this;
+  const int rv = raft_transfer(&raft_, &transfer_, 0, OnTransferred);
+  if (rv != 0) {
+    std::fprintf(stderr, "replication: member %llu: cannot hand leadership off: %s\n",
+                 static_cast<unsigned long long>(options_.id), raft_strerror(rv));
+    return;
+  }
+  transferring_ = true;
+}
+
+void RaftLog::OnTransferred(struct raft_transfer* req) {
+  static_cast<RaftLog*>(req->data)->transferring_ = false;
+}
+
 void RaftLog::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -355,6 +383,8 @@ void RaftLog::OnWake(uv_async_t* handle) {
   for (auto& command : commands) {
     if (command->kind == Command::Kind::kTrim) {
       if (!stopping) self->HandleTrim(command->index);
+    } else if (command->kind == Command::Kind::kHandOff) {
+      if (!stopping) self->HandleHandOff();
     } else if (stopping) {
       ProposeResult result;
       result.status = ProposeResult::Status::kStopped;

@@ -97,6 +97,12 @@ class ReplicatedLog {
   // what is kept.
   virtual void Trim(uint64_t index) = 0;
 
+  // Leader only: asks the group to elect another voter (the engine picks
+  // the most up-to-date one). For a member elected again in a process that
+  // can no longer act as leader. Ignored if it does not lead or a hand-off
+  // is under way; whether it worked shows in leadership() later.
+  virtual void HandOff() = 0;
+
   // Leaves the group cleanly (the others elect a leader if it led) and
   // joins the engine's thread. Idempotent; the destructor calls it.
   virtual void Stop() = 0;

@@ -121,6 +121,15 @@ SequencerRunner::~SequencerRunner() {
 
 void SequencerRunner::Start() { thread_ = std::thread([this] { Run(); }); }
 
+bool SequencerRunner::Restart(Epoch first_epoch) {
+  if (!failed_.load()) return false;
+  Join();  // its thread returned when the epoch was refused
+  failed_.store(false);
+  first_epoch_ = first_epoch;
+  Start();
+  return true;
+}
+
 void SequencerRunner::RequestStop() {
   {
     std::lock_guard<std::mutex> lock(mu_);

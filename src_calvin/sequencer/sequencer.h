@@ -93,6 +93,10 @@ class SequencerRunner {
   void CatchUpTo(Epoch epoch);
 
   void Start();
+  // A runner whose before_send refused an epoch (failed(): a deposed
+  // leader's proposal) starts again at `first_epoch` (its member leads
+  // again). False, and nothing changes, if it is still running.
+  bool Restart(Epoch first_epoch);
   // Ends the load: the next epoch is the last to take new txns. Without a
   // drain (SetDrain) it is the final one. With one, epochs keep closing on
   // schedule, with records only, until `drain` says this sequencer owes
