@@ -59,7 +59,8 @@ Epoch ExpectDigestsAgree(const TestCluster& cluster, const std::vector<int>& nod
   Epoch ahead = 0;
   for (int i : nodes) {
     StatusReply status;
-    if (!AskStatus(cluster.node(i), &status)) {
+    // A node on a loaded machine may miss one status deadline.
+    if (!WaitUntil([&] { return AskStatus(cluster.node(i), &status); }, timeout_ms)) {
       ADD_FAILURE() << "node " << i << " does not answer";
       return 0;
     }
