@@ -20,6 +20,7 @@ using testing::BinaryDir;
 using testing::ChildProcess;
 using testing::ClusterVerbs;
 using testing::FreePorts;
+using testing::FreePortsBesides;
 using testing::HttpGet;
 using testing::RunProcess;
 using testing::TempDir;
@@ -34,7 +35,7 @@ class MetricsCluster {
  public:
   MetricsCluster(const std::string& name, uint32_t partitions) {
     config_ = testing::MakeConfig(name, partitions, 1, "tcp");
-    const std::vector<uint32_t> ports = FreePorts(partitions);
+    const std::vector<uint32_t> ports = FreePortsBesides(partitions, config_);
     for (uint32_t i = 0; i < partitions; ++i) config_.mutable_node(i)->set_metrics_port(ports[i]);
     config_path_ = dir_.path() + "/cluster.conf";
     std::ofstream(config_path_) << testing::ToText(config_);

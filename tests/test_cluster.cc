@@ -11,7 +11,7 @@ namespace paxflow::testing {
 
 // The digest an offline replay of `dir` prints (replica `replica`).
 void ReplicatedInput(ClusterConfig* config, const std::string&) {
-  const std::vector<uint32_t> ports = FreePorts(config->node_size());
+  const std::vector<uint32_t> ports = FreePortsBesides(config->node_size(), *config);
   for (int i = 0; i < config->node_size(); ++i) config->mutable_node(i)->set_consensus_port(ports[i]);
   Param* param = config->add_param();
   param->set_name("replicated_input");

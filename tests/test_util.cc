@@ -20,6 +20,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -58,6 +59,20 @@ std::vector<uint32_t> FreePorts(size_t count) {
     sockets.push_back(fd);  // held until all are picked, so they differ
   }
   for (int fd : sockets) close(fd);
+  return ports;
+}
+
+std::vector<uint32_t> FreePortsBesides(size_t count, const ClusterConfig& config) {
+  std::set<uint32_t> taken;
+  for (const NodeConfig& node : config.node()) {
+    taken.insert({node.port(), node.client_port(), node.consensus_port(), node.metrics_port()});
+  }
+  std::vector<uint32_t> ports;
+  while (ports.size() < count) {
+    for (uint32_t port : FreePorts(count)) {
+      if (ports.size() < count && taken.insert(port).second) ports.push_back(port);
+    }
+  }
   return ports;
 }
 

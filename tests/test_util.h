@@ -28,6 +28,10 @@ class TempDir {
 
 // `count` distinct TCP ports on 127.0.0.1 that were free a moment ago.
 std::vector<uint32_t> FreePorts(size_t count);
+// The same, none of them a port `config` already gives a node (ports picked
+// by an earlier FreePorts were released, so the kernel may hand them out
+// again).
+std::vector<uint32_t> FreePortsBesides(size_t count, const ClusterConfig& config);
 
 // A config of `partitions` x `replicas` nodes on 127.0.0.1 (node id =
 // replica * partitions + partition). Ports are picked free for tcp.
