@@ -226,12 +226,13 @@ std::string Node::Start() {
     }
     // Replicated input: the committed epochs its sequencer log holds past
     // its input log run next; the group's log goes on after them.
-    const Epoch tail = replicated_ ? sequenced_through : 0;
-    if (logged_through_ > restored_at || tail > std::max(logged_through_, restored_at)) {
+    const Epoch replayed = std::max(logged_through_, restored_at);
+    const Epoch tail = replicated_ ? std::max(sequenced_through, replayed) : replayed;
+    if (tail > restored_at) {
       replaying_ = true;
-      replay_thread_ = std::thread([this, restored_at, tail] {
-        if (logged_through_ > restored_at) ReplayOwnLog(restored_at + 1, logged_through_);
-        if (tail > 0) ReplayCommittedTail(std::max(logged_through_, restored_at) + 1, tail);
+      replay_thread_ = std::thread([this, restored_at, replayed, tail] {
+        if (replayed > restored_at) ReplayOwnLog(restored_at + 1, replayed);
+        if (tail > replayed) ReplayCommittedTail(replayed + 1, tail);
         replaying_ = false;
       });
     }

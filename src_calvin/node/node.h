@@ -141,6 +141,9 @@ class Node : public PeerSender, public ResultSink {
   // A restarted member: its own batches of the committed epochs `from` to
   // `through` that its sequencer log holds and its input log does not.
   void ReplayCommittedTail(Epoch from, Epoch through);
+  // Replay thread: waits until `epoch` is within max_epochs_ahead of what
+  // the scheduler published (or the replay is stopped).
+  void WaitForReplayRoom(Epoch epoch);
   void OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading);
   // Sequencer `sequencer` is its own partition's, whose batches come from
   // the group's log (replicated input), not from a peer.

@@ -443,13 +443,21 @@ std::string Node::RestorePartition(Epoch* restored_at) {
   return "";
 }
 
+void Node::WaitForReplayRoom(Epoch epoch) {
+  // No more than it can run soon: epochs are admitted as fast as they
+  // come, and each holds its txns until it is done.
+  const Epoch room = options_.params.engine.max_epochs_ahead;
+  while (!replay_stop_.load() && epoch > scheduler_->Status().published_epoch + room) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // flow control, not sync
+  }
+}
+
 void Node::ReplayOwnLog(Epoch from, Epoch through) {
   const std::string path = InputLogPath(options_.params.engine.log_dir, options_.id);
   InputLogReader reader;
   reader.log().StopAtDamage();
   std::string error = reader.Open(path, from);
   Epoch last_read = 0;  // the newest epoch read, before `from` too
-  const Epoch room = options_.params.engine.max_epochs_ahead;
   LogEpoch epoch;
   while (error.empty() && !replay_stop_.load()) {
     if (!reader.Next(&epoch)) {
@@ -469,11 +477,7 @@ void Node::ReplayOwnLog(Epoch from, Epoch through) {
     last_read = epoch.epoch();
     if (epoch.epoch() < from) continue;
     if (epoch.epoch() > through) break;
-    // No more than it can run soon: epochs are admitted as fast as they
-    // come, and each holds its txns until it is done.
-    while (!replay_stop_.load() && epoch.epoch() > scheduler_->Status().published_epoch + room) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // flow control, not sync
-    }
+    WaitForReplayRoom(epoch.epoch());
     for (Batch& batch : *epoch.mutable_batch()) {
       auto owned = std::make_unique<Batch>();
       owned->Swap(&batch);

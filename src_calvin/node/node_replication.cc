@@ -204,15 +204,10 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
 void Node::ReplayCommittedTail(Epoch from, Epoch through) {
   // Its input log ends before these (they were committed and queued, not
   // yet run, when it stopped); its sequencer log holds them as committed.
-  const Epoch room = options_.params.engine.max_epochs_ahead;
   const PartitionId own = self_->partition();
   const std::string error = ReadCommitted(
       options_.params.engine.log_dir, options_.id, from, through, [&](SequencedEpoch& record) {
-        // No more than it can run soon, as ReplayOwnLog.
-        while (!replay_stop_.load() &&
-               record.epoch() > scheduler_->Status().published_epoch + room) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));  // flow control, not sync
-        }
+        WaitForReplayRoom(record.epoch());
         if (replay_stop_.load() || own >= static_cast<PartitionId>(record.batches_size())) {
           return !replay_stop_.load();
         }

@@ -39,6 +39,9 @@ ReadExchange::ReadExchange(ReadExchangeOptions options)
       stand_in_for_(options_.layout->partitions()),
       stand_in_asked_(options_.layout->partitions(), 0) {}
 
+void ReadExchange::SendOrNote(NodeId to, Channel channel, const std::string& bytes) {
+  if (!options_.transport->Send(to, channel, bytes)) NoteUnsent(channel, to);
+}
 
 void ReadExchange::SetSentBefore(Epoch epoch) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -51,7 +54,7 @@ void ReadExchange::Send(PartitionId to, const RemoteReads& reads) {
   // Sent first, kept after: a request served in between finds nothing and
   // sends nothing, so a copy sent again never overtakes the original (one
   // queue per peer keeps the order), and the receiver takes the original.
-  if (!options_.transport->Send(peer, REMOTE_READS, bytes)) NoteUnsent(REMOTE_READS, peer);
+  SendOrNote(peer, REMOTE_READS, bytes);
   if (to >= kept_.size()) return;
   // Kept, and the stand-ins read, under one lock: a stand-in request
   // served before gets these bytes from the kept ones, one served after
@@ -63,14 +66,14 @@ void ReadExchange::Send(PartitionId to, const RemoteReads& reads) {
     if (!stand_in_for_[to].empty()) {
       const int64_t now = NowMicros();
       for (const auto& [node, renewed_us] : stand_in_for_[to]) {
-        if (now - renewed_us <= options_.stand_in_lease_us) stand_in_for.push_back(node);
+        if (Renewed(renewed_us, now)) stand_in_for.push_back(node);
       }
       if (!stand_in_for.empty()) copy = ResentCopy(bytes);
     }
     KeepLocked(to, reads, std::move(bytes));
   }
   for (NodeId node : stand_in_for) {
-    if (!options_.transport->Send(node, REMOTE_READS, copy)) NoteUnsent(REMOTE_READS, node);
+    SendOrNote(node, REMOTE_READS, copy);
   }
   stood_in_.fetch_add(stand_in_for.size(), std::memory_order_relaxed);
 }
@@ -144,7 +147,7 @@ bool ReadExchange::Serve(NodeId from, const ReadsRequest& request) {
       auto it = kept.by_txn.find(id);
       if (it != kept.by_txn.end()) {
         // Lost again? The receiver asks again.
-        if (!options_.transport->Send(from, REMOTE_READS, ResentCopy(it->second.bytes))) NoteUnsent(REMOTE_READS, from);
+        SendOrNote(from, REMOTE_READS, ResentCopy(it->second.bytes));
         ++sent;
       } else if (request.after_epoch() < kept.evicted_through) {
         rest.add_txns(id);
@@ -174,7 +177,7 @@ void ReadExchange::StandIn(NodeId from, const ReadsRequest& request) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto [it, fresh] = stand_in_for_[request.partition()].emplace(from, now);
-    const bool lapsed = !fresh && now - it->second > options_.stand_in_lease_us;
+    const bool lapsed = !fresh && !Renewed(it->second, now);
     it->second = now;
     if (!fresh && !lapsed) return;  // a renewal
     // New (or lapsed: what went meanwhile is owed again): every reads kept
@@ -192,7 +195,7 @@ void ReadExchange::StandIn(NodeId from, const ReadsRequest& request) {
   }
   stand_ins_started_.fetch_add(1, std::memory_order_relaxed);
   for (const std::string& bytes : owed) {
-    if (!options_.transport->Send(from, REMOTE_READS, bytes)) NoteUnsent(REMOTE_READS, from);
+    SendOrNote(from, REMOTE_READS, bytes);
   }
   resent_.fetch_add(owed.size(), std::memory_order_relaxed);
   LOG(WARNING) << "node " << options_.self << ": standing in for a silent node of this replica "
@@ -228,9 +231,7 @@ void ReadExchange::StandIns() {
     request.set_partition(options_.partition);
     request.set_after_epoch(after);
     request.set_stand_in(true);
-    if (!options_.transport->Send(holder, READS_REQUEST, request.SerializeAsString())) {
-      NoteUnsent(READS_REQUEST, holder);
-    }
+    SendOrNote(holder, READS_REQUEST, request.SerializeAsString());
     if (stand_in_asked_[p] != holder) {
       LOG(WARNING) << "node " << options_.self << ": node " << own << " (partition " << p
                    << ") is silent; asked node " << holder
@@ -246,7 +247,7 @@ size_t ReadExchange::standing_in() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
   for (const auto& nodes : stand_in_for_) {
-    for (const auto& [node, renewed_us] : nodes) n += now - renewed_us <= options_.stand_in_lease_us;
+    for (const auto& [node, renewed_us] : nodes) n += Renewed(renewed_us, now);
   }
   return n;
 }
@@ -263,9 +264,7 @@ void ReadExchange::AskAgain() {
     request.set_after_epoch(reads.first_epoch > 0 ? reads.first_epoch - 1 : 0);
     request.set_to_epoch(reads.last_epoch);
     for (TxnId id : reads.txns) request.add_txns(id);
-    if (!options_.transport->Send(peer, READS_REQUEST, request.SerializeAsString())) {
-      NoteUnsent(READS_REQUEST, peer);
-    }
+    SendOrNote(peer, READS_REQUEST, request.SerializeAsString());
     asked_txns_.fetch_add(reads.txns.size(), std::memory_order_relaxed);
     asked_requests_.fetch_add(1, std::memory_order_relaxed);
     if (Due(&last_asked_log_us_)) {

@@ -135,6 +135,12 @@ class ReadExchange {
     Epoch forgotten_through = 0;  // the receiver freed these epochs
     Epoch evicted_through = 0;    // these may no longer be kept: ask the reads log
   };
+  // Sends, or counts it unsent (NoteUnsent).
+  void SendOrNote(NodeId to, Channel channel, const std::string& bytes);
+  // A stand-in request last renewed at `renewed_us` still holds at `now_us`.
+  bool Renewed(int64_t renewed_us, int64_t now_us) const {
+    return now_us - renewed_us <= options_.stand_in_lease_us;
+  }
   void KeepLocked(PartitionId to, const RemoteReads& reads, std::string&& bytes);  // under mu_
   // Serves a stand-in request (see above).
   void StandIn(NodeId from, const ReadsRequest& request);

@@ -73,11 +73,7 @@ void ReplicatedSequencing::Consume() {
   std::vector<replication::LogEvent> events;
   while (!stop_.load()) {
     events.clear();
-    // After the events: one may be the election that restarts its sequencer.
-    if (!log_->NextEvents(&events, std::chrono::milliseconds(100))) {
-      HandOffIfStale();
-      continue;
-    }
+    log_->NextEvents(&events, std::chrono::milliseconds(100));  // none: a quiet 100 ms
     for (replication::LogEvent& event : events) {
       switch (event.kind) {
         case replication::LogEvent::Kind::kCommitted: {
@@ -119,7 +115,6 @@ void ReplicatedSequencing::Consume() {
               leads_.store(true);
               lead_term_.store(now.term);
               deposed_ = false;
-              last_hand_off_us_ = 0;
               if (options_.print) {
                 options_.print("[node " + std::to_string(options_.self) +
                                "] leads its partition's consensus group (term " +
@@ -145,6 +140,7 @@ void ReplicatedSequencing::Consume() {
           break;
       }
     }
+    // After the events: one may be the election that restarts its sequencer.
     HandOffIfStale();
   }
 }
@@ -185,6 +181,7 @@ void ReplicatedSequencing::HandOffIfStale() {
   const replication::Leadership now = log_->leadership();
   if (!leads_.load() || !now.leading || now.term == lead_term_.load()) {
     stale_since_us_ = 0;
+    last_hand_off_us_ = 0;
     return;
   }
   // Stale for 200 ms first: the election's event may not be handed out yet.
