@@ -10,7 +10,6 @@
 // digests agree.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -301,15 +300,8 @@ TEST(ClientFailoverClusterTest, StoppedLeaderAcknowledgesNothingThenStepsDownAnd
 // and its status names the failed write; the other two go on, no
 // acknowledged transfer is lost or applied twice, and they agree.
 TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
-  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs for the follower's log needs root";
-  TempDir disk;
-  if (mount("tmpfs", disk.path().c_str(), "tmpfs", 0, "size=64m") != 0) {
-    GTEST_SKIP() << "cannot mount a tmpfs: " << std::strerror(errno);
-  }
-  struct Unmount {
-    const std::string& path;
-    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
-  } unmount{disk.path()};
+  TmpfsDir disk;  // the follower's log dir
+  if (const std::string why = disk.Mount("64m"); !why.empty()) GTEST_SKIP() << why;
   TestCluster cluster("disk-follower", 1, 3,
                       TransferFlags(2 * kClients, kInitial, {"--log_fsync", "--checkpoint_every=0"}),
                       ReplicatedInput);

@@ -8,7 +8,6 @@
 // crash in the middle of a checkpoint, a full log disk (root), and a dead
 // replica that replica 0 does not wait for.
 #include <gtest/gtest.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +43,7 @@ using testing::BinaryDir;
 using testing::ReadFile;
 using testing::RunProcess;
 using testing::TempDir;
+using testing::TmpfsDir;
 using testing::WaitUntil;
 
 // While node `dead` is down, node `alive` says so within 2 s: in status
@@ -298,15 +298,8 @@ TEST(RecoveryClusterTest, CrashDuringACheckpointKeepsThePreviousOne) {
 // admitting and acknowledging, says why (file and error) in status and to
 // clients, and every transfer it acknowledged is in its log.
 TEST(RecoveryClusterTest, FullLogDiskStopsAcknowledgingAndLosesNothing) {
-  if (geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs for the log needs root";
-  TempDir mount_point;
-  if (mount("tmpfs", mount_point.path().c_str(), "tmpfs", 0, "size=64k") != 0) {
-    GTEST_SKIP() << "cannot mount a tmpfs: " << std::strerror(errno);
-  }
-  struct Unmount {
-    std::string path;
-    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
-  } unmount{mount_point.path()};
+  TmpfsDir mount_point;  // the log dir
+  if (const std::string why = mount_point.Mount("64k"); !why.empty()) GTEST_SKIP() << why;
   constexpr uint64_t kAccounts = 20;
   TestCluster cluster("full", 1, 1,
                       {"--workload=bank", "--generate=false", "--log_fsync", "--epoch_ms=1",

@@ -11,14 +11,17 @@
 #include <google/protobuf/text_format.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -41,6 +44,19 @@ TempDir::~TempDir() {
   }
   std::string command = "rm -rf '" + path_ + "'";
   if (std::system(command.c_str()) != 0) perror("rm");
+}
+
+std::string TmpfsDir::Mount(const std::string& size) {
+  if (geteuid() != 0) return "mounting a tmpfs needs root";
+  if (mount("tmpfs", path().c_str(), "tmpfs", 0, ("size=" + size).c_str()) != 0) {
+    return std::string("cannot mount a tmpfs: ") + std::strerror(errno);
+  }
+  mounted_ = true;
+  return "";
+}
+
+TmpfsDir::~TmpfsDir() {
+  if (mounted_) umount2(path().c_str(), MNT_DETACH);
 }
 
 std::vector<uint32_t> FreePorts(size_t count) {

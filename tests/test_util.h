@@ -26,6 +26,20 @@ class TempDir {
   std::string path_;
 };
 
+// A temporary directory with a tmpfs of its own mounted on it (a disk
+// that fills up: the disk-failure tests). Needs root; unmounted at the end.
+class TmpfsDir {
+ public:
+  ~TmpfsDir();
+  // Mounts a tmpfs of `size` ("64k", "64m"); empty, or why it cannot.
+  std::string Mount(const std::string& size);
+  const std::string& path() const { return dir_.path(); }
+
+ private:
+  TempDir dir_;
+  bool mounted_ = false;
+};
+
 // `count` distinct TCP ports on 127.0.0.1 that were free a moment ago.
 std::vector<uint32_t> FreePorts(size_t count);
 // The same, none of them a port `config` already gives a node (ports picked
