@@ -343,7 +343,9 @@ TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
       kTimeoutMs))
       << "its problem: \"" << failed.problem() << "\"\n"
       << cluster.Tail(kFollower);
-  EXPECT_NE(cluster.NodeLog(kFollower).find("STOPPED: "), std::string::npos)
+  // The status says so as soon as the failure is noted; the log line follows.
+  EXPECT_TRUE(WaitUntil(
+      [&] { return cluster.NodeLog(kFollower).find("STOPPED: ") != std::string::npos; }, 5000))
       << cluster.Tail(kFollower);
   std::printf("failed follower's status: %s\n", failed.problem().c_str());
   std::fflush(stdout);

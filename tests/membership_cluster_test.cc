@@ -176,6 +176,12 @@ TEST(MembershipClusterTest, StuckPeerIsReportedAndCheckpointSaysWhoAnswered) {
   ASSERT_EQ(cluster.Verb("restart", {"--node=1", "--fault_stall_checkpoint=1"}, &output), 0)
       << output;
   cluster.ExpectProgress({0, 1}, 40);
+  // Node 0 refuses a checkpoint while it reports a problem, and the one it
+  // reported while node 1 was down goes only at its next heartbeat.
+  StatusReply status;
+  ASSERT_TRUE(WaitUntil(
+      [&] { return AskStatus(cluster.node(0), &status, 300) && status.problem().empty(); }, 10000))
+      << status.problem();
   int code = 0;
   output = CliCheckpoint(cluster, &code, 4000);
   EXPECT_EQ(code, 1) << output;
@@ -194,7 +200,6 @@ TEST(MembershipClusterTest, StuckPeerIsReportedAndCheckpointSaysWhoAnswered) {
   // a bounded time, and clients hear why.
   const std::string expected = "waiting for node 1 at 127.0.0.1:" +
                                std::to_string(cluster.node(1).port()) + ", stuck at epoch ";
-  StatusReply status;
   ASSERT_TRUE(WaitUntil(
       [&] {
         return AskStatus(cluster.node(0), &status, 300) &&
