@@ -141,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, LossyClusterTest,
 TEST(LossyClusterStallTest, WithoutAskingAgainALostReadStallsTheRun) {
   TempDir dir;
   const LossyRun run = RunLossyCluster(dir, Mode::kPaxflow, 0.05,
-                                       {"--drain_timeout_s=3", "--reads_retry_ms=-1"}, 40000);
+                                       {"--drain_timeout_s=3", "--reads_retry_ms=-1"}, 20000);
   EXPECT_NE(run.rc, 0) << "the run drained: " << Tail(run.output);
   const std::string all = run.logs[0] + run.logs[1] + run.logs[2];
   EXPECT_NE(all.find("gave up draining"), std::string::npos) << Tail(run.output);
