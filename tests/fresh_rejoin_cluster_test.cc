@@ -43,9 +43,11 @@ void WipeNode(const std::string& dir, int i) {
 }
 
 // Kills `victim` (the leader or a follower) under transfer clients, wipes
-// its files, restarts it with `restart_flags`, and checks that it catches
-// up as a follower and agrees with the others.
-void KillWipeRestart(const char* name, bool kill_leader, const std::vector<std::string>& restart_flags) {
+// its files (or keeps them: `wipe` false), restarts it with
+// `restart_flags`, and checks that it catches up as a follower and agrees
+// with the others.
+void KillWipeRestart(const char* name, bool kill_leader, bool wipe,
+                     const std::vector<std::string>& restart_flags) {
   TestCluster cluster(name, 1, 3,
                       TransferFlags(2 * kClients, kInitial, {"--checkpoint_every=1"}),
                       ReplicatedInput);
@@ -90,7 +92,7 @@ void KillWipeRestart(const char* name, bool kill_leader, const std::vector<std::
 
   const int victim = kill_leader ? leader : (leader + 1) % 3;
   cluster.Kill(victim);
-  WipeNode(cluster.input(), victim);
+  if (wipe) WipeNode(cluster.input(), victim);
   std::vector<int> survivors;
   for (int i : kAll) {
     if (i != victim) survivors.push_back(i);
@@ -116,6 +118,17 @@ void KillWipeRestart(const char* name, bool kill_leader, const std::vector<std::
       << "), leader at " << leader_status.group_committed_epoch() << "\n" << cluster.Tail(victim);
   EXPECT_EQ(back.group_role(), "follower");
   EXPECT_EQ(back.group_leader(), next);
+  if (!wipe) {
+    // What it held was moved aside, not deleted.
+    bool aside = false;
+    for (const auto& entry : std::filesystem::directory_iterator(cluster.input())) {
+      const std::string file = entry.path().filename().string();
+      if (file.rfind("replaced-node-" + std::to_string(victim) + "-", 0) == 0) {
+        aside = std::filesystem::exists(entry.path() / ("node-" + std::to_string(victim) + ".raft"));
+      }
+    }
+    EXPECT_TRUE(aside) << "no replaced-node-" << victim << "-*/ holding its old files";
+  }
   // It copied a peer's checkpoint, not the initial data.
   const std::string log = cluster.NodeLog(victim);
   EXPECT_NE(log.find("'s checkpoint at epoch"), std::string::npos) << cluster.Tail(victim);
@@ -141,11 +154,17 @@ void KillWipeRestart(const char* name, bool kill_leader, const std::vector<std::
 }
 
 TEST(FreshRejoinClusterTest, FollowerOnAnEmptyDiskCopiesAPeerAndCatchesUp) {
-  KillWipeRestart("fresh-follower", /*kill_leader=*/false, {});
+  KillWipeRestart("fresh-follower", /*kill_leader=*/false, /*wipe=*/true, {});
+}
+
+// --from_peer over files it still has (as for a member behind its group's
+// trimmed log): they are moved aside, and it copies a peer all the same.
+TEST(FreshRejoinClusterTest, FromPeerMovesItsOwnFilesAsideAndCopiesAPeer) {
+  KillWipeRestart("fresh-aside", /*kill_leader=*/false, /*wipe=*/false, {"--from_peer"});
 }
 
 TEST(FreshRejoinClusterTest, OldLeaderOnAnEmptyDiskCopiesAPeerAndFollows) {
-  KillWipeRestart("fresh-leader", /*kill_leader=*/true, {"--from_peer"});
+  KillWipeRestart("fresh-leader", /*kill_leader=*/true, /*wipe=*/true, {});
 }
 
 }  // namespace
