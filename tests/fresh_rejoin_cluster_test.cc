@@ -56,30 +56,9 @@ void KillWipeRestart(const char* name, bool kill_leader, bool wipe,
   const int leader = WaitGroupLeader(cluster, kAll, &status, kTimeoutMs);
   ASSERT_GE(leader, 0) << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
 
-  std::vector<std::unique_ptr<TransferClient>> clients;
-  for (int c = 0; c < kClients; ++c) {
-    std::vector<std::string> endpoints;
-    for (int i = 0; i < 3; ++i) endpoints.push_back(ClientEndpoint(cluster.node((c + i) % 3)));
-    clients.push_back(std::make_unique<TransferClient>(c, endpoints, kTimeoutMs));
-  }
-  auto acked_now = [&] {
-    std::vector<int> acked;
-    for (const auto& client : clients) acked.push_back(client->acked());
-    return acked;
-  };
-  // Every client acknowledged `more` transfers past now (or one failed).
-  auto wait_acked = [&](int more) {
-    const std::vector<int> from = acked_now();
-    return WaitUntil(
-        [&] {
-          for (int c = 0; c < kClients; ++c) {
-            if (clients[c]->failed() > 0) return true;
-            if (clients[c]->acked() < from[c] + more) return false;
-          }
-          return true;
-        },
-        3 * kTimeoutMs);
-  };
+  const std::vector<std::unique_ptr<TransferClient>> clients =
+      StartTransferClients(cluster, kClients, 3, kTimeoutMs);
+  auto wait_acked = [&](int more) { return WaitEachAcked(clients, more, 3 * kTimeoutMs); };
   ASSERT_TRUE(wait_acked(30));
   // The group has trimmed its consensus log (a checkpoint every node holds).
   ASSERT_TRUE(WaitUntil(

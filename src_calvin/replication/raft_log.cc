@@ -13,6 +13,7 @@ extern "C" {  // libraft's headers do not say so themselves
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -625,9 +626,19 @@ void RaftLog::OnCheck(uv_check_t* handle) {
   const bool hold = raft->current_term < self->options_.vote_floor_term;
   if (hold != self->held_) {
     self->held_ = hold;
-    raft_set_election_timeout(raft, hold ? kHeldElectionTimeoutMs
-                                         : self->eager_ ? self->options_.first_election_timeout_ms
-                                                        : self->options_.election_timeout_ms);
+    const unsigned timeout = hold           ? kHeldElectionTimeoutMs
+                             : self->eager_ ? self->options_.first_election_timeout_ms
+                                            : self->options_.election_timeout_ms;
+    raft_set_election_timeout(raft, timeout);
+    // libraft 0.15 draws a follower's randomized timeout only when it
+    // becomes one: without this a member released from its hold would keep
+    // the day-long draw, never stand, and, believing its leader alive,
+    // refuse every other candidate (a group that lost its leader would
+    // elect none). Drawn again the same way (1x-2x).
+    if (raft_state(raft) == RAFT_FOLLOWER) {
+      raft->follower_state.randomized_election_timeout =
+          timeout + static_cast<unsigned>(std::rand() % (timeout + 1));
+    }
   }
   if (raft_state(raft) != RAFT_LEADER) {
     self->leading_ = false;
