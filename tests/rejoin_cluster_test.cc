@@ -94,39 +94,19 @@ TEST(RejoinClusterTest, FollowerKilledUnderLoadRejoinsAndEveryAckedTransferAppli
   const int leader = WaitGroupLeader(cluster, kAll, &before, kTimeoutMs);
   ASSERT_GE(leader, 0) << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
 
-  std::vector<std::unique_ptr<TransferClient>> clients;
-  for (int c = 0; c < kClients; ++c) {
-    std::vector<std::string> endpoints;
-    for (int i = 0; i < 3; ++i) endpoints.push_back(ClientEndpoint(cluster.node((c + i) % 3)));
-    clients.push_back(std::make_unique<TransferClient>(c, endpoints, kTimeoutMs));
-  }
-  // Every client acknowledged `more` transfers past `from` (or one failed).
-  auto wait_acked = [&](const std::vector<int>& from, int more) {
-    return WaitUntil(
-        [&] {
-          for (int c = 0; c < kClients; ++c) {
-            if (clients[c]->failed() > 0) return true;
-            if (clients[c]->acked() < from[c] + more) return false;
-          }
-          return true;
-        },
-        3 * kTimeoutMs);
-  };
-  auto acked_now = [&] {
-    std::vector<int> acked;
-    for (const auto& client : clients) acked.push_back(client->acked());
-    return acked;
-  };
-  ASSERT_TRUE(wait_acked({0, 0, 0}, 30));
+  const std::vector<std::unique_ptr<TransferClient>> clients =
+      StartTransferClients(cluster, kClients, 3, kTimeoutMs);
+  auto wait_acked = [&](int more) { return WaitEachAcked(clients, more, 3 * kTimeoutMs); };
+  ASSERT_TRUE(wait_acked(30));
   const int follower = (leader + 1) % 3;
   WaitForCheckpoint(cluster, follower);
 
   // Killed under load; the group goes on without it.
   cluster.Kill(follower);
-  ASSERT_TRUE(wait_acked(acked_now(), 30));
+  ASSERT_TRUE(wait_acked(30));
   // Back: it catches up while the clients go on.
   cluster.Restart(follower);
-  ASSERT_TRUE(wait_acked(acked_now(), 30));
+  ASSERT_TRUE(wait_acked(30));
   ExpectFollowerCaughtUp(cluster, follower, leader);
   for (auto& client : clients) client->Stop();
   for (const auto& client : clients) EXPECT_EQ(client->failed(), 0) << client->first_failure();

@@ -282,11 +282,15 @@ TEST(ReplicationTest, StoppedFollowerRestartedOnItsDirCatchesUp) {
   EXPECT_EQ(group.member(follower).order.back().first, group.member(leader).order.back().first);
 }
 
-// A member whose disk is lost is replaced by a new one on an empty disk
-// (a new id: Replace). The new member is sent the whole log, or, once the
-// log is trimmed, a snapshot and the entries after it.
-void NewMemberCatchesUp(bool trim) {
-  Group group(3);
+// A group that committed entries (the first 30 covered by a checkpoint,
+// and trimmed there if `trim`), then lost a follower's disk: the member
+// is stopped and its data dir removed, and the group went on.
+struct LostDisk {
+  int leader = -1;
+  size_t lost = 0;
+  uint64_t checkpointed = 0;
+};
+void LoseAFollowersDisk(Group& group, bool trim, LostDisk* out) {
   group.StartAll();
   const int leader = group.WaitLeader();
   ASSERT_GE(leader, 0);
@@ -301,7 +305,22 @@ void NewMemberCatchesUp(bool trim) {
   ASSERT_TRUE(group.WaitAllCommitted(last));
   group.Stop(lost);
   group.Wipe(lost);
-  last = group.ProposeMany(leader, 5, "while-down");
+  group.ProposeMany(leader, 5, "while-down");
+  *out = {leader, lost, checkpointed};
+}
+
+// A member whose disk is lost is replaced by a new one on an empty disk
+// (a new id: Replace). The new member is sent the whole log, or, once the
+// log is trimmed, a snapshot and the entries after it.
+void NewMemberCatchesUp(bool trim) {
+  Group group(3);
+  LostDisk state;
+  LoseAFollowersDisk(group, trim, &state);
+  if (::testing::Test::HasFatalFailure()) return;
+  const int leader = state.leader;
+  const size_t lost = state.lost;
+  const uint64_t checkpointed = state.checkpointed;
+  uint64_t last = 0;
   const size_t fresh = group.AddFresh();
   ProposeResult change =
       group.member(leader).log->Replace(group.member(lost).options.id, group.fresh_member(fresh));
@@ -331,6 +350,49 @@ void NewMemberCatchesUp(bool trim) {
 
 TEST(ReplicationTest, NewMemberOnAnEmptyDiskIsSentTheLog) { NewMemberCatchesUp(false); }
 TEST(ReplicationTest, NewMemberOnAnEmptyDiskIsSentASnapshotOnceTrimmed) { NewMemberCatchesUp(true); }
+// A member whose disk is lost comes back under its own id (its node copied
+// a peer's checkpoint: node/state_transfer.h): the leader forgets how far
+// it believed its log went (Rejoin), it starts without bootstrapping and
+// with a vote floor, is sent the snapshot and the entries after it, and
+// votes again in a term past the floor.
+TEST(ReplicationTest, AMemberBackOnAnEmptyDiskUnderItsIdIsSentTheSnapshotAndVotesPastItsFloor) {
+  Group group(3);
+  LostDisk state;
+  ASSERT_NO_FATAL_FAILURE(LoseAFollowersDisk(group, /*trim=*/true, &state));
+  const int leader = state.leader;
+  const size_t lost = state.lost;
+  const uint64_t checkpointed = state.checkpointed;
+  uint64_t last = 0;
+  const uint64_t floor = group.member(leader).log->leadership().term;
+  ASSERT_EQ(group.member(leader).log->Rejoin(group.member(lost).options.id).status,
+            ProposeResult::Status::kAppended);
+  group.member(lost).options.vote_floor_term = floor;
+  group.Start(lost, /*bootstrap=*/false);
+  last = group.ProposeMany(leader, 5, "after-rejoin");
+  ASSERT_TRUE(group.WaitAllCommitted(last));
+  const Seat& seat = group.member(lost);
+  EXPECT_GE(seat.restored, checkpointed);
+  ASSERT_FALSE(seat.order.empty());
+  EXPECT_GT(seat.order.front().first, seat.restored);
+  ExpectAgree(seat, group.member(leader));
+  EXPECT_EQ(seat.order.back().first, group.member(leader).order.back().first);
+  // Only the leader takes a member back.
+  const size_t other = (leader + 2) % 3;
+  EXPECT_EQ(group.member(other).log->Rejoin(group.member(lost).options.id).status,
+            ProposeResult::Status::kNotLeader);
+  // The leader gone, the other two elect one: the member back on its empty
+  // disk votes, in a term past its floor.
+  group.Stop(leader);
+  const int next = group.WaitLeader();
+  ASSERT_GE(next, 0);
+  EXPECT_NE(next, leader);
+  EXPECT_GT(group.member(next).log->leadership().term, floor);
+  last = group.ProposeMany(next, 5, "after-failover");
+  ASSERT_TRUE(group.WaitCommitted(lost, last));
+  ASSERT_TRUE(group.WaitCommitted(other, last));
+  ExpectAgree(group.member(lost), group.member(other));
+}
+
 TEST(ReplicationTest, BadOptionsAreRefusedSayingWhy) {
   TempDir dir;
   const std::vector<uint32_t> ports = FreePorts(2);

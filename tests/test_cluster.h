@@ -358,6 +358,38 @@ inline std::vector<std::string> TransferFlags(uint64_t accounts, int64_t initial
   return flags;
 }
 
+// `count` TransferClients over the first `replicas` nodes of `cluster` (a
+// 1xN group), client c starting at node c mod N and going round from there.
+inline std::vector<std::unique_ptr<TransferClient>> StartTransferClients(
+    const TestCluster& cluster, int count, int replicas, int timeout_ms) {
+  std::vector<std::unique_ptr<TransferClient>> clients;
+  for (int c = 0; c < count; ++c) {
+    std::vector<std::string> endpoints;
+    for (int i = 0; i < replicas; ++i) {
+      endpoints.push_back(ClientEndpoint(cluster.node((c + i) % replicas)));
+    }
+    clients.push_back(std::make_unique<TransferClient>(c, endpoints, timeout_ms));
+  }
+  return clients;
+}
+
+// Every client acknowledged `more` transfers past what it had when called
+// (or one failed: the caller's checks say which); false on timeout.
+inline bool WaitEachAcked(const std::vector<std::unique_ptr<TransferClient>>& clients, int more,
+                          int timeout_ms) {
+  std::vector<int> from;
+  for (const auto& client : clients) from.push_back(client->acked());
+  return WaitUntil(
+      [&] {
+        for (size_t c = 0; c < clients.size(); ++c) {
+          if (clients[c]->failed() > 0) return true;
+          if (clients[c]->acked() < from[c] + more) return false;
+        }
+        return true;
+      },
+      timeout_ms);
+}
+
 // Acknowledged request ids of every client (its first, middle and last)
 // sent again: each is answered "already applied" (nothing runs).
 void ExpectResendsAlreadyApplied(const std::vector<std::unique_ptr<TransferClient>>& clients);

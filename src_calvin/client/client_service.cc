@@ -527,6 +527,25 @@ size_t ClientService::Handle(Connection* connection, const zmq::message_t& messa
       if (RefusedAdmin(connection, request_.request_id(), "removing a node")) return 1;
       HandleRemoveNode(connection, request_.request_id(), request_.remove_node());
       return 1;
+    case ClientRequest::kState: {
+      if (RefusedAdmin(connection, request_.request_id(), "copying a node's state")) return 1;
+      StateProvider state;
+      {
+        std::lock_guard<std::mutex> lock(hint_mu_);
+        state = state_;
+      }
+      const std::string error =
+          state ? state(request_.state(), reply.mutable_state())
+                 : "node " + std::to_string(options_.node) + " serves no state (no --log_dir, "
+                   "or replicated_input is off)";
+      if (!error.empty()) {
+        reply.clear_state();
+        reply.set_status(BAD_REQUEST);
+        reply.set_error(error);
+      }
+      QueueReply(connection, reply);
+      return 1;
+    }
     case ClientRequest::kBatch:
       HandleBatch(connection, request_.mutable_batch());
       return std::max<size_t>(1, request_.batch().txns_size());

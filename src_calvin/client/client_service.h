@@ -84,6 +84,9 @@ class ClientService : public TxnSource, public ResultSink {
   // and what was done in `detail`.
   using RemoveProvider =
       std::function<std::string(const RemoveNodeRequest& request, std::string* detail)>;
+  // Replicated input: a member that copies this node's state asks for a
+  // part of it (node/state_transfer.h); empty error on success.
+  using StateProvider = std::function<std::string(const StateRequest& request, StateReply* reply)>;
   // Why the node cannot run txns now (a silent peer it waits for, a failed
   // log); empty when it can. Asked once per request message that holds txns.
   using Unavailable = std::function<std::string()>;
@@ -99,6 +102,13 @@ class ClientService : public TxnSource, public ResultSink {
     unavailable_ = std::move(unavailable);
     checkpoint_ = std::move(checkpoint);
     remove_ = std::move(remove);
+  }
+
+  // Without it state requests are refused. Any thread, any time (the
+  // node's consensus member may start after the client port).
+  void SetStateProvider(StateProvider state) {
+    std::lock_guard<std::mutex> lock(hint_mu_);
+    state_ = std::move(state);
   }
 
   std::string Start();  // binds; empty on success
@@ -292,6 +302,7 @@ class ClientService : public TxnSource, public ResultSink {
   std::string unavailable_text_;      // its answer
   std::mutex hint_mu_;                // guards leader_hint_ (set once replication starts)
   std::function<LeaderHint()> leader_hint_;
+  StateProvider state_;  // hint_mu_
   bool leader_asked_ = false;         // leader_hint_ asked for this request message
   LeaderHint leader_;                 // its answer
   ReplyWriter service_writer_;

@@ -39,6 +39,12 @@ DEFINE_string(node, "",
               "restart: the node(s) to restart: an id, ids separated by commas, or all; "
               "remove: the node to remove");
 DEFINE_bool(force, false, "remove: remove the node even though it still runs");
+DEFINE_bool(from_peer, false,
+            "restart (replicated_input): the node copies a live peer of its partition (its "
+            "newest checkpoint and the committed epochs after it) instead of recovering from "
+            "its own log directory, whose files of it are moved aside, not deleted; for a "
+            "node whose disk was lost or whose group trimmed its log past what it holds. A "
+            "node whose log directory holds nothing of it does so without the flag");
 
 namespace paxflow {
 namespace {
@@ -67,7 +73,11 @@ constexpr char kUsage[] =
     "          still runs is killed first), with start's flags and --recover: each loads\n"
     "          its newest checkpoint, replays its input log, fetches from its peers what it\n"
     "          missed and rejoins; the other nodes waited for it. Returns once all have\n"
-    "          rejoined. Needs --log_dir at start.\n"
+    "          rejoined. Needs --log_dir at start. With replicated_input, a node whose\n"
+    "          --log_dir holds nothing of it (a replaced machine, a wiped disk) copies a live\n"
+    "          peer of its partition (newest checkpoint, checked, and the committed epochs\n"
+    "          after it) and rejoins its group as a follower; --from_peer does so for a node\n"
+    "          whose files are there but unusable (moved aside, not deleted).\n"
     "  remove  --node=ID [--force]\n"
     "          take a node that will not return (a dead replica) out of the cluster for good:\n"
     "          every other node stops waiting for it and stops keeping logs for it (until\n"
@@ -146,6 +156,9 @@ int Main(int argc, char** argv) {
   if (verb != "restart" && verb != "remove" && explicit_flags.count("node")) {
     return Fail("--node is for restart and remove, not " + verb);
   }
+  if (verb != "restart" && explicit_flags.count("from_peer")) {
+    return Fail("--from_peer is for restart, not " + verb);
+  }
   if (verb != "remove" && explicit_flags.count("force")) {
     return Fail("--force is for remove, not " + verb);
   }
@@ -198,6 +211,7 @@ int Main(int argc, char** argv) {
   options.log_lines = FLAGS_lines;
   options.progress_lines = resolved.engine.progress_ms > 0;
   options.node_flags = ForwardedNodeFlags(explicit_flags);
+  if (FLAGS_from_peer) options.node_flags.push_back("--from_peer");
   if (explicit_flags.count("log_dir")) {
     options.node_flags.push_back("--log_dir=" + Absolute(FLAGS_log_dir));
   }

@@ -9,9 +9,20 @@
 
 #include "common/config.h"
 #include "base/flags.h"
+#include "common/paths.h"
 #include "node/node.h"
+#include "node/state_transfer.h"
 #include "replay/replay.h"
 #include "base/signals.h"
+
+DEFINE_bool(from_peer, false,
+            "With --recover and replicated_input: discard what --log_dir holds of this node "
+            "(moved aside into <log_dir>/replaced-node-<id>-<ms>/, not deleted) and copy a live "
+            "peer of its partition instead: its newest checkpoint (checked: checksums, key "
+            "count, digest) and its committed epochs after it; then rejoin the group as a "
+            "follower. For a node whose disk was lost, or whose group trimmed its consensus "
+            "log past what the node holds. Done without asking when --log_dir holds no file "
+            "of this node (a replaced machine). paxflow-cluster restart --node=ID --from_peer");
 
 namespace paxflow {
 namespace {
@@ -82,6 +93,33 @@ int Main(int argc, char** argv) {
   options.id = FLAGS_node_id;
   if (!layout.Node(options.id)) {
     return Fail("node id " + std::to_string(options.id) + " is not in " + FLAGS_config);
+  }
+
+  const EngineParams& engine = options.params.engine;
+  if (FLAGS_from_peer && (!engine.recover || !engine.replicated_input || engine.log_dir.empty())) {
+    return Fail("--from_peer goes with --recover, --log_dir and replicated_input: it copies a peer "
+                "of this node's consensus group (paxflow-cluster restart --node=" +
+                std::to_string(options.id) + " --from_peer)");
+  }
+  if (FLAGS_from_peer || (engine.recover && engine.replicated_input && !engine.log_dir.empty() &&
+                          !HoldsNodeFiles(engine.log_dir, options.id))) {
+    if (!FLAGS_from_peer) {
+      std::printf("[node %u] --recover: %s holds nothing of this node (a new disk): it copies a "
+                  "peer's state first (--from_peer)\n", options.id, engine.log_dir.c_str());
+    }
+    if (!MakeDirectories(engine.log_dir)) {
+      return Fail("cannot create the log directory " + engine.log_dir, 1);
+    }
+    FetchStateOptions fetch;
+    fetch.layout = &layout;
+    fetch.self = options.id;
+    fetch.params = &options.params;
+    fetch.print = [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
+    error = FetchStateFromPeer(fetch);
+    if (!error.empty()) return Fail("node " + std::to_string(options.id) + ": " + error, 1);
   }
 
   SignalWatcher signals;

@@ -8,6 +8,7 @@
 
 #include "common/segmented_log.h"
 #include "node/node.h"
+#include "node/state_transfer.h"
 #include "recovery.pb.h"
 #include "sequencer/input_log.h"
 
@@ -120,6 +121,16 @@ std::string Node::MakeReplication(Epoch applied_through) {
           "as a follower: request-id window of epoch " + std::to_string(saved) + " (" +
           std::to_string(dedup.clients()) + " clients), committed epochs through " +
           std::to_string(applied_through) + " held; the group's entries after it follow");
+  }
+  if (clients_ && !options_.params.engine.log_dir.empty()) {
+    // A member that lost its state copies it from here (state_transfer.h).
+    StateServer server;
+    server.log_dir = options_.params.engine.log_dir;
+    server.self = options_.id;
+    server.rejoin = [this](NodeId node) { return replicated_->Rejoin(node); };
+    clients_->SetStateProvider([server](const StateRequest& request, StateReply* reply) {
+      return ServeState(server, request, reply);
+    });
   }
   if (clients_) {
     // NOT_LEADER replies name the leader, so that clients go there.

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "node/peer_monitor.h"
+#include "node/state_transfer.h"
 #include "replication/raft_log.h"
 
 namespace paxflow {
@@ -47,6 +48,12 @@ std::string ReplicatedSequencing::Start() {
   }
   raft.data_dir = options_.log_dir + "/node-" + std::to_string(options_.self) + ".raft";
   raft.election_timeout_ms = options_.election_timeout_ms;
+  // A member that copied a peer's state (--from_peer) comes back under its
+  // old id without its consensus log: it joins without bootstrapping (the
+  // leader sends it the log or a snapshot) and casts no vote in a term it
+  // may have voted in before (raft_log.h: vote_floor_term).
+  raft.vote_floor_term = ReadVoteFloor(options_.log_dir, options_.self);
+  if (raft.vote_floor_term > 0) raft.bootstrap = false;
   // Replica 0 stands first, so that a cluster starting up sequences within
   // moments rather than after a randomized 1-2 timeouts; any member leads
   // after a failover.
@@ -87,7 +94,7 @@ void ReplicatedSequencing::Consume() {
           // is skipped alike by every member (and a restarted member skips
           // what it ran before it stopped).
           if (epoch <= committed_epoch_.load()) break;
-          if (options_.restarted && epoch != committed_epoch_.load() + 1) {
+          if (options_.restarted && epoch != committed_epoch_.load() + 1 && !FillGap(epoch)) {
             // Committed epochs follow one another; the log kept none of
             // those between (the group trimmed them while it was away).
             // It leaves the group (it must not lead it either).
@@ -145,6 +152,26 @@ void ReplicatedSequencing::Consume() {
   }
 }
 
+bool ReplicatedSequencing::FillGap(Epoch next) {
+  const Epoch from = committed_epoch_.load() + 1;
+  const std::string error = FetchCommitted(
+      *options_.layout, options_.self, from, next - 1, [this](Epoch epoch, const std::string& record) {
+        if (stop_.load()) return;
+        committed_epoch_.store(epoch);
+        options_.committed(epoch, record, leads_.load());
+      });
+  if (!error.empty()) {
+    LOG(WARNING) << "node " << options_.self << ": " << error;
+    return false;
+  }
+  if (options_.print) {
+    options_.print("[node " + std::to_string(options_.self) + "] its group's log was trimmed "
+                   "past epochs " + std::to_string(from) + ".." + std::to_string(next - 1) +
+                   ": fetched them from a peer's sequencer log");
+  }
+  return !stop_.load();
+}
+
 void ReplicatedSequencing::Gap(Epoch next) {
   const Epoch have = committed_epoch_.load();
   const std::string why =
@@ -195,6 +222,26 @@ void ReplicatedSequencing::HandOffIfStale() {
   }
   last_hand_off_us_ = now_us;
   log_->HandOff();
+}
+
+std::string ReplicatedSequencing::Rejoin(NodeId node) {
+  if (!log_ || stop_.load()) return "node " + std::to_string(options_.self) + " runs no consensus member now";
+  const replication::ProposeResult result = log_->Rejoin(MemberOf(node));
+  switch (result.status) {
+    case replication::ProposeResult::Status::kAppended:
+      if (options_.print) {
+        options_.print("[node " + std::to_string(options_.self) + "] node " +
+                       std::to_string(node) + " copied a peer's state: its group sends it the "
+                       "log from where it is");
+      }
+      return "";
+    case replication::ProposeResult::Status::kNotLeader:
+      return "node " + std::to_string(options_.self) + " does not lead its group" +
+             (result.leader > 0 ? " (node " + std::to_string(result.leader - 1) + " does)" : "");
+    default:
+      return "node " + std::to_string(options_.self) + ": " +
+             (result.error.empty() ? std::string("stopped") : result.error);
+  }
 }
 
 replication::Leadership ReplicatedSequencing::leadership() const {

@@ -88,6 +88,10 @@ class ReplicatedSequencing {
   replication::Leadership leadership() const;
   // The leader's node id as this member knows it (-1: none known).
   int64_t leader_node() const;
+  // Leader: member `node` lost its log and copied a peer's state
+  // (node/state_transfer.h); the group sends it the log from where it is.
+  // Empty, or why not (this member does not lead).
+  std::string Rejoin(NodeId node);
   // Its role, term, leader and committed epoch, into a status reply.
   void FillStatus(StatusReply* status) const;
   // Why the partition's input cannot move now (no leader known, for how
@@ -115,7 +119,11 @@ class ReplicatedSequencing {
 
  private:
   void Consume();
-  // The next committed epoch is `next`, past committed_epoch_ + 1.
+  // The next committed epoch is `next`, past committed_epoch_ + 1: the
+  // epochs between come from a peer's sequencer log (the group's log was
+  // trimmed past them: a member that copied a peer's state took the
+  // snapshot of a later trim). False if no peer has them.
+  bool FillGap(Epoch next);
   void Gap(Epoch next);
   // A member elected again whose sequencer could not start again leads a
   // group nothing sequences for: it hands leadership off, at most every

@@ -13,6 +13,7 @@ extern "C" {  // libraft's headers do not say so themselves
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -29,6 +30,9 @@ namespace {
 constexpr uint64_t kSnapshotMagic = 0x314e535246584150ULL;  // "PAXFRSN1"
 constexpr size_t kSnapshotBytes = 3 * sizeof(uint64_t);     // magic, index, covered
 constexpr unsigned kNever = UINT_MAX;
+// A member below its vote floor (RaftLogOptions::vote_floor_term) does not
+// stand for election: a day, in effect never.
+constexpr unsigned kHeldElectionTimeoutMs = 24u * 3600 * 1000;
 // An entry: an 8-byte header (format byte, 3 zero bytes, u32 length of the
 // bytes, little-endian), the bytes, zeros up to a multiple of 8. libraft
 // 0.15 needs entries of whole 8-byte words (its TCP transport sends them
@@ -65,13 +69,14 @@ class RaftLog : public ReplicatedLog {
     return leadership_;
   }
   ProposeResult Replace(uint64_t old_id, const Member& fresh) override;
+  ProposeResult Rejoin(uint64_t member) override;
   void Trim(uint64_t index) override;
   void HandOff() override;
   void Stop() override;
 
  private:
   struct Command {
-    enum class Kind { kPropose, kReplace, kTrim, kHandOff } kind = Kind::kPropose;
+    enum class Kind { kPropose, kReplace, kTrim, kHandOff, kRejoin } kind = Kind::kPropose;
     std::string bytes;
     uint64_t index = 0;  // trim: up to where; replace: the old member
     Member fresh;        // replace
@@ -104,6 +109,12 @@ class RaftLog : public ReplicatedLog {
   // Sends `command` to the loop and waits for its answer (leader only).
   ProposeResult Ask(std::unique_ptr<Command> command);
   void HandleReplace(Command* command);
+  void HandleRejoin(Command* command);
+  // vote_floor_term: libraft's receive callback goes through FilterRecv,
+  // which drops vote requests for terms at or below the floor.
+  static int StartFiltered(struct raft_io* io, unsigned msecs, raft_io_tick_cb tick,
+                           raft_io_recv_cb recv);
+  static void FilterRecv(struct raft_io* io, struct raft_message* message);
   static int FsmApply(struct raft_fsm* fsm, const struct raft_buffer* buf, void** result);
   static int FsmSnapshot(struct raft_fsm* fsm, struct raft_buffer* bufs[], unsigned* n_bufs);
   static int FsmRestore(struct raft_fsm* fsm, struct raft_buffer* buf);
@@ -143,6 +154,10 @@ class RaftLog : public ReplicatedLog {
   Leadership published_;
   struct raft_transfer transfer_{};  // a HandOff under way (transferring_)
   bool transferring_ = false;
+  int (*uv_start_)(struct raft_io*, unsigned, raft_io_tick_cb, raft_io_recv_cb) = nullptr;
+  raft_io_recv_cb raft_recv_ = nullptr;  // libraft's own receive callback
+  bool held_ = false;                    // below vote_floor_term: no candidacy
+  uint64_t refused_votes_ = 0;
 
   std::thread thread_;
   std::mutex join_mu_;  // Stop's join and loop close
@@ -207,6 +222,10 @@ std::string RaftLog::Open() {
   io_ready_ = true;
   raft_uv_set_segment_size(&io_, options_.segment_bytes);
   raft_uv_set_connect_retry_delay(&io_, options_.connect_retry_ms);
+  if (options_.vote_floor_term > 0) {
+    uv_start_ = io_.start;
+    io_.start = StartFiltered;
+  }
 
   fsm_.version = 1;
   fsm_.data = this;
@@ -232,8 +251,10 @@ std::string RaftLog::Open() {
       return fail(std::string("bootstrap: ") + raft_strerror(rv));
   }
   eager_ = options_.first_election_timeout_ms != 0;
-  raft_set_election_timeout(&raft_, eager_ ? options_.first_election_timeout_ms
-                                           : options_.election_timeout_ms);
+  held_ = options_.vote_floor_term > 0;
+  raft_set_election_timeout(&raft_, held_    ? kHeldElectionTimeoutMs
+                                    : eager_ ? options_.first_election_timeout_ms
+                                             : options_.election_timeout_ms);
   raft_set_heartbeat_timeout(&raft_, options_.heartbeat_ms);
   raft_set_snapshot_threshold(&raft_, kNever);
   raft_set_snapshot_trailing(&raft_, 0);
@@ -301,6 +322,13 @@ ProposeResult RaftLog::Replace(uint64_t old_id, const Member& fresh) {
   command->kind = Command::Kind::kReplace;
   command->index = old_id;
   command->fresh = fresh;
+  return Ask(std::move(command));
+}
+
+ProposeResult RaftLog::Rejoin(uint64_t member) {
+  auto command = std::make_unique<Command>();
+  command->kind = Command::Kind::kRejoin;
+  command->index = member;
   return Ask(std::move(command));
 }
 
@@ -391,6 +419,8 @@ void RaftLog::OnWake(uv_async_t* handle) {
       command->done.set_value(result);
     } else if (command->kind == Command::Kind::kReplace) {
       self->HandleReplace(command.get());
+    } else if (command->kind == Command::Kind::kRejoin) {
+      self->HandleRejoin(command.get());
     } else {
       self->HandlePropose(command.get());
     }
@@ -399,6 +429,35 @@ void RaftLog::OnWake(uv_async_t* handle) {
     self->closing_ = true;
     raft_close(&self->raft_, OnRaftClosed);
   }
+}
+
+int RaftLog::StartFiltered(struct raft_io* io, unsigned msecs, raft_io_tick_cb tick,
+                           raft_io_recv_cb recv) {
+  // raft_init made io->data libraft's struct raft, whose data is us.
+  auto* self = static_cast<RaftLog*>(static_cast<struct raft*>(io->data)->data);
+  self->raft_recv_ = recv;
+  return self->uv_start_(io, msecs, tick, FilterRecv);
+}
+
+void RaftLog::FilterRecv(struct raft_io* io, struct raft_message* message) {
+  auto* self = static_cast<RaftLog*>(static_cast<struct raft*>(io->data)->data);
+  // A vote request carries nothing allocated: dropped, it is a lost message
+  // to the candidate, which consensus tolerates.
+  if (message->type == RAFT_IO_REQUEST_VOTE &&
+      message->request_vote.term <= self->options_.vote_floor_term) {
+    if (self->refused_votes_++ == 0) {
+      std::fprintf(stderr,
+                   "replication: member %llu came back without its log: it grants no vote for "
+                   "terms up to %llu, in which it may have voted before (asked by member %llu "
+                   "for term %llu)\n",
+                   static_cast<unsigned long long>(self->options_.id),
+                   static_cast<unsigned long long>(self->options_.vote_floor_term),
+                   static_cast<unsigned long long>(message->server_id),
+                   static_cast<unsigned long long>(message->request_vote.term));
+    }
+    return;
+  }
+  self->raft_recv_(io, message);
 }
 
 void RaftLog::OnRaftClosed(struct raft* raft) {
@@ -482,6 +541,40 @@ void RaftLog::HandleReplace(Command* command) {
   command->done.set_value(result);
 }
 
+void RaftLog::HandleRejoin(Command* command) {
+  ProposeResult result;
+  result.leader = published_.leader;
+  if (!leading_ || raft_state(&raft_) != RAFT_LEADER) {
+    result.status = ProposeResult::Status::kNotLeader;
+  } else if (command->index == options_.id) {
+    result.error = "rejoin: member " + std::to_string(command->index) + " leads this group";
+  } else {
+    unsigned i = 0;
+    while (i < raft_.configuration.n && raft_.configuration.servers[i].id != command->index) ++i;
+    if (i == raft_.configuration.n) {
+      result.error = "rejoin: member " + std::to_string(command->index) + " is not in the group";
+    } else {
+      // libraft 0.15 keeps the highest index a follower ever acknowledged
+      // and ignores a rejection below it as stale, so a member that lost
+      // its log would never be sent it again. Back to what a new leader
+      // starts with (the progress array is public in 0.15's raft.h; state
+      // 0 is its probe state): the next append probes where the member's
+      // log ends, and a log that starts after the trim is sent the snapshot.
+      struct raft_progress& progress = raft_.leader_state.progress[i];
+      progress.state = 0;
+      progress.next_index = raft_last_index(&raft_) + 1;
+      progress.match_index = 0;
+      progress.snapshot_index = 0;
+      progress.last_send = 0;
+      progress.snapshot_last_send = 0;
+      progress.recent_recv = false;
+      result.status = ProposeResult::Status::kAppended;
+      result.index = raft_last_index(&raft_);
+    }
+  }
+  command->done.set_value(result);
+}
+
 void RaftLog::OnChanged(struct raft_change* req, int status) {
   auto* change = static_cast<Change*>(req->data);
   struct raft* raft = &change->log->raft_;
@@ -526,7 +619,26 @@ void RaftLog::OnCheck(uv_check_t* handle) {
   now.term = raft->current_term;
   if (self->eager_ && leader != 0) {
     self->eager_ = false;
-    raft_set_election_timeout(raft, self->options_.election_timeout_ms);
+    if (!self->held_) raft_set_election_timeout(raft, self->options_.election_timeout_ms);
+  }
+  // A member back without its log stands for election only from a term
+  // past the floor: every term it may have voted in before.
+  const bool hold = raft->current_term < self->options_.vote_floor_term;
+  if (hold != self->held_) {
+    self->held_ = hold;
+    const unsigned timeout = hold           ? kHeldElectionTimeoutMs
+                             : self->eager_ ? self->options_.first_election_timeout_ms
+                                            : self->options_.election_timeout_ms;
+    raft_set_election_timeout(raft, timeout);
+    // libraft 0.15 draws a follower's randomized timeout only when it
+    // becomes one: without this a member released from its hold would keep
+    // the day-long draw, never stand, and, believing its leader alive,
+    // refuse every other candidate (a group that lost its leader would
+    // elect none). Drawn again the same way (1x-2x).
+    if (raft_state(raft) == RAFT_FOLLOWER) {
+      raft->follower_state.randomized_election_timeout =
+          timeout + static_cast<unsigned>(std::rand() % (timeout + 1));
+    }
   }
   if (raft_state(raft) != RAFT_LEADER) {
     self->leading_ = false;

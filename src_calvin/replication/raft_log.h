@@ -43,6 +43,14 @@ struct RaftLogOptions {
   // member waits for the leader to send it the log (or a snapshot): a
   // member on a new, empty disk joining its group (ReplicatedLog::Replace).
   bool bootstrap = true;
+  // A member that lost its data dir and comes back under its old id
+  // (bootstrap false): the highest term any other member of the group was
+  // in when it came back. It may have voted in any term up to it before
+  // it lost its disk, and forgot whom for: it grants no vote (pre-vote or
+  // vote) for a term at or below it, and stands for election only once
+  // its own term has reached it (so its own candidacies are in later
+  // terms). 0: none (a member on its own data dir keeps its votes).
+  uint64_t vote_floor_term = 0;
   unsigned election_timeout_ms = 1000;  // libraft randomizes it to 1x-2x
   // This member's election timeout until it first learns of a leader (0:
   // election_timeout_ms). A short one on one member makes it the group's

@@ -92,6 +92,13 @@ class ReplicatedLog {
   // acknowledged, which consensus counts on.
   virtual ProposeResult Replace(uint64_t old_id, const Member& fresh) = 0;
 
+  // Leader only: member `member` (same id) came back with no log: it lost
+  // its disk and installed a peer's checkpoint (node/state_transfer.h).
+  // The leader forgets how far it believed that member's log went, and
+  // sends it the log from where the member really is (from a snapshot, if
+  // the log was trimmed). kAppended once done (nothing is proposed).
+  virtual ProposeResult Rejoin(uint64_t member) = 0;
+
   // Entries up to `index` are covered by this member's checkpoint: the log
   // need not keep them. Takes effect at a later commit; see the engine for
   // what is kept.
