@@ -240,32 +240,5 @@ TEST(LtxInPlaceTest, AnLtxBegunInTheCheckpointEpochRunsAgainAfterTheRestart) {
   EXPECT_EQ(restarted.Digest(4), live.Digest(4));
 }
 
-// An install whose locks are held when its procedure finishes is written by
-// the LTX thread that ran it, and the scheduler frees its locks at once: the
-// result and the short txn queued behind it need no worker for the install.
-TEST(LtxInPlaceTest, TheLtxThreadInstallsUnderTheHeldLocksWithoutAWorker) {
-  LtxBench bench(InPlace());
-  const TxnId ltx = bench.Sequence(1, {LtxBench::Long({1}, {5, 6})})[0];
-  bench.Drain(/*ltx_threads=*/false);
-  const TxnId writer = bench.Sequence(2, {LtxBench::Rmw({5})})[0];
-  bench.Drain(/*ltx_threads=*/false);  // the install holds keys 5 and 6; the writer waits
-  Scheduler& scheduler = bench.scheduler(0);
-  const uint64_t before = scheduler.Status().locked_keys;
-  // Only the LTX thread and the scheduler move from here: no worker runs.
-  for (int i = 0; i < 20; ++i) {
-    scheduler.Step();
-    scheduler.RunQueuedLtxWork();
-  }
-  Result result;
-  ASSERT_TRUE(bench.Result(ltx, &result)) << "the install waited for a worker";
-  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
-  EXPECT_TRUE(SamePosition(result.outcome.position, SerialPosition{2, 0, 0, ltx}));
-  EXPECT_LT(scheduler.Status().locked_keys, before) << "the install still holds its locks";
-  EXPECT_FALSE(bench.Result(writer, &result)) << "a worker ran";
-  bench.Drain();
-  ASSERT_TRUE(bench.Result(writer, &result));
-  EXPECT_EQ(bench.CheckSerialOrder(), "");  // the writer read the LTX's write of key 5
-}
-
 }  // namespace
 }  // namespace paxflow

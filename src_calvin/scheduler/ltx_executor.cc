@@ -52,9 +52,6 @@ struct LtxExecutor::Run {
   int64_t run_us = 0;          // its rounds' running time, reads waits excluded
   std::set<TxnId> read_from;   // LtxReadTask::read_from, over every round
   bool in_place = false;       // its record goes to `finished` only
-  // In place: the epoch of its install, once the install holds its locks
-  // (LocksHeld) before it finished; then Finish installs it (0: not).
-  Epoch install_epoch = 0;
 };
 
 LtxExecutor::LtxExecutor(const LtxExecutorOptions& options, Store* store,
@@ -201,14 +198,6 @@ void LtxExecutor::StartScan(std::shared_ptr<const Txn> scan, Epoch snapshot) {
   run->started_us = NowMicros();
   std::lock_guard<std::mutex> lock(mu_);
   runs_[run->txn->id()] = std::move(run);
-}
-
-void LtxExecutor::LocksHeld(TxnId id, Epoch epoch) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = runs_.find(id);
-  // Finished already: its record is on its way, and the scheduler installs.
-  if (it == runs_.end() || it->second->finished || !it->second->in_place) return;
-  it->second->install_epoch = epoch;
 }
 
 void LtxExecutor::Forget(TxnId id) {
@@ -541,12 +530,10 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round,
       write->set_value(value.data(), value.size());
     }
   }
-  Epoch install_epoch = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (run->finished) return;
     run->finished = true;
-    install_epoch = run->install_epoch;  // fixed now: LocksHeld ignores a finished run
   }
   // Nothing reads them once it finished (Absorb and AskForReads check
   // `finished` first): freed here, not on the scheduler thread that drops
@@ -558,35 +545,18 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round,
   stats.ltx_stage_us[kLtxStartWait].RecordElapsed(run->first_round_us - run->started_us);
   stats.ltx_stage_us[kLtxRun].RecordElapsed(run->run_us);
   stats.ltx_stage_us[kLtxReadWait].RecordElapsed(now - run->first_round_us - run->run_us);
-  if (install_epoch != 0) {
-    InstallInPlace(record, install_epoch, index);
-    stats.ltx_stage_us[kLtxInstall].RecordElapsed(NowMicros() - now);
-  }
-  Deliver(*run, std::move(record), install_epoch != 0);
+  Deliver(*run, std::move(record));
 }
 
-void LtxExecutor::InstallInPlace(const Txn& record, Epoch epoch, size_t index) {
-  const size_t slot = store_slots_[std::min<size_t>(index, options_.threads)];
-  for (const LtxWrite& write : record.ltx().writes()) {
-    if (write.deleted()) {
-      store_->Delete(slot, write.key(), epoch);
-    } else {
-      store_->Write(slot, write.key(), write.value(), epoch);
-    }
-  }
-}
-
-void LtxExecutor::Deliver(const Run& run, Txn record, bool installed) {
+void LtxExecutor::Deliver(const Run& run, Txn record) {
   // In place, the scheduler installs (or drops) it at its place in the
   // order; the log never carries it, so it moves rather than being copied
   // (thousands of writes).
   if (run.in_place) {
-    if (callbacks_.finished) {
-      callbacks_.finished(std::make_shared<Txn>(std::move(record)), installed);
-    }
+    if (callbacks_.finished) callbacks_.finished(std::make_shared<Txn>(std::move(record)));
     return;
   }
-  if (callbacks_.finished) callbacks_.finished(std::make_shared<Txn>(record), false);
+  if (callbacks_.finished) callbacks_.finished(std::make_shared<Txn>(record));
   if (records_) records_->SubmitRecord(std::move(record));
 }
 

@@ -111,11 +111,8 @@ class LtxExecutor {
     // Origin: long scan `id` has its result (or failed).
     std::function<void(TxnId id)> scan_finished;
     // Origin: an LTX finished with this commit record, now on its way to
-    // the sequencer (LTXs after it may read its writes early). In place:
-    // its commit or abort record; `installed` when this thread already
-    // wrote its writes into the store, at the epoch LocksHeld gave (the
-    // scheduler then only releases the install's locks).
-    std::function<void(std::shared_ptr<const Txn> record, bool installed)> finished;
+    // the sequencer (LTXs after it may read its writes early).
+    std::function<void(std::shared_ptr<const Txn> record)> finished;
   };
 
   LtxExecutor(const LtxExecutorOptions& options, Store* store, const Application* app,
@@ -135,14 +132,6 @@ class LtxExecutor {
   // `in_place` (one partition, every replica runs it): its commit or abort
   // record goes only to the `finished` callback, never to the sequencer.
   void StartLtx(std::shared_ptr<const Txn> begin, Epoch snapshot, bool in_place = false);
-  // In place: LTX `id`'s install holds the locks of its whole write area at
-  // epoch `epoch` (scheduler thread). If its procedure has not finished
-  // yet, the LTX thread that finishes it writes its writes into the store
-  // itself, tagged `epoch`, before it reports the LTX finished: the install
-  // then needs no worker, and the locks are freed one hand-off sooner. The
-  // keys it writes are in its write area (else it aborts), all locked by
-  // the install, so no other thread touches them meanwhile.
-  void LocksHeld(TxnId id, Epoch epoch);
   // Origin: gather long scan `scan` (an LTX_SCAN record) from every partition.
   void StartScan(std::shared_ptr<const Txn> scan, Epoch snapshot);
   // The LTX was resolved (or the scan is over): forget it.
@@ -201,10 +190,7 @@ class LtxExecutor {
   void SubmitAbort(const Run& run, int reason, const std::string& text);
   // A finished LTX's commit or abort record: to the `finished` callback,
   // and to the sequencer unless it runs in place.
-  void Deliver(const Run& run, Txn record, bool installed = false);
-  // In place, the install holds its locks: the commit record's writes into
-  // the store at `epoch` (slot: the calling thread's).
-  void InstallInPlace(const Txn& record, Epoch epoch, size_t index);
+  void Deliver(const Run& run, Txn record);
   void ServeReads(const LtxReadTask& task, size_t slot);
   // Takes a participant's answer into the LTX (or scan) it is for.
   void Absorb(LtxReadResult&& result);

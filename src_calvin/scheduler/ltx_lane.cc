@@ -324,13 +324,7 @@ void LtxLane::UnindexWrites(Entry* entry) {
   }
 }
 
-void LtxLane::OnInstallLocked(const TxnWork& install) {
-  if (install.install && install.install->in_place && install.install->awaiting_writes) {
-    executor_.LocksHeld(install.install->ltx, install.epoch->epoch);
-  }
-}
-
-void LtxLane::OnFinished(std::shared_ptr<const Txn> record, bool installed) {
+void LtxLane::OnFinished(std::shared_ptr<const Txn> record) {
   Entry* entry = Find(record->ltx().ltx_id());
   if (!entry || entry->finished) return;
   const bool commit = record->ltx().kind() == LTX_COMMIT;
@@ -338,10 +332,6 @@ void LtxLane::OnFinished(std::shared_ptr<const Txn> record, bool installed) {
     if (entry->state != State::kActive && entry->state != State::kPlaced) return;
     entry->finished_us = NowMicros();
     executor_.Forget(entry->id);
-    // Written only under locks its placed install holds (LocksHeld).
-    DCHECK(!installed || (commit && entry->state == State::kPlaced && entry->install &&
-                          entry->install->install->locks_held));
-    entry->written = installed && commit;
     if (commit) {
       entry->commit = std::move(record);
       TakeLocalWrites(entry, entry->commit);
@@ -561,7 +551,17 @@ void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
   outcome.checksum = entry->commit->ltx().checksum();
   outcome.position = SerialPosition{entry->begin_epoch + 1, 0, 0, entry->id};
   if (entry->local_writes.empty()) {
-    if (report) ReportCommit(*entry->begin, outcome, entry->begin_epoch);
+    if (report) {
+      WorkerStats& stats = stats_->worker(stats_slot_);
+      const int64_t latency = NowMicros() - entry->begin->submit_time_us();
+      stats.latency_us[kKindLong].RecordElapsed(latency);
+      WorkerStats::Add(stats.committed[kKindLong]);
+      if (entry->begin->client_request_id() == 0) WorkerStats::Add(stats.generated_done);
+      if (results_) {
+        ReadValues none;
+        results_->OnResult(*entry->begin, outcome, entry->begin_epoch, none);
+      }
+    }
     return;
   }
   auto work = std::make_unique<TxnWork>();
@@ -620,13 +620,6 @@ void LtxLane::Settle(Entry* entry) {
     install.outcome.checksum = entry->commit->ltx().checksum();
     install.outcome.position = SerialPosition{entry->begin_epoch + 1, 0, 0, entry->id};
     install.commit_seen_us = entry->finished_us;
-    if (entry->written) {
-      // Its LTX thread wrote the writes under the install's locks
-      // (LtxExecutor::LocksHeld): the scheduler frees them at once, and
-      // the result goes out here instead of from a worker.
-      install.written = true;
-      if (report) ReportCommit(*entry->begin, install.outcome, 0);
-    }
   } else {
     entry->state = State::kAborted;
     if (report) ReportAbort(*entry->begin, entry->abort_reason, entry->begin_epoch);
@@ -634,17 +627,6 @@ void LtxLane::Settle(Entry* entry) {
   install.awaiting_writes = false;
   if (install.locks_held) ready_installs_.push_back(entry->install);
   entry->install = nullptr;
-}
-
-void LtxLane::ReportCommit(const Txn& begin, const TxnOutcome& outcome, Epoch snapshot) {
-  WorkerStats& stats = stats_->worker(stats_slot_);
-  const int64_t latency = NowMicros() - begin.submit_time_us();
-  stats.latency_us[kKindLong].RecordElapsed(latency);
-  WorkerStats::Add(stats.committed[kKindLong]);
-  if (begin.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
-  if (!results_) return;
-  ReadValues none;
-  results_->OnResult(begin, outcome, snapshot, none);
 }
 
 void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch snapshot) {

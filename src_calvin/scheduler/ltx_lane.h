@@ -162,13 +162,7 @@ class LtxLane {
   // resolved (early reads: their commit records name it, and install only
   // if it does). Read-only txns and deferred short txns still wait for its
   // resolution.
-  // In place, `installed`: the LTX thread already wrote its writes, under
-  // the locks of its install (OnInstallLocked came first).
-  void OnFinished(std::shared_ptr<const Txn> record, bool installed = false);
-  // In place: `install` (placed, its writes not known yet) got the locks of
-  // its write area; the LTX thread that finishes its procedure may write
-  // the writes itself (LtxExecutor::LocksHeld).
-  void OnInstallLocked(const TxnWork& install);
+  void OnFinished(std::shared_ptr<const Txn> record);
 
   // A reply from a participant, for an LTX or scan that started here.
   void OnReadReply(LtxReadReply&& reply) { executor_.OnReply(std::move(reply)); }
@@ -248,7 +242,6 @@ class LtxLane {
     std::vector<Key> lock_keys;
     TxnWork* install = nullptr;  // owned by its epoch; until the writes are handed over
     std::string abort_reason;    // its procedure aborted (in place)
-    bool written = false;        // in place: its LTX thread wrote its writes (OnFinished)
     int64_t finished_us = 0;
     int64_t commit_seen_us = 0;
   };
@@ -333,8 +326,6 @@ class LtxLane {
   // and let LTX reads parked on it go on.
   void MarkFinished(Entry* entry);
   void ReportAbort(const Txn& begin, const std::string& reason, Epoch snapshot);
-  // A committed LTX's result and statistics, from the scheduler thread.
-  void ReportCommit(const Txn& begin, const TxnOutcome& outcome, Epoch snapshot);
   void ReportLocalInstall(Entry* entry);
 
   // The read rule.

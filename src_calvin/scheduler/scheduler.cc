@@ -55,10 +55,8 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
                     },
                     [this](TxnId id) { PostScanEvent(&inbox_scans_served_, id); },
                     [this](TxnId id) { PostScanEvent(&inbox_scans_finished_, id); },
-                    [this](std::shared_ptr<const Txn> record, bool installed) {
-                      PostToInbox([&] {
-                        inbox_ltx_finished_.push_back({std::move(record), installed});
-                      });
+                    [this](std::shared_ptr<const Txn> record) {
+                      PostToInbox([&] { inbox_ltx_finished_.push_back(std::move(record)); });
                     }}),
       workers_(WorkerOptionsOf(options), store, app, peers, stats, results,
                WorkerPool::Callbacks{
@@ -367,12 +365,8 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
 
 void Scheduler::TakeFinishedLtxs() {
   // Finished LTXs before read requests: the requests then find their writes.
-  for (auto& [record, installed] : ltx_finished_) {
-    ltx_lane_.OnFinished(std::move(record), installed);
-  }
+  for (auto& record : ltx_finished_) ltx_lane_.OnFinished(std::move(record));
   ltx_finished_.clear();
-  // Before the settled reads are looked at: those installs' locks go now.
-  FinishWrittenInstalls();
 }
 
 bool Scheduler::AdmissionBlocked(Epoch epoch) const {
@@ -667,8 +661,6 @@ void Scheduler::MakeReady(TxnWork* work) {
   // holds them and runs when the lane hands it the writes.
   if (work->install && work->install->awaiting_writes) {
     work->install->locks_held = true;
-    // Its LTX thread may now install the writes itself when it finishes.
-    ltx_lane_.OnInstallLocked(*work);
     return;
   }
   ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
@@ -727,25 +719,9 @@ void Scheduler::UpdatePins() {
   store_->SetSnapshotPins(std::move(pins));
 }
 
-void Scheduler::FinishWrittenInstalls() {
-  ltx_lane_.TakeReadyInstalls(&ready_locked_);
-  // Installs in place whose LTX thread wrote the writes already (with the
-  // locks held): done, their locks go now; what that frees joins the list.
-  for (size_t i = 0; i < ready_locked_.size(); ++i) {
-    TxnWork* work = ready_locked_[i];
-    if (!work || !work->install || !work->install->written) continue;
-    ready_locked_[i] = nullptr;
-    ++dispatched_txns_;
-    dispatched_.fetch_add(1, std::memory_order_relaxed);
-    HandleDone(DoneMessage{work, true});
-  }
-}
-
 void Scheduler::FlushReady() {
-  FinishWrittenInstalls();
-  for (TxnWork* work : ready_locked_) {
-    if (work) MakeReady(work);
-  }
+  ltx_lane_.TakeReadyInstalls(&ready_locked_);
+  for (TxnWork* work : ready_locked_) MakeReady(work);
   ready_locked_.clear();
   const size_t count = ready_rw_.size() + ready_ro_.size();
   if (count == 0) return;

@@ -275,9 +275,6 @@ class Scheduler {
   void FlushReady();
   // Paxflow: hands the finished LTXs' commit (or abort) records to the lane.
   void TakeFinishedLtxs();
-  // Frees the locks of the installs in place that their LTX thread wrote
-  // (LtxInstall::written), as a worker's done message would.
-  void FinishWrittenInstalls();
   void UpdatePins();
   void PostDone(TxnWork* work, bool finished);
   void PostScanEvent(std::vector<TxnId>* events, TxnId id);
@@ -322,9 +319,7 @@ class Scheduler {
   std::vector<LtxReadRequest> inbox_ltx_requests_, ltx_requests_;
   std::vector<TxnId> inbox_scans_served_, inbox_scans_finished_;
   // LTXs finished at this origin (LtxLane::OnFinished), inbox and taken.
-  // LTXs finished on an LTX thread: the record, and whether (in place) that
-  // thread installed it already.
-  std::vector<std::pair<std::shared_ptr<const Txn>, bool>> inbox_ltx_finished_, ltx_finished_;
+  std::vector<std::shared_ptr<const Txn>> inbox_ltx_finished_, ltx_finished_;
   std::vector<TxnWork*> ready_locked_;
   std::vector<WorkItem> ready_rw_, ready_ro_;
   std::vector<DigestRequest> digests_;

@@ -52,9 +52,6 @@ struct LtxInstall {
   std::vector<Key> lock_keys;
   bool awaiting_writes = false;
   bool locks_held = false;
-  // In place: its LTX thread wrote the writes while it held its locks
-  // (LtxExecutor::LocksHeld); it only frees them.
-  bool written = false;
 };
 
 struct TxnWork : LockedTxn {
