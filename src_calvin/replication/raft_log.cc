@@ -607,6 +607,25 @@ void RaftLog::HandleTrim(uint64_t index) {
   if (trim_target_ > covered_) raft_set_snapshot_threshold(&raft_, 1);
 }
 
+namespace {
+
+// libraft 0.15 draws a follower's randomized timeout only when it becomes
+// one, so a new timeout alone would not reach a follower: a member
+// released from its vote hold would keep the day-long draw, never stand,
+// and, believing its leader alive, refuse every other candidate (a group
+// that lost its leader would elect none); replica 0 following another
+// first leader would keep its eager draw and call elections at every
+// hiccup. Drawn again the way libraft draws it (1x-2x).
+void SetElectionTimeout(struct raft* raft, unsigned timeout) {
+  raft_set_election_timeout(raft, timeout);
+  if (raft_state(raft) == RAFT_FOLLOWER) {
+    raft->follower_state.randomized_election_timeout =
+        timeout + static_cast<unsigned>(std::rand() % (timeout + 1));
+  }
+}
+
+}  // namespace
+
 void RaftLog::OnCheck(uv_check_t* handle) {
   auto* self = static_cast<RaftLog*>(handle->data);
   if (self->closing_) return;
@@ -619,7 +638,7 @@ void RaftLog::OnCheck(uv_check_t* handle) {
   now.term = raft->current_term;
   if (self->eager_ && leader != 0) {
     self->eager_ = false;
-    if (!self->held_) raft_set_election_timeout(raft, self->options_.election_timeout_ms);
+    if (!self->held_) SetElectionTimeout(raft, self->options_.election_timeout_ms);
   }
   // A member back without its log stands for election only from a term
   // past the floor: every term it may have voted in before.
@@ -629,16 +648,7 @@ void RaftLog::OnCheck(uv_check_t* handle) {
     const unsigned timeout = hold           ? kHeldElectionTimeoutMs
                              : self->eager_ ? self->options_.first_election_timeout_ms
                                             : self->options_.election_timeout_ms;
-    raft_set_election_timeout(raft, timeout);
-    // libraft 0.15 draws a follower's randomized timeout only when it
-    // becomes one: without this a member released from its hold would keep
-    // the day-long draw, never stand, and, believing its leader alive,
-    // refuse every other candidate (a group that lost its leader would
-    // elect none). Drawn again the same way (1x-2x).
-    if (raft_state(raft) == RAFT_FOLLOWER) {
-      raft->follower_state.randomized_election_timeout =
-          timeout + static_cast<unsigned>(std::rand() % (timeout + 1));
-    }
+    SetElectionTimeout(raft, timeout);
   }
   if (raft_state(raft) != RAFT_LEADER) {
     self->leading_ = false;
