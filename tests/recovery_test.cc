@@ -161,7 +161,9 @@ TEST(StoreScanTest, MultiVersionScanSeesItsSnapshotDespiteLaterWrites) {
   size_t visited = 0;
   single.Scan(0, 0, [&](Key key, std::string_view value) {
     ++visited;
-    if (key == 7) EXPECT_EQ(value, "y");
+    if (key == 7) {
+      EXPECT_EQ(value, "y");
+    }
   });
   EXPECT_EQ(visited, 101u);
 }

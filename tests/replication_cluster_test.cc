@@ -95,8 +95,11 @@ TEST(ReplicationClusterTest, LeaderKilledAnotherTakesOverNothingCommittedIsLost)
                                std::chrono::steady_clock::now() - killed).count());
     const std::string next_id = std::to_string(next + 1);
     const std::string goal = "from-" + next_id + "-" + std::to_string(10 * (round + 1)) + "\n";
-    for (size_t i = 0; i < 3; ++i)
-      if (children[i]) ASSERT_TRUE(children[i]->WaitForOutput(goal, kTimeoutMs));
+    for (size_t i = 0; i < 3; ++i) {
+      if (children[i]) {
+        ASSERT_TRUE(children[i]->WaitForOutput(goal, kTimeoutMs));
+      }
+    }
     // What the dead leader saw committed is committed, the same, on the others.
     for (size_t i = 0; i < 3; ++i) {
       if (!children[i]) continue;
@@ -114,7 +117,9 @@ TEST(ReplicationClusterTest, LeaderKilledAnotherTakesOverNothingCommittedIsLost)
     const std::map<uint64_t, std::string> reference = Commits(children[next]->output());
     for (const auto& [index, bytes] : restarted) {
       auto it = reference.find(index);
-      if (it != reference.end()) EXPECT_EQ(it->second, bytes) << "index " << index;
+      if (it != reference.end()) {
+        EXPECT_EQ(it->second, bytes) << "index " << index;
+      }
     }
     leader = next;
   }
