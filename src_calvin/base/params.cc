@@ -275,12 +275,6 @@ std::string NodeParams::Validate(uint32_t partitions) const {
              ": a group's leader proposes one entry per epoch from one sequencer; give "
              "sequencers_per_node=1";
     }
-    if (workload.ltx_fraction > 0) {
-      return "replicated_input with ltx_fraction=" + Number(workload.ltx_fraction) +
-             ": the LTX lane's procedures run on replica 0, which need not lead its group, and "
-             "that role does not move with leadership yet; give ltx_fraction=0 (or a workload "
-             "without long txns, e.g. mixed)";
-    }
   }
   if (e.recover && e.sequencers_per_node > 1) {
     return "--recover with sequencers_per_node=" + std::to_string(e.sequencers_per_node) +

@@ -75,6 +75,9 @@ struct EngineParams {
   // one held back would: a crash test then knows every batch it cut has
   // reached its peers. Empty: none.
   std::string fault_pause_sequencer;
+  // Testing: while this file exists, LTXs finished at this node (their
+  // origin) hold their commit record (--fault_hold_ltx_file). Empty: never.
+  std::string fault_hold_ltx_file;
 
   // Epochs between checkpoints (0: none): every node checkpoints at the
   // same epochs, multiples of this.

@@ -41,6 +41,7 @@ const char* LtxAbortReasonName(int reason) {
     case kAbortGuard: return "guard";
     case kAbortRecon: return "recon";
     case kAbortCascade: return "cascade";
+    case kAbortFailover: return "failover";
     default: return "unknown";
   }
 }

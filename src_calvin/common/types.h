@@ -49,8 +49,11 @@ enum LtxAbortReason : int {
   // It read the writes of an earlier LTX that had finished but was not yet
   // resolved, and that LTX was then aborted (docs/ltx.md, early reads).
   kAbortCascade = 7,
+  // Replicated input: its origin partition's group changed leader before it
+  // committed; the new leader aborted it through the log (docs/ltx.md).
+  kAbortFailover = 8,
 };
-constexpr int kLtxAbortReasons = 8;
+constexpr int kLtxAbortReasons = 9;
 const char* LtxAbortReasonName(int reason);  // "busy", "timeout", ...
 // The reason an abort text starts with ("recon: ..."); procedure if none.
 int LtxAbortReasonOf(const std::string& text);

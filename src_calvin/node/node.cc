@@ -85,7 +85,10 @@ std::string Node::Start() {
   store_slot_ = store_->RegisterThread();
   SchedulerOptions scheduler_options =
       SchedulerOptionsFor(params.engine, partition, partitions);
-  scheduler_options.runs_procedures = self_->replica() == 0;
+  // Replicated input: every replica may come to lead, and the LTX origin
+  // role goes with leadership (node_replication.cc's lead and follow).
+  scheduler_options.runs_procedures = self_->replica() == 0 || params.engine.replicated_input;
+  scheduler_options.ltx_origin_follows_leadership = params.engine.replicated_input;
   stats_ = std::make_unique<NodeStats>(scheduler_options.stats_slots());
   // Room for the epochs a sequencer may run ahead, twice over (sequencers
   // are held back by their own partitions, which may trail this one).

@@ -3,6 +3,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -43,6 +44,11 @@ int Replay(const std::set<std::string>& explicit_flags) {
   uint32_t partitions = 0;
   std::string error = ReadLogParams(FLAGS_replay, &recorded, &partitions);
   if (!error.empty()) return Fail(error);
+  // A replay runs no consensus: the input logs hold what the groups
+  // committed (filtered), and replicated_input would ask for a --log_dir.
+  recorded.erase(std::remove_if(recorded.begin(), recorded.end(),
+                                [](const auto& p) { return p.first == "replicated_input"; }),
+                 recorded.end());
   NodeParams params;
   error = ResolveFlags(recorded, explicit_flags, partitions, &params);
   if (!error.empty()) return Fail(error);

@@ -77,11 +77,15 @@ std::string Node::MakeReplication(Epoch applied_through) {
         runner->Start();
       }
     }
+    // The LTX origin role from its first epoch on (orphans aborted there).
+    scheduler_->SetLtxOrigin(first_epoch);
     if (clients_) clients_->SetSequences(true);
     return true;
   };
   options.follow = [this] {
-    // Its clients go to the new leader; what waited here is answered.
+    // Its clients go to the new leader; what waited here is answered. Its
+    // LTXs' records could not be sequenced: the new leader aborts them.
+    scheduler_->SetLtxOrigin(0);
     if (clients_) clients_->Depose();
   };
   options.print = [this](const std::string& line) { Print(line); };

@@ -2,8 +2,12 @@
 
 #include <glog/logging.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "common/clock.h"
 
@@ -530,6 +534,7 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round,
       write->set_value(value.data(), value.size());
     }
   }
+  if (!options_.hold_file.empty() && !run->in_place) HoldWhileFileExists();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (run->finished) return;
@@ -546,6 +551,16 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round,
   stats.ltx_stage_us[kLtxRun].RecordElapsed(run->run_us);
   stats.ltx_stage_us[kLtxReadWait].RecordElapsed(now - run->first_round_us - run->run_us);
   Deliver(*run, std::move(record));
+}
+
+void LtxExecutor::HoldWhileFileExists() {
+  while (access(options_.hold_file.c_str(), F_OK) == 0) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 void LtxExecutor::Deliver(const Run& run, Txn record) {

@@ -95,6 +95,10 @@ struct LtxExecutorOptions {
   uint32_t partitions = 1;
   uint32_t threads = 1;
   size_t first_stats_slot = 0;  // NodeStats slots first_stats_slot.. (one per thread)
+  // Testing (--fault_hold_ltx_file): while this file exists, an LTX that
+  // finished at its origin holds its commit record on its thread, as a
+  // procedure that long would; a crash test kills its node meanwhile.
+  std::string hold_file;
 };
 
 // The abort record of LTX `begin`, its reason `reason` (LtxAbortReason)
@@ -186,6 +190,8 @@ class LtxExecutor {
   void AskForReads(const std::shared_ptr<Run>& run, const LtxRound& round);
   // To this partition's own scheduler, or to partition `p` over the network.
   void SendRequest(PartitionId p, LtxReadRequest&& request);
+  // Waits while options_.hold_file exists (and the executor runs).
+  void HoldWhileFileExists();
   void Finish(const std::shared_ptr<Run>& run, const LtxRound& round, size_t index);
   void SubmitAbort(const Run& run, int reason, const std::string& text);
   // A finished LTX's commit or abort record: to the `finished` callback,

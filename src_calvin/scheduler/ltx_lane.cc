@@ -19,7 +19,8 @@ int ReasonCode(const std::string& reason) {
 
 bool Retryable(int code) {
   return code == kAbortBusy || code == kAbortTimeout || code == kAbortRestart ||
-         code == kAbortGuard || code == kAbortRecon || code == kAbortCascade;
+         code == kAbortGuard || code == kAbortRecon || code == kAbortCascade ||
+         code == kAbortFailover;
 }
 
 }  // namespace
@@ -34,7 +35,7 @@ LtxLane::LtxLane(const LtxLaneOptions& options, Store* store, const Application*
       peers_(peers),
       stats_slot_(stats_slot),
       executor_(LtxExecutorOptions{options.partition, options.partitions, options.ltx_workers,
-                                   stats_slot + 1},
+                                   stats_slot + 1, options.fault_hold_file},
                 store, app, peers, records, stats, results, std::move(executor_callbacks)),
       planner_(options.partition, options.partitions),
       store_(store),
@@ -92,6 +93,7 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
   // The timeouts of the first epoch after a restart's replay come first:
   // an LTX they abort needs no abort record.
   if (restart_pending_ && epoch > replay_through_) AfterRestart(epoch);
+  if (options_.origin_follows_leadership) TakeOver(epoch);
   // In place: the LTXs begun in the epoch before take their places, in LTX
   // order, ahead of this epoch's txns.
   if (options_.in_place) {

@@ -52,6 +52,7 @@
 // Threads: the scheduler thread, except the executor's own threads.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -79,6 +80,11 @@ struct LtxLaneOptions {
   PartitionId partition = 0;
   uint32_t partitions = 1;
   bool runs_procedures = true;  // replica 0: runs LTXs, sequences records, answers clients
+  // Replicated input: the origin role (running procedures, sequencing
+  // records, answering clients, aborting orphans) is the group leader's,
+  // from the first epoch it sequences (SetOrigin), not replica 0's for good.
+  bool origin_follows_leadership = false;
+  std::string fault_hold_file;  // testing: LtxExecutorOptions::hold_file
   uint32_t ltx_workers = 1;
   uint64_t ltx_timeout = 1000;    // epochs from the begin record
   uint32_t max_active_ltx = 16;   // unresolved LTXs; a begin beyond them aborts (busy)
@@ -195,6 +201,15 @@ class LtxLane {
     replay_through_ = std::max(replay_through_, epoch);
     restart_pending_ = true;
   }
+
+  // Replicated input (origin_follows_leadership): this node leads its
+  // partition's group and its sequencer starts at `first_epoch` (0: it no
+  // longer leads). It is the origin of the partition's LTXs begun at
+  // `first_epoch` or later; at that epoch the lane sequences the abort
+  // (failover, retryable) of every unresolved LTX of the partition begun
+  // before it, whose procedure ran on a node that no longer leads
+  // (TakeOver). Any thread (the consensus consumer's).
+  void SetOrigin(Epoch first_epoch) { origin_from_.store(first_epoch); }
 
   // In place: the installs whose writes became known while they already
   // held their locks, for the scheduler to run now.
@@ -372,7 +387,25 @@ class LtxLane {
   // with a checkpoint or without one.
   bool Replaying(Epoch epoch) const { return epoch <= replay_through_; }
   // Whether this lane sequences records and reports results at `epoch`.
-  bool Acts(Epoch epoch) const { return options_.runs_procedures && !Replaying(epoch); }
+  // With origin_follows_leadership, only from the epoch its leadership
+  // starts at (epochs before it were sequenced by another leader).
+  bool Acts(Epoch epoch) const {
+    if (!options_.runs_procedures || Replaying(epoch)) return false;
+    if (!options_.origin_follows_leadership) return true;
+    const Epoch from = origin_from_.load();
+    return from != 0 && epoch >= from;
+  }
+  // Sequences the abort of every LTX begun here before `before` that has
+  // neither a commit record nor an abort yet, with reason `reason` and
+  // `why` (its procedure's state is gone, or ran on another node): the
+  // first of commit and abort in the log wins. How many.
+  size_t AbortOrphans(Epoch before, int reason, const std::string& why);
+  // The guards the log may owe (one submitted before a restart or by a
+  // deposed leader may never have been sequenced). How many.
+  size_t GuardAgain();
+  // Replicated input: the first epoch of this node's leadership aborts the
+  // LTXs begun under earlier leaders (SetOrigin).
+  void TakeOver(Epoch epoch);
   // The first epoch after the replay: abort what lost its procedure, guard
   // again, answer the reads owed from before the restart.
   void AfterRestart(Epoch epoch);
@@ -431,6 +464,10 @@ class LtxLane {
   Epoch restored_at_ = 0;         // the checkpoint epoch: older snapshots are gone
   Epoch replay_through_ = 0;
   bool restart_pending_ = false;  // AfterRestart has not run yet
+  // Replicated input: the first epoch of this node's current leadership
+  // (0: it does not lead), and the one TakeOver last ran for.
+  std::atomic<Epoch> origin_from_{0};
+  Epoch taken_over_from_ = 0;
   struct OwedRead {
     TxnId ltx = 0;
     uint32_t round = 0;

@@ -415,28 +415,23 @@ void LtxLane::AnswerOwedReads() {
   for (LtxReadRequest& request : unread) OnReadRequest(std::move(request));
 }
 
-void LtxLane::AfterRestart(Epoch epoch) {
-  restart_pending_ = false;
-  if (!options_.runs_procedures || !records_) return;
-  // An LTX begun here with no commit record lost its procedure's state (and
-  // its snapshot) with the old process: abort it through the log. A commit
-  // record sequenced before the restart and delivered later still wins if
-  // it comes first: the first of commit and abort wins.
+size_t LtxLane::AbortOrphans(Epoch before, int reason, const std::string& why) {
   size_t aborted = 0;
   for (TxnId id : unresolved_) {
     const Entry& entry = ltxs_.at(id);
-    // One in place runs again from its begin: nothing lost its state.
-    if (!entry.origin_here || entry.state != State::kActive || options_.in_place) continue;
-    records_->SubmitRecord(LtxAbortRecord(
-        *entry.begin, kAbortRestart,
-        "its origin partition " + std::to_string(options_.partition) + " restarted (" +
-            (restored_ ? "from a checkpoint at epoch " + std::to_string(restored_at_)
-                       : std::string("with no checkpoint")) +
-            ") before it committed; try again"));
+    // One in place runs on every replica, from its begin: nothing lost its
+    // state, and its install needs no record.
+    if (!entry.origin_here || entry.state != State::kActive || options_.in_place ||
+        entry.begin_epoch >= before) {
+      continue;
+    }
+    records_->SubmitRecord(LtxAbortRecord(*entry.begin, reason, why));
     ++aborted;
   }
-  // The guards the log owes: a guard submitted before the restart may not
-  // have been sequenced. A duplicate is harmless.
+  return aborted;
+}
+
+size_t LtxLane::GuardAgain() {
   size_t guarded = 0;
   for (const auto& [waiter, deferred] : deferred_) {
     const Txn& txn = *deferred.work->txn;
@@ -446,9 +441,52 @@ void LtxLane::AfterRestart(Epoch epoch) {
       ++guarded;
     }
   }
+  return guarded;
+}
+
+void LtxLane::AfterRestart(Epoch epoch) {
+  restart_pending_ = false;
+  // Replicated input: a restarted node follows; the leader that takes the
+  // partition over aborts what the restart orphaned (TakeOver).
+  if (!Acts(epoch) || !records_) return;
+  // An LTX begun here with no commit record lost its procedure's state (and
+  // its snapshot) with the old process: abort it through the log. A commit
+  // record sequenced before the restart and delivered later still wins if
+  // it comes first: the first of commit and abort wins.
+  const size_t aborted = AbortOrphans(
+      epoch, kAbortRestart,
+      "its origin partition " + std::to_string(options_.partition) + " restarted (" +
+          (restored_ ? "from a checkpoint at epoch " + std::to_string(restored_at_)
+                     : std::string("with no checkpoint")) +
+          ") before it committed; try again");
+  // The guards the log owes: a guard submitted before the restart may not
+  // have been sequenced. A duplicate is harmless.
+  const size_t guarded = GuardAgain();
   LOG(INFO) << "partition " << options_.partition << ": after the restart (epoch " << epoch
             << "), sequencing the abort of " << aborted << " LTXs begun here and " << guarded
             << " guards";
+}
+
+void LtxLane::TakeOver(Epoch epoch) {
+  const Epoch from = origin_from_.load();
+  if (from == 0 || from == taken_over_from_ || epoch < from || !Acts(epoch) || !records_) return;
+  taken_over_from_ = from;
+  // Every LTX of this partition begun before `from` was begun by an earlier
+  // leader (this node in an earlier term included): its procedure runs, if
+  // at all, where nothing can sequence its commit record any more. Each is
+  // aborted by a record of this leader's, which the log orders: a commit
+  // record the old leader got committed first wins, as always. The set is
+  // read from the lane's state at `from`, a function of the log through
+  // from - 1; only the timing of the records depends on this node.
+  const size_t aborted = AbortOrphans(
+      from, kAbortFailover,
+      "its origin partition " + std::to_string(options_.partition) +
+          "'s consensus group changed leader before it committed (the new leader sequences "
+          "from epoch " + std::to_string(from) + "); try again");
+  const size_t guarded = GuardAgain();
+  LOG(INFO) << "partition " << options_.partition << ": leads from epoch " << from
+            << ": sequencing the abort of " << aborted << " LTXs begun under earlier leaders and "
+            << guarded << " guards";
 }
 
 }  // namespace paxflow

@@ -17,6 +17,8 @@ LtxLaneOptions LtxOptionsOf(const SchedulerOptions& options) {
   ltx.partition = options.partition;
   ltx.partitions = options.partitions;
   ltx.runs_procedures = options.runs_procedures;
+  ltx.origin_follows_leadership = options.ltx_origin_follows_leadership;
+  ltx.fault_hold_file = options.fault_hold_ltx_file;
   ltx.ltx_workers = options.ltx_workers;
   ltx.ltx_timeout = options.ltx_timeout;
   ltx.max_active_ltx = options.max_active_ltx;

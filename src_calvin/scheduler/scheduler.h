@@ -59,6 +59,12 @@ struct SchedulerOptions {
   // The LTX lane (cluster parameters, but ltx_workers and runs_procedures).
   uint32_t ltx_workers = 1;
   bool runs_procedures = true;     // replica 0: runs LTXs and answers their clients
+  // Replicated input: the origin role is the group leader's, from the epoch
+  // its sequencer starts at (SetLtxOrigin), not replica 0's for good.
+  bool ltx_origin_follows_leadership = false;
+  // Testing: while this file exists, LTX procedures at their origin hold
+  // their commit record (LtxExecutorOptions::hold_file). Empty: never.
+  std::string fault_hold_ltx_file;
   uint64_t ltx_timeout = 1000;     // epochs
   uint32_t max_active_ltx = 16;
   uint32_t ltx_max_deferrals = 3;
@@ -190,6 +196,9 @@ class Scheduler {
   // Partition `p` restarted: the LTXs begun here ask it again for the reads
   // it had not answered (LtxLane::OnPartitionRestarted). Any thread.
   void PartitionRestarted(PartitionId p) { ltx_lane_.OnPartitionRestarted(p); }
+  // Replicated input: this node leads its group and sequences from epoch
+  // `first_epoch` on (0: it no longer leads). LtxLane::SetOrigin. Any thread.
+  void SetLtxOrigin(Epoch first_epoch) { ltx_lane_.SetOrigin(first_epoch); }
   // Work of the LTX lane that this node's sequencer owes the log: an LTX or
   // long scan begun here is unresolved, or an epoch up to `sequenced` is
   // not admitted yet (it may begin one). Any thread.
