@@ -111,7 +111,9 @@ void Scheduler::RequestDigest(Epoch epoch, std::function<void(Epoch, uint64_t)> 
 }
 
 void Scheduler::RequestSnapshot(Epoch epoch, std::function<void(const SnapshotInfo&)> ready) {
-  PostToInbox([&] { inbox_snapshots_.push_back(SnapshotRequest{epoch, std::move(ready)}); });
+  PostToInbox([&] {
+    inbox_snapshots_.push_back(SnapshotRequest{epoch, std::move(ready), SnapshotInfo{}});
+  });
 }
 
 void Scheduler::ReleaseSnapshot(Epoch epoch) {
