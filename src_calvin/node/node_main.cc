@@ -3,6 +3,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -32,6 +33,13 @@ int Replay(const std::set<std::string>& explicit_flags) {
   uint32_t partitions = 0;
   std::string error = ReadLogParams(FLAGS_replay, &recorded, &partitions);
   if (!error.empty()) return Fail(error);
+  // replicated_input is how the live nodes agreed on the input (a consensus
+  // group, which needs their --log_dir); a replay reads what they logged,
+  // in the same format, and needs no group: without this, the logs of a
+  // replicated cluster could not be replayed.
+  recorded.erase(std::remove_if(recorded.begin(), recorded.end(),
+                                [](const auto& param) { return param.first == "replicated_input"; }),
+                 recorded.end());
   NodeParams params;
   error = ResolveFlags(recorded, explicit_flags, partitions, &params);
   if (!error.empty()) return Fail(error);
