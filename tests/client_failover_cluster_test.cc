@@ -54,21 +54,6 @@ std::vector<std::unique_ptr<TransferClient>> StartTransferClients(const TestClus
   return clients;
 }
 
-// Waits until every client acked `more` transfers past `from` (or one
-// failed); false on timeout.
-bool EachAckedMore(const std::vector<std::unique_ptr<TransferClient>>& clients,
-                   const std::vector<int>& from, int more, int timeout_ms) {
-  return WaitUntil(
-      [&] {
-        for (size_t c = 0; c < clients.size(); ++c) {
-          if (clients[c]->failed() > 0) return true;
-          if (clients[c]->acked() < from[c] + more) return false;
-        }
-        return true;
-      },
-      timeout_ms);
-}
-
 std::vector<int> AckedNow(const std::vector<std::unique_ptr<TransferClient>>& clients) {
   std::vector<int> acked;
   for (const auto& client : clients) acked.push_back(client->acked());

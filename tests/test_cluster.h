@@ -373,12 +373,10 @@ inline std::vector<std::unique_ptr<TransferClient>> StartTransferClients(
   return clients;
 }
 
-// Every client acknowledged `more` transfers past what it had when called
-// (or one failed: the caller's checks say which); false on timeout.
-inline bool WaitEachAcked(const std::vector<std::unique_ptr<TransferClient>>& clients, int more,
-                          int timeout_ms) {
-  std::vector<int> from;
-  for (const auto& client : clients) from.push_back(client->acked());
+// Every client acknowledged `more` transfers past `from` (or one failed:
+// the caller's checks say which); false on timeout.
+inline bool EachAckedMore(const std::vector<std::unique_ptr<TransferClient>>& clients,
+                          const std::vector<int>& from, int more, int timeout_ms) {
   return WaitUntil(
       [&] {
         for (size_t c = 0; c < clients.size(); ++c) {
@@ -388,6 +386,14 @@ inline bool WaitEachAcked(const std::vector<std::unique_ptr<TransferClient>>& cl
         return true;
       },
       timeout_ms);
+}
+
+// The same, past what each had when called.
+inline bool WaitEachAcked(const std::vector<std::unique_ptr<TransferClient>>& clients, int more,
+                          int timeout_ms) {
+  std::vector<int> from;
+  for (const auto& client : clients) from.push_back(client->acked());
+  return EachAckedMore(clients, from, more, timeout_ms);
 }
 
 // Acknowledged request ids of every client (its first, middle and last)
