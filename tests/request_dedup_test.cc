@@ -22,6 +22,7 @@ Txn ClientTxn(uint64_t id, uint64_t client, uint64_t seq, uint32_t attempt = 0) 
   txn.set_client_id(client);
   txn.set_client_seq(seq);
   txn.set_attempt(attempt);
+  txn.add_read_write_set(seq);  // it writes: only writers are deduplicated
   return txn;
 }
 
@@ -136,6 +137,31 @@ TEST(RequestDedupTest, FilterDropsARetryFromEveryBatchOnceAndAlikeOnEveryMember)
     }
   }
   EXPECT_EQ(filtered[0], filtered[1]);
+}
+
+// A request that writes nothing (an audit) retried after a lost answer
+// runs again, and leaves the window as it was: the client gets its reads.
+TEST(RequestDedupTest, ARetriedReadOnlyRequestRunsAgainAndIsNotRemembered) {
+  Txn audit = ClientTxn(30, 7, 1);
+  audit.clear_read_write_set();
+  audit.add_read_set(5);
+  Txn retry = audit;
+  retry.set_id(31);
+  RequestDedup dedup;
+  std::vector<RequestDedup::Dropped> dropped;
+  SequencedEpoch first = Record(1, {{audit}});
+  SequencedEpoch again = Record(2, {{retry}});
+  EXPECT_EQ(dedup.Filter(&first, &dropped), 0u);
+  EXPECT_EQ(dedup.Filter(&again, &dropped), 0u);
+  EXPECT_TRUE(dropped.empty());
+  ASSERT_EQ(again.batches(0).txns_size(), 1);
+  EXPECT_EQ(again.batches(0).txns(0).id(), 31u);
+  EXPECT_EQ(dedup.remembered(), 0u);
+  // A writer with the same client id is still deduplicated.
+  SequencedEpoch write = Record(3, {{ClientTxn(32, 7, 2)}});
+  SequencedEpoch rewrite = Record(4, {{ClientTxn(33, 7, 2)}});
+  EXPECT_EQ(dedup.Filter(&write, &dropped), 0u);
+  EXPECT_EQ(dedup.Filter(&rewrite, &dropped), 1u);
 }
 
 // What a restarted member does: the window saved with a checkpoint

@@ -68,7 +68,11 @@ size_t RequestDedup::Filter(SequencedEpoch* record, std::vector<Dropped>* droppe
     for (int i = 0; i < txns->size(); ++i) {
       Txn& txn = *txns->Mutable(i);
       bool drop = false;
-      if (txn.client_id() != 0 && txn.txn_class() != LTX) {
+      // A txn that writes nothing runs again on a retry: running it twice
+      // changes nothing, and a client whose first answer was lost (its
+      // node died) gets the reads it asked for, not "already applied".
+      const bool writes = txn.write_set_size() > 0 || txn.read_write_set_size() > 0;
+      if (txn.client_id() != 0 && txn.txn_class() != LTX && writes) {
         const auto seen = decided_.find(txn.id());
         if (seen != decided_.end()) {
           drop = seen->second;

@@ -25,6 +25,10 @@
 // ("too old": it may have run; a client keeps fewer than `window` txns
 // unanswered). A forgotten client's retry is not recognised (it runs).
 //
+// Only txns that write are deduplicated: one that declares no write (a
+// read-only request, e.g. an audit) runs again on a retry and is not
+// remembered, so a retry after a lost answer gets its reads.
+//
 // OLLP: a txn planned again after its reconnaissance went stale (attempt
 // > 0) replaces the attempt that gave up (which wrote nothing); only
 // attempt 0, a client's (re)submission, can be a duplicate.
