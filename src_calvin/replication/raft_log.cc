@@ -607,8 +607,6 @@ void RaftLog::HandleTrim(uint64_t index) {
   if (trim_target_ > covered_) raft_set_snapshot_threshold(&raft_, 1);
 }
 
-namespace {
-
 // libraft 0.15 draws a follower's randomized timeout only when it becomes
 // one, so a new timeout alone would not reach a follower: a member
 // released from its vote hold would keep the day-long draw, never stand,
@@ -623,8 +621,6 @@ void SetElectionTimeout(struct raft* raft, unsigned timeout) {
         timeout + static_cast<unsigned>(std::rand() % (timeout + 1));
   }
 }
-
-}  // namespace
 
 void RaftLog::OnCheck(uv_check_t* handle) {
   auto* self = static_cast<RaftLog*>(handle->data);
