@@ -142,6 +142,13 @@ TEST_P(StoreConcurrencyTest, ReadersSeeExactSnapshotsWhileWritersAndCollectorsRu
   for (Epoch epoch = 1; epoch <= kEpochs; ++epoch) {
     pinning.Advance(epoch, epoch - 1);
     WriteDenseKeys(&store, writer, epoch);
+    if (epoch % (kEpochs / 20) == 0) {
+      // Let the readers check a snapshot at this stage before going on: on
+      // a loaded machine the writer can otherwise finish all its epochs
+      // before a reader ran at all (a CI run checked once).
+      const uint64_t target = checked.load() + 1;
+      while (checked.load() < target) std::this_thread::yield();
+    }
   }
   pinning.Advance(kEpochs, kEpochs);
   done.store(true);

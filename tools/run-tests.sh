@@ -36,13 +36,33 @@ for suite in "${suites[@]}"; do
   else
     command=("$suite" "${gtest_args[@]}")
   fi
-  "${command[@]}" 2>&1 | tee "$tmp/$name.out" |
-    grep -E '^\[ +(RUN|OK|FAILED|PASSED|SKIPPED) +\]|^\[==========\]|Failure|error:' || true
-  rc=${PIPESTATUS[0]}
-  suite_passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$tmp/$name.out" | tail -1)
-  suite_failed=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$tmp/$name.out" | tail -1)
-  suite_passed=${suite_passed:-0}
-  suite_failed=${suite_failed:-0}
+  # The unit and cluster suites run as $TEST_SHARDS gtest shards at once
+  # (2 by default; 1 runs them whole). Their tests mostly wait (epochs,
+  # elections, timeouts, processes that start and stop) and each picks its
+  # own ports and directories, so shards never share one; on this 2-core
+  # machine two shards halve the cluster suite's time. The ThreadSanitizer
+  # suite and the soak runs stay whole.
+  shards=1
+  if [[ "$name" = unit_tests || "$name" = cluster_tests ]] && [ "$mode" != soak ]; then
+    shards=${TEST_SHARDS:-2}
+  fi
+  pids=()
+  for ((shard = 0; shard < shards; shard++)); do
+    tag=""
+    if ((shards > 1)); then tag="[shard $shard] "; fi
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard "${command[@]}" > "$tmp/$name.$shard.out" 2>&1 &
+    pids+=($!)
+    tail -n +1 -F --pid=$! "$tmp/$name.$shard.out" 2>/dev/null |
+      grep --line-buffered -E '^\[ +(RUN|OK|FAILED|PASSED|SKIPPED) +\]|^\[==========\]|Failure|error:' |
+      sed -u "s/^/$tag/" &
+  done
+  rc=0
+  for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
+  wait  # the tails end with their shard
+  cat "$tmp/$name".*.out > "$tmp/$name.out"
+  # One "[  PASSED  ] N tests" (and "[  FAILED  ] N tests") line per shard.
+  suite_passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$tmp/$name.out" | awk '{s += $1} END {print s + 0}')
+  suite_failed=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$tmp/$name.out" | awk '{s += $1} END {print s + 0}')
   if [ "$rc" -ne 0 ] && [ "$suite_failed" -eq 0 ]; then
     echo "== $name exited with status $rc (crash?); counting it as a failure; its last lines:"
     tail -n 60 "$tmp/$name.out"
