@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <random>
@@ -283,23 +284,23 @@ TEST(ClientFailoverClusterTest, StoppedLeaderAcknowledgesNothingThenStepsDownAnd
   cluster.Verb("stop", {"--stop_timeout=30"}, &output);
 }
 
-// A follower's log disk fails (a small tmpfs the test mounts as its
-// --log_dir, filled up under it: ENOSPC) under client transfers. It stops
-// and its status names the failed write; the other two go on, no
+// A follower's log disk fails under client transfers: the follower (node
+// 2; replica 0 leads first) has `disk` as its --log_dir, and `fail` makes
+// it fail. It stops and its status names the failed write (`error`, the
+// errno's text, and a file under `disk`: its own logs or its consensus
+// log, whichever write fails first); the other two go on, no
 // acknowledged transfer is lost or applied twice, and they agree.
-TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
-  TmpfsDir disk;  // the follower's log dir
-  if (const std::string why = disk.Mount("64m"); !why.empty()) GTEST_SKIP() << why;
-  TestCluster cluster("disk-follower", 1, 3,
+void FollowerLogDiskFails(const char* name, const std::string& disk,
+                          const std::function<void()>& fail, const std::string& error) {
+  TestCluster cluster(name, 1, 3,
                       TransferFlags(2 * kClients, kInitial, {"--log_fsync", "--checkpoint_every=0"}),
                       ReplicatedInput);
-  // Started by hand: replica 0 (node 0) leads first, node 2's log directory
-  // is the tmpfs.
+  // Started by hand, so that node 2's log directory is `disk`.
   constexpr int kFollower = 2;
   std::vector<std::unique_ptr<ChildProcess>> nodes;
   for (int i = 0; i < 3; ++i) {
     std::vector<std::string> extra;
-    if (i == kFollower) extra.push_back("--log_dir=" + disk.path());
+    if (i == kFollower) extra.push_back("--log_dir=" + disk);
     std::string command = "exec";
     for (const std::string& arg : cluster.NodeCommand(i, extra)) command += " '" + arg + "'";
     std::filesystem::create_directories(cluster.logs());
@@ -314,23 +315,18 @@ TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
   std::vector<std::unique_ptr<TransferClient>> clients = StartTransferClients(cluster, leader);
   ASSERT_TRUE(EachAckedMore(clients, std::vector<int>(kClients, 0), 30, kTimeoutMs));
 
-  // The disk fails: filled up to the last byte.
-  {
-    std::ofstream filler(disk.path() + "/filler", std::ios::binary);
-    const std::string chunk(1 << 16, 'x');
-    while (filler.write(chunk.data(), chunk.size()) && filler.flush()) {
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(fail());
   const std::vector<int> at_failure = AckedNow(clients);
   StatusReply failed;
   ASSERT_TRUE(WaitUntil(
       [&] {
         return AskStatus(cluster.node(kFollower), &failed, 500) &&
-               failed.problem().find("No space left on device") != std::string::npos;
+               failed.problem().find(error) != std::string::npos;
       },
       kTimeoutMs))
       << "its problem: \"" << failed.problem() << "\"\n"
       << cluster.Tail(kFollower);
+  EXPECT_NE(failed.problem().find(disk + "/"), std::string::npos) << failed.problem();
   // The status says so as soon as the failure is noted; the log line follows.
   EXPECT_TRUE(WaitUntil(
       [&] { return cluster.NodeLog(kFollower).find("STOPPED: ") != std::string::npos; }, 5000))
@@ -350,6 +346,29 @@ TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
   ExpectEachTransferOnce(cluster, others, clients, kInitial, kTimeoutMs, 2 * kClients);
   ExpectDigestsAgree(cluster, others, kTimeoutMs);
   for (auto& node : nodes) node->Signal(SIGKILL);
+}
+
+// The disk fills up (a small tmpfs the test mounts, filled to the last
+// byte under the follower: ENOSPC).
+TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
+  TmpfsDir disk;
+  if (const std::string why = disk.Mount("64m"); !why.empty()) GTEST_SKIP() << why;
+  FollowerLogDiskFails("disk-follower", disk.path(), [&] {
+    std::ofstream filler(disk.path() + "/filler", std::ios::binary);
+    const std::string chunk(1 << 16, 'x');
+    while (filler.write(chunk.data(), chunk.size()) && filler.flush()) {
+    }
+  }, "No space left on device");
+}
+
+// The disk turns read-only while the follower runs (an ext4 image the test
+// mounts errors=remount-ro, then has the kernel remount read-only as on an
+// I/O error: every write, to files open before too, fails EROFS).
+TEST(ClientFailoverClusterTest, FollowerLogDiskTurnsReadOnlyNothingAckedIsLost) {
+  Ext4Dir disk;
+  if (const std::string why = disk.Mount("64M"); !why.empty()) GTEST_SKIP() << why;
+  FollowerLogDiskFails("ro-follower", disk.path(), [&] { ASSERT_EQ(disk.FailReadOnly(), ""); },
+                       "Read-only file system");
 }
 
 // A leader deposed while alive (stopped with SIGSTOP until the others
