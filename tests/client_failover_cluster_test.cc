@@ -5,15 +5,16 @@
 // The clients find the new leader by themselves; afterwards every
 // acknowledged transfer is in the balances exactly once (each client moves
 // 1 from its own account to its own other account, so its two balances
-// count its transfers), deliberate resends of acknowledged request ids are
-// answered "already applied" and change nothing, and the survivors'
-// digests agree. Also the other fault tests of item 7 and the nemesis
+// count its transfers), deliberate resends of acknowledged request ids
+// (transfers', and an LTX's sent before the kill) are answered "already
+// applied" and change nothing, and the survivors' digests agree. Also the other fault tests of item 7 and the nemesis
 // (NemesisClusterTest: members killed and restarted, or stopped and
 // resumed, under transfers).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -55,6 +56,21 @@ std::vector<std::unique_ptr<TransferClient>> StartTransferClients(const TestClus
   return clients;
 }
 
+// An LTX (one partition: run in place by every replica) that moves 1 from
+// account `from` to account `to` (bank-transfer, its write area the two).
+ClientRequest LtxTransfer(uint64_t from, uint64_t to) {
+  const TxnRequest txn = Transfer(from, to).txn();
+  ClientRequest request;
+  LtxRequest* ltx = request.mutable_ltx();
+  ltx->set_procedure(txn.procedure());
+  *ltx->mutable_read_write_set() = txn.read_write_set();
+  ltx->set_args(txn.args());
+  KeyRange* area = ltx->add_write_area();
+  area->set_lo(std::min(from, to));
+  area->set_hi(std::max(from, to));
+  return request;
+}
+
 std::vector<int> AckedNow(const std::vector<std::unique_ptr<TransferClient>>& clients) {
   std::vector<int> acked;
   for (const auto& client : clients) acked.push_back(client->acked());
@@ -62,8 +78,10 @@ std::vector<int> AckedNow(const std::vector<std::unique_ptr<TransferClient>>& cl
 }
 
 TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppliesOnce) {
+  // Two accounts after the clients' for an LTX under a request id.
+  constexpr uint64_t kLtxFrom = 2 * kClients, kLtxTo = 2 * kClients + 1;
   TestCluster cluster("client-failover", 1, 3,
-                      TransferFlags(2 * kClients, kInitial, {"--checkpoint_every=0"}),
+                      TransferFlags(2 * kClients + 2, kInitial, {"--checkpoint_every=0"}),
                       ReplicatedInput);
   cluster.Start();
   StatusReply before;
@@ -95,6 +113,19 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
   std::vector<std::unique_ptr<TransferClient>> clients = StartTransferClients(cluster);
   ASSERT_TRUE(EachAckedMore(clients, std::vector<int>(kClients, 0), 30, kTimeoutMs));
   for (const auto& client : clients) ASSERT_EQ(client->failed(), 0) << client->first_failure();
+
+  // An LTX under a request id, through a client of its own; it commits.
+  FailoverOptions ltx_options;
+  for (int i = 0; i < 3; ++i) ltx_options.endpoints.push_back(ClientEndpoint(cluster.node(i)));
+  ltx_options.total_timeout_ms = 3 * kTimeoutMs;
+  FailoverClient ltx_client(ltx_options);
+  ClientRequest ltx = LtxTransfer(kLtxFrom, kLtxTo);
+  ltx.mutable_ltx()->set_client_id(ltx_client.client_id());
+  ltx.mutable_ltx()->set_client_seq(ltx_client.next_seq());
+  ClientReply ltx_reply;
+  ASSERT_EQ(ltx_client.Call(ltx, &ltx_reply), "");
+  ASSERT_EQ(ltx_reply.status(), OK) << ltx_reply.error();
+  ASSERT_TRUE(ltx_reply.txn().committed()) << ltx_reply.txn().ShortDebugString();
 
   // Kill the leader mid-stream.
   std::vector<int> survivors;
@@ -139,6 +170,19 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
   // leader (whose window was built from the committed log as a follower):
   // already applied, nothing runs.
   ExpectResendsAlreadyApplied(clients);
+  // So is the LTX's: it does not begin again, and moved 1, once.
+  ASSERT_EQ(ltx_client.Call(ltx, &ltx_reply), "");
+  EXPECT_EQ(ltx_reply.status(), OK) << ltx_reply.error();
+  EXPECT_TRUE(ltx_reply.txn().already_applied()) << ltx_reply.txn().ShortDebugString();
+  {
+    Client reader;
+    reader.Connect(ClientEndpoint(cluster.node(next)));
+    ClientReply read;
+    ASSERT_EQ(reader.Call(Client::Get({kLtxFrom, kLtxTo}), &read, kTimeoutMs), "");
+    ASSERT_EQ(read.txn().reads_size(), 2) << read.error();
+    EXPECT_EQ(BankApplication::DecodeBalance(read.txn().reads(0).value()), kInitial - 1);
+    EXPECT_EQ(BankApplication::DecodeBalance(read.txn().reads(1).value()), kInitial + 1);
+  }
 
   ExpectEachTransferOnce(cluster, survivors, clients, kInitial, kTimeoutMs, 2 * kClients);
 
