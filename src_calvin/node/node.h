@@ -175,6 +175,9 @@ class Node : public PeerSender, public ResultSink {
   // Heartbeat thread: epochs a damaged input log segment lost, fetched
   // from peers, or the node stops where no peer can send them.
   void WatchLogDamage();
+  // Heartbeat thread: a log failed and its log directory refuses writes
+  // now (EROFS; an EIO as the file system aborted): the failure says so.
+  void NoteReadOnlyLogDir();
   StatusReply NodeStatus() const;
   void ServeDigest(Epoch epoch, std::function<void(DigestReply)> done);
   void ServeCheckpoint(Epoch wait_epoch,
@@ -242,6 +245,7 @@ class Node : public PeerSender, public ResultSink {
   mutable std::mutex failure_mu_;
   std::string log_failure_;      // the first failed write of a log: the node stopped
   std::atomic<bool> log_failed_{false};
+  int read_only_probes_ = 0;  // NoteReadOnlyLogDir's (heartbeat thread)
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Membership> membership_;  // before monitor_, which reads it
   std::unique_ptr<PeerMonitor> monitor_;
