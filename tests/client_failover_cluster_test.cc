@@ -5,15 +5,16 @@
 // The clients find the new leader by themselves; afterwards every
 // acknowledged transfer is in the balances exactly once (each client moves
 // 1 from its own account to its own other account, so its two balances
-// count its transfers), deliberate resends of acknowledged request ids are
-// answered "already applied" and change nothing, and the survivors'
-// digests agree. Also the other fault tests of item 7 and the nemesis
+// count its transfers), deliberate resends of acknowledged request ids
+// (transfers', and an LTX's sent before the kill) are answered "already
+// applied" and change nothing, and the survivors' digests agree. Also the other fault tests of item 7 and the nemesis
 // (NemesisClusterTest: members killed and restarted, or stopped and
 // resumed, under transfers).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <random>
@@ -54,6 +56,21 @@ std::vector<std::unique_ptr<TransferClient>> StartTransferClients(const TestClus
   return clients;
 }
 
+// An LTX (one partition: run in place by every replica) that moves 1 from
+// account `from` to account `to` (bank-transfer, its write area the two).
+ClientRequest LtxTransfer(uint64_t from, uint64_t to) {
+  const TxnRequest txn = Transfer(from, to).txn();
+  ClientRequest request;
+  LtxRequest* ltx = request.mutable_ltx();
+  ltx->set_procedure(txn.procedure());
+  *ltx->mutable_read_write_set() = txn.read_write_set();
+  ltx->set_args(txn.args());
+  KeyRange* area = ltx->add_write_area();
+  area->set_lo(std::min(from, to));
+  area->set_hi(std::max(from, to));
+  return request;
+}
+
 std::vector<int> AckedNow(const std::vector<std::unique_ptr<TransferClient>>& clients) {
   std::vector<int> acked;
   for (const auto& client : clients) acked.push_back(client->acked());
@@ -61,8 +78,10 @@ std::vector<int> AckedNow(const std::vector<std::unique_ptr<TransferClient>>& cl
 }
 
 TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppliesOnce) {
+  // Two accounts after the clients' for an LTX under a request id.
+  constexpr uint64_t kLtxFrom = 2 * kClients, kLtxTo = 2 * kClients + 1;
   TestCluster cluster("client-failover", 1, 3,
-                      TransferFlags(2 * kClients, kInitial, {"--checkpoint_every=0"}),
+                      TransferFlags(2 * kClients + 2, kInitial, {"--checkpoint_every=0"}),
                       ReplicatedInput);
   cluster.Start();
   StatusReply before;
@@ -94,6 +113,19 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
   std::vector<std::unique_ptr<TransferClient>> clients = StartTransferClients(cluster);
   ASSERT_TRUE(EachAckedMore(clients, std::vector<int>(kClients, 0), 30, kTimeoutMs));
   for (const auto& client : clients) ASSERT_EQ(client->failed(), 0) << client->first_failure();
+
+  // An LTX under a request id, through a client of its own; it commits.
+  FailoverOptions ltx_options;
+  for (int i = 0; i < 3; ++i) ltx_options.endpoints.push_back(ClientEndpoint(cluster.node(i)));
+  ltx_options.total_timeout_ms = 3 * kTimeoutMs;
+  FailoverClient ltx_client(ltx_options);
+  ClientRequest ltx = LtxTransfer(kLtxFrom, kLtxTo);
+  ltx.mutable_ltx()->set_client_id(ltx_client.client_id());
+  ltx.mutable_ltx()->set_client_seq(ltx_client.next_seq());
+  ClientReply ltx_reply;
+  ASSERT_EQ(ltx_client.Call(ltx, &ltx_reply), "");
+  ASSERT_EQ(ltx_reply.status(), OK) << ltx_reply.error();
+  ASSERT_TRUE(ltx_reply.txn().committed()) << ltx_reply.txn().ShortDebugString();
 
   // Kill the leader mid-stream.
   std::vector<int> survivors;
@@ -138,6 +170,19 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
   // leader (whose window was built from the committed log as a follower):
   // already applied, nothing runs.
   ExpectResendsAlreadyApplied(clients);
+  // So is the LTX's: it does not begin again, and moved 1, once.
+  ASSERT_EQ(ltx_client.Call(ltx, &ltx_reply), "");
+  EXPECT_EQ(ltx_reply.status(), OK) << ltx_reply.error();
+  EXPECT_TRUE(ltx_reply.txn().already_applied()) << ltx_reply.txn().ShortDebugString();
+  {
+    Client reader;
+    reader.Connect(ClientEndpoint(cluster.node(next)));
+    ClientReply read;
+    ASSERT_EQ(reader.Call(Client::Get({kLtxFrom, kLtxTo}), &read, kTimeoutMs), "");
+    ASSERT_EQ(read.txn().reads_size(), 2) << read.error();
+    EXPECT_EQ(BankApplication::DecodeBalance(read.txn().reads(0).value()), kInitial - 1);
+    EXPECT_EQ(BankApplication::DecodeBalance(read.txn().reads(1).value()), kInitial + 1);
+  }
 
   ExpectEachTransferOnce(cluster, survivors, clients, kInitial, kTimeoutMs, 2 * kClients);
 
@@ -283,23 +328,25 @@ TEST(ClientFailoverClusterTest, StoppedLeaderAcknowledgesNothingThenStepsDownAnd
   cluster.Verb("stop", {"--stop_timeout=30"}, &output);
 }
 
-// A follower's log disk fails (a small tmpfs the test mounts as its
-// --log_dir, filled up under it: ENOSPC) under client transfers. It stops
-// and its status names the failed write; the other two go on, no
+// A follower's log disk fails under client transfers: the follower (node
+// 2; replica 0 leads first) has `disk` as its --log_dir, and `fail` makes
+// it fail. It stops and its status names the failed write (one of
+// `errors`, the errno's text or what the node adds, and a file under
+// `disk`: its own logs or its consensus log, whichever write fails
+// first); the other two go on, no
 // acknowledged transfer is lost or applied twice, and they agree.
-TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
-  TmpfsDir disk;  // the follower's log dir
-  if (const std::string why = disk.Mount("64m"); !why.empty()) GTEST_SKIP() << why;
-  TestCluster cluster("disk-follower", 1, 3,
+void FollowerLogDiskFails(const char* name, const std::string& disk,
+                          const std::function<void()>& fail,
+                          const std::vector<std::string>& errors) {
+  TestCluster cluster(name, 1, 3,
                       TransferFlags(2 * kClients, kInitial, {"--log_fsync", "--checkpoint_every=0"}),
                       ReplicatedInput);
-  // Started by hand: replica 0 (node 0) leads first, node 2's log directory
-  // is the tmpfs.
+  // Started by hand, so that node 2's log directory is `disk`.
   constexpr int kFollower = 2;
   std::vector<std::unique_ptr<ChildProcess>> nodes;
   for (int i = 0; i < 3; ++i) {
     std::vector<std::string> extra;
-    if (i == kFollower) extra.push_back("--log_dir=" + disk.path());
+    if (i == kFollower) extra.push_back("--log_dir=" + disk);
     std::string command = "exec";
     for (const std::string& arg : cluster.NodeCommand(i, extra)) command += " '" + arg + "'";
     std::filesystem::create_directories(cluster.logs());
@@ -314,23 +361,21 @@ TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
   std::vector<std::unique_ptr<TransferClient>> clients = StartTransferClients(cluster, leader);
   ASSERT_TRUE(EachAckedMore(clients, std::vector<int>(kClients, 0), 30, kTimeoutMs));
 
-  // The disk fails: filled up to the last byte.
-  {
-    std::ofstream filler(disk.path() + "/filler", std::ios::binary);
-    const std::string chunk(1 << 16, 'x');
-    while (filler.write(chunk.data(), chunk.size()) && filler.flush()) {
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(fail());
   const std::vector<int> at_failure = AckedNow(clients);
   StatusReply failed;
   ASSERT_TRUE(WaitUntil(
       [&] {
-        return AskStatus(cluster.node(kFollower), &failed, 500) &&
-               failed.problem().find("No space left on device") != std::string::npos;
+        if (!AskStatus(cluster.node(kFollower), &failed, 500)) return false;
+        for (const std::string& error : errors) {
+          if (failed.problem().find(error) != std::string::npos) return true;
+        }
+        return false;
       },
       kTimeoutMs))
       << "its problem: \"" << failed.problem() << "\"\n"
       << cluster.Tail(kFollower);
+  EXPECT_NE(failed.problem().find(disk + "/"), std::string::npos) << failed.problem();
   // The status says so as soon as the failure is noted; the log line follows.
   EXPECT_TRUE(WaitUntil(
       [&] { return cluster.NodeLog(kFollower).find("STOPPED: ") != std::string::npos; }, 5000))
@@ -350,6 +395,31 @@ TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
   ExpectEachTransferOnce(cluster, others, clients, kInitial, kTimeoutMs, 2 * kClients);
   ExpectDigestsAgree(cluster, others, kTimeoutMs);
   for (auto& node : nodes) node->Signal(SIGKILL);
+}
+
+// The disk fills up (a small tmpfs the test mounts, filled to the last
+// byte under the follower: ENOSPC).
+TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
+  TmpfsDir disk;
+  if (const std::string why = disk.Mount("64m"); !why.empty()) GTEST_SKIP() << why;
+  FollowerLogDiskFails("disk-follower", disk.path(), [&] {
+    std::ofstream filler(disk.path() + "/filler", std::ios::binary);
+    const std::string chunk(1 << 16, 'x');
+    while (filler.write(chunk.data(), chunk.size()) && filler.flush()) {
+    }
+  }, {"No space left on device"});
+}
+
+// The disk turns read-only while the follower runs (an ext4 image the test
+// mounts errors=remount-ro, then has the kernel remount read-only as on an
+// I/O error: every write, to files open before too, fails EROFS; a sync
+// in flight as the journal aborts fails EIO, and the node adds that its
+// log directory is read-only now).
+TEST(ClientFailoverClusterTest, FollowerLogDiskTurnsReadOnlyNothingAckedIsLost) {
+  Ext4Dir disk;
+  if (const std::string why = disk.Mount("64M"); !why.empty()) GTEST_SKIP() << why;
+  FollowerLogDiskFails("ro-follower", disk.path(), [&] { ASSERT_EQ(disk.FailReadOnly(), ""); },
+                       {"Read-only file system", "is read-only now"});
 }
 
 // A leader deposed while alive (stopped with SIGSTOP until the others

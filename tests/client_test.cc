@@ -206,6 +206,13 @@ TEST_F(LtxRequestTest, AValidLtxBecomesABeginRecordWithItsAreas) {
   EXPECT_EQ(txn.read_write_set(0), 12u);
   ASSERT_EQ(txn.read_set_size(), 1);
   EXPECT_EQ(txn.args(), "xyz");
+  EXPECT_EQ(txn.client_id(), 0u);  // no request id
+  // A request id goes into the begin record (replicated input's window).
+  request.set_client_id(77);
+  request.set_client_seq(3);
+  ASSERT_EQ(Build(request, &txn, &error), OK) << error;
+  EXPECT_EQ(txn.client_id(), 77u);
+  EXPECT_EQ(txn.client_seq(), 3u);
 }
 
 TEST_F(LtxRequestTest, AnEmptyWriteAreaMakesALongScan) {
@@ -254,6 +261,9 @@ TEST_F(LtxRequestTest, EveryMalformedLtxIsRefusedNamingTheProblem) {
   refused.request.set_procedure("get");
   refused.request.add_read_set(1);
   cases.push_back(refused);
+  Case half_id{"half a request id", base(), BAD_REQUEST, "client_id and client_seq go together"};
+  half_id.request.set_client_seq(4);
+  cases.push_back(half_id);
   for (const Case& c : cases) {
     Txn txn;
     std::string error;

@@ -51,15 +51,10 @@ void KillWipeRestart(const char* name, bool kill_leader, bool wipe,
   TestCluster cluster(name, 1, 3,
                       TransferFlags(2 * kClients, kInitial, {"--checkpoint_every=1"}),
                       ReplicatedInput);
-  cluster.Start();
-  StatusReply status;
-  const int leader = WaitGroupLeader(cluster, kAll, &status, kTimeoutMs);
-  ASSERT_GE(leader, 0) << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
-
-  const std::vector<std::unique_ptr<TransferClient>> clients =
-      StartTransferClients(cluster, kClients, 3, kTimeoutMs);
+  int leader = -1;
+  std::vector<std::unique_ptr<TransferClient>> clients;
+  ASSERT_NO_FATAL_FAILURE(StartTransferGroup(&cluster, 3, kClients, kTimeoutMs, &leader, &clients));
   auto wait_acked = [&](int more) { return WaitEachAcked(clients, more, 3 * kTimeoutMs); };
-  ASSERT_TRUE(wait_acked(30));
   // The group has trimmed its consensus log (a checkpoint every node holds).
   ASSERT_TRUE(WaitUntil(
       [&] {
@@ -76,6 +71,7 @@ void KillWipeRestart(const char* name, bool kill_leader, bool wipe,
   for (int i : kAll) {
     if (i != victim) survivors.push_back(i);
   }
+  StatusReply status;
   const int next = WaitGroupLeader(cluster, survivors, &status, kTimeoutMs);
   ASSERT_GE(next, 0) << cluster.Tail(survivors[0]) << cluster.Tail(survivors[1]);
   ASSERT_TRUE(wait_acked(30));  // the group goes on without it

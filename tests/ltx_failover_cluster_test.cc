@@ -293,8 +293,9 @@ TEST(LtxFailoverClusterTest, LeaderKilledWhileAnLtxRunsAbortsItAndARetryCommitsO
   ExpectAbortedByFailover(c, s);
   const int next = NewLeader(c, s);
   ASSERT_GE(next, 0);
-  // The client tries again (an LTX carries no request id: the abort said
-  // it did not run), at the new leader, which runs it and commits.
+  // The client tries again under a new request id (the abort said it did
+  // not run; the first send had none), at the new leader, which runs it
+  // and commits.
   c.Release();
   FailoverClient retry(ReplicasFrom(c.cluster(), {next, s.survivors[0] + s.survivors[1] - next}));
   ClientReply reply;

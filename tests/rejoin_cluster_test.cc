@@ -90,15 +90,10 @@ void ExpectFollowerCaughtUp(const TestCluster& cluster, int i, int leader) {
 TEST(RejoinClusterTest, FollowerKilledUnderLoadRejoinsAndEveryAckedTransferAppliesOnce) {
   TestCluster cluster("rejoin-follower", 1, 3, TransferFlags(2 * kClients, kInitial, {"--checkpoint_every=1"}),
                       ReplicatedInput);
-  cluster.Start();
-  StatusReply before;
-  const int leader = WaitGroupLeader(cluster, kAll, &before, kTimeoutMs);
-  ASSERT_GE(leader, 0) << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
-
-  const std::vector<std::unique_ptr<TransferClient>> clients =
-      StartTransferClients(cluster, kClients, 3, kTimeoutMs);
+  int leader = -1;
+  std::vector<std::unique_ptr<TransferClient>> clients;
+  ASSERT_NO_FATAL_FAILURE(StartTransferGroup(&cluster, 3, kClients, kTimeoutMs, &leader, &clients));
   auto wait_acked = [&](int more) { return WaitEachAcked(clients, more, 3 * kTimeoutMs); };
-  ASSERT_TRUE(wait_acked(30));
   const int follower = (leader + 1) % 3;
   WaitForCheckpoint(cluster, follower);
 
@@ -118,7 +113,8 @@ TEST(RejoinClusterTest, FollowerKilledUnderLoadRejoinsAndEveryAckedTransferAppli
   ExpectResendsAlreadyApplied(clients);
   ExpectEachTransferOnce(cluster, kAll, clients, kInitial, kTimeoutMs);
   EXPECT_GT(ExpectDigestsAgree(cluster, kAll, kTimeoutMs), 0u);
-  EXPECT_EQ(GroupLeader(cluster, kAll, &before), leader);
+  StatusReply status;
+  EXPECT_EQ(GroupLeader(cluster, kAll, &status), leader);
   std::string output;
   EXPECT_EQ(cluster.Verb("stop", {"--stop_timeout=30"}, &output), 0) << output;
 }

@@ -164,6 +164,69 @@ TEST(RequestDedupTest, ARetriedReadOnlyRequestRunsAgainAndIsNotRemembered) {
   EXPECT_EQ(dedup.Filter(&rewrite, &dropped), 1u);
 }
 
+// An LTX record as the lane and the client port make them: a begin (with
+// the request id of its LtxRequest, and a write area), a long scan, or the
+// lane's commit of LTX `ltx_id` (no request id).
+Txn LtxTxn(uint64_t id, LtxRecordKind kind, uint64_t client, uint64_t seq, uint64_t ltx_id = 0) {
+  Txn txn;
+  txn.set_id(id);
+  txn.set_txn_class(LTX);
+  txn.set_client_request_id(client ? 1 : 0);
+  txn.set_client_id(client);
+  txn.set_client_seq(seq);
+  txn.mutable_ltx()->set_kind(kind);
+  txn.mutable_ltx()->set_ltx_id(ltx_id);
+  if (kind == LTX_BEGIN) {
+    txn.add_read_write_set(1);
+    KeyRange* area = txn.mutable_ltx()->add_write_area();
+    area->set_lo(1);
+    area->set_hi(1);
+  }
+  return txn;
+}
+
+// A retried LTX that writes does not begin again: its begin record is
+// dropped from every partition's batch (begins go to all) and names the
+// first; a retried long scan runs again; the lane's records pass; LTXs and
+// txns share a client's sequence numbers. Two members decide alike.
+TEST(RequestDedupTest, ARetriedLtxDoesNotBeginAgainAndAScanRunsAgain) {
+  const std::vector<SequencedEpoch> log = {
+      Record(1, {{LtxTxn(10, LTX_BEGIN, 9, 1), LtxTxn(11, LTX_SCAN, 9, 2)},
+                 {LtxTxn(10, LTX_BEGIN, 9, 1), LtxTxn(11, LTX_SCAN, 9, 2)}}),
+      // The retries of both, the first LTX's commit, a txn of the same
+      // client under the LTX's seq (a duplicate too) and under a new one.
+      Record(2, {{LtxTxn(20, LTX_BEGIN, 9, 1), LtxTxn(21, LTX_SCAN, 9, 2),
+                  LtxTxn(22, LTX_COMMIT, 0, 0, 10), ClientTxn(23, 9, 1), ClientTxn(24, 9, 3)},
+                 {LtxTxn(20, LTX_BEGIN, 9, 1), LtxTxn(21, LTX_SCAN, 9, 2)}}),
+  };
+  std::vector<std::string> filtered[2];
+  for (int member = 0; member < 2; ++member) {
+    RequestDedup dedup;
+    for (SequencedEpoch record : log) {
+      std::vector<RequestDedup::Dropped> dropped;
+      dedup.Filter(&record, &dropped);
+      filtered[member].push_back(record.SerializeAsString());
+      if (record.epoch() == 1) {
+        EXPECT_TRUE(dropped.empty());
+        continue;
+      }
+      ASSERT_EQ(dropped.size(), 2u);
+      EXPECT_EQ(dropped[0].txn.id(), 20u);  // once, though in both batches
+      EXPECT_EQ(dropped[0].verdict, Verdict::kDuplicate);
+      EXPECT_EQ(dropped[0].original, 10u);
+      EXPECT_EQ(dropped[1].txn.id(), 23u);
+      EXPECT_EQ(dropped[1].original, 10u);
+      std::vector<uint64_t> kept;
+      for (const Txn& txn : record.batches(0).txns()) kept.push_back(txn.id());
+      EXPECT_EQ(kept, (std::vector<uint64_t>{21, 22, 24}));
+      ASSERT_EQ(record.batches(1).txns_size(), 1);
+      EXPECT_EQ(record.batches(1).txns(0).id(), 21u);
+    }
+    EXPECT_EQ(dedup.remembered(), 2u);  // (9,1) the LTX, (9,3) the txn; no scan
+  }
+  EXPECT_EQ(filtered[0], filtered[1]);
+}
+
 // What a restarted member does: the window saved with a checkpoint
 // (written to a real checkpoint file and read back), then the records of
 // its sequencer log after it, which hold only what ran (already filtered),

@@ -122,6 +122,22 @@ std::set<TxnId> CheckLogsWhole(const std::string& dir) {
   return ids;
 }
 
+void StartTransferGroup(TestCluster* cluster, int replicas, int count, int timeout_ms,
+                        int* leader, std::vector<std::unique_ptr<TransferClient>>* clients) {
+  ASSERT_NO_FATAL_FAILURE(cluster->Start());
+  std::vector<int> all;
+  for (int i = 0; i < replicas; ++i) all.push_back(i);
+  StatusReply status;
+  *leader = WaitGroupLeader(*cluster, all, &status, timeout_ms);
+  if (*leader < 0) {
+    std::string tails;
+    for (int i : all) tails += cluster->Tail(i);
+    FAIL() << "no leader all " << replicas << " follow:\n" << tails;
+  }
+  *clients = StartTransferClients(*cluster, count, replicas, timeout_ms);
+  ASSERT_TRUE(WaitEachAcked(*clients, 30, 3 * timeout_ms));
+}
+
 void ExpectResendsAlreadyApplied(const std::vector<std::unique_ptr<TransferClient>>& clients) {
   for (size_t c = 0; c < clients.size(); ++c) {
     const std::vector<uint64_t> seqs = clients[c]->acked_seqs();

@@ -396,6 +396,14 @@ inline bool WaitEachAcked(const std::vector<std::unique_ptr<TransferClient>>& cl
   return EachAckedMore(clients, from, more, timeout_ms);
 }
 
+// A 1xN replicated-input group under transfers, as the rejoin tests start
+// one: `cluster` started, the leader all `replicas` nodes follow found
+// (*leader), `count` TransferClients started over them (*clients), and
+// each has acknowledged 30 transfers. Its failures are fatal to the
+// caller: call it under ASSERT_NO_FATAL_FAILURE.
+void StartTransferGroup(TestCluster* cluster, int replicas, int count, int timeout_ms,
+                        int* leader, std::vector<std::unique_ptr<TransferClient>>* clients);
+
 // Acknowledged request ids of every client (its first, middle and last)
 // sent again: each is answered "already applied" (nothing runs).
 void ExpectResendsAlreadyApplied(const std::vector<std::unique_ptr<TransferClient>>& clients);

@@ -13,6 +13,8 @@
 #include <poll.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +59,43 @@ std::string TmpfsDir::Mount(const std::string& size) {
 
 TmpfsDir::~TmpfsDir() {
   if (mounted_) umount2(path().c_str(), MNT_DETACH);
+}
+
+Ext4Dir::Ext4Dir() : mount_point_(dir_.path() + "/disk") {}
+
+std::string Ext4Dir::Mount(const std::string& size) {
+  if (geteuid() != 0) return "mounting a file system needs root";
+  const std::string image = dir_.path() + "/disk.img";
+  std::string output;
+  const int status = RunProcess(
+      {"/bin/sh", "-c",
+       "PATH=/usr/sbin:/sbin:$PATH; mkdir '" + mount_point_ + "' && truncate -s " + size + " '" + image +
+           "' && mkfs.ext4 -q -F '" + image + "' && mount -o loop,errors=remount-ro '" + image +
+           "' '" + mount_point_ + "'"},
+      &output);
+  if (status != 0) return "cannot mount an ext4 image on a loop device: " + output;
+  mounted_ = true;
+  return "";
+}
+
+std::string Ext4Dir::FailReadOnly() {
+  // The loop device under the mount point: /sys/dev/block/MAJOR:MINOR
+  // links to .../block/loopN, and ext4 lists its file systems by that name.
+  struct stat info;
+  if (!mounted_ || stat(mount_point_.c_str(), &info) != 0) return "not mounted";
+  const std::string device = "/sys/dev/block/" + std::to_string(major(info.st_dev)) + ":" +
+                             std::to_string(minor(info.st_dev));
+  char resolved[PATH_MAX];
+  if (realpath(device.c_str(), resolved) == nullptr) return "no " + device;
+  const std::string name = std::string(resolved).substr(std::string(resolved).rfind('/') + 1);
+  const std::string trigger = "/sys/fs/ext4/" + name + "/trigger_fs_error";
+  std::ofstream out(trigger);
+  if (!(out << "1" << std::flush)) return "cannot write " + trigger;
+  return "";
+}
+
+Ext4Dir::~Ext4Dir() {
+  if (mounted_) umount2(mount_point_.c_str(), MNT_DETACH);
 }
 
 std::vector<uint32_t> FreePorts(size_t count) {

@@ -40,6 +40,31 @@ class TmpfsDir {
   bool mounted_ = false;
 };
 
+// A temporary directory with a small ext4 file system of its own (an image
+// file on a loop device, mounted errors=remount-ro): a disk that turns
+// read-only under a running process, as ext4 does after an I/O error, and
+// writes to the files open on it fail (EROFS). A tmpfs or a bind mount
+// cannot be made read-only while a file on it is open for writing (the
+// kernel refuses the remount: EBUSY), so a test of a log directory that
+// turns read-only needs this. Needs root, a loop device and mkfs.ext4;
+// unmounted at the end (the loop device is released with it).
+class Ext4Dir {
+ public:
+  Ext4Dir();
+  ~Ext4Dir();
+  // Makes and mounts a file system of `size` ("64M"); empty, or why it cannot.
+  std::string Mount(const std::string& size);
+  // The kernel turns it read-only now, as on an I/O error (ext4's
+  // trigger_fs_error); empty, or why it cannot.
+  std::string FailReadOnly();
+  const std::string& path() const { return mount_point_; }
+
+ private:
+  TempDir dir_;  // the image and the mount point
+  std::string mount_point_;
+  bool mounted_ = false;
+};
+
 // `count` distinct TCP ports on 127.0.0.1 that were free a moment ago.
 std::vector<uint32_t> FreePorts(size_t count);
 // The same, none of them a port `config` already gives a node (ports picked

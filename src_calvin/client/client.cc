@@ -185,13 +185,18 @@ void FailoverClient::Sleep(int ms) const {
 std::string FailoverClient::Call(ClientRequest request, ClientReply* reply) {
   if (options_.endpoints.empty()) return "no endpoints: give every replica of the partition";
   ++counters_.calls;
-  if (request.has_txn() && request.txn().client_id() == 0) {
-    request.mutable_txn()->set_client_id(client_id_);
-    request.mutable_txn()->set_client_seq(next_seq_++);
-  }
+  // Txns and LTXs alike (client.proto): the request id a retry reuses.
+  const auto give_id = [&](auto* body) {
+    if (body->client_id() == 0) {
+      body->set_client_id(client_id_);
+      body->set_client_seq(next_seq_++);
+    }
+    return true;
+  };
   // Without a request id a retry could run it twice: only what surely did
   // not run (a refusal before sequencing) is tried again.
-  const bool has_id = request.has_txn() && request.txn().client_id() != 0;
+  const bool has_id = (request.has_txn() && give_id(request.mutable_txn())) ||
+                      (request.has_ltx() && give_id(request.mutable_ltx()));
   const int64_t deadline = NowMicros() + int64_t{options_.total_timeout_ms} * 1000;
   int backoff = options_.backoff_min_ms;
   std::string last = "no try";

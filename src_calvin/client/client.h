@@ -78,7 +78,7 @@ class Client {
 // A client of one partition's replicas (replicated input) that follows
 // the leader and retries a txn until it has a final answer, exactly once.
 //
-// Each txn gets a request id (client_id, client_seq: client.proto): the
+// Each txn (and LTX) gets a request id (client_id, client_seq: client.proto): the
 // partition's committed log runs a request id once (node/request_dedup.h),
 // so a retry after a failover, a lost reply or a timeout is safe; the
 // answer is the txn's result, or "already applied" naming the txn that ran.
@@ -115,10 +115,12 @@ class FailoverClient {
   // Before the first call: CURVE keys for every replica (as Client's).
   void SetCurve(ClientCurve keys) { curve_ = std::move(keys); }
 
-  // Runs the txn of `request` (txn or single LTX; an LTX has no request
-  // id, so it is retried only when the reply says nothing ran) and waits
-  // for its final answer in `reply`. The txn gets the next sequence number
-  // of this client unless it carries a request id already. Empty on a
+  // Runs the txn of `request` (txn or single LTX) and waits for its final
+  // answer in `reply`. The txn (or LTX) gets the next sequence number of
+  // this client unless it carries a request id already. A retried LTX that
+  // the log began before is answered "already applied" on one partition
+  // (in place) and BAD_REQUEST across partitions, where its first try may
+  // still abort (client.proto LtxRequest). Empty on a
   // final answer (any status but the retryable ones above), else why none
   // came within total_timeout_ms (the txn may or may not have run: a later
   // Call with the same request id settles it).

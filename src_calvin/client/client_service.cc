@@ -193,11 +193,20 @@ void ClientService::Depose() {
   if (wake) WakeServiceThread();
 }
 
-void ClientService::AnswerDropped(const Txn& txn, bool too_old, uint64_t original) {
+void ClientService::AnswerDropped(const Txn& txn, DroppedAs as, uint64_t original) {
   if (txn.client_request_id() == 0 || txn.origin_node() != options_.node) return;
   const std::string id = "request id (client " + std::to_string(txn.client_id()) + ", seq " +
                          std::to_string(txn.client_seq()) + ")";
-  if (too_old) {
+  if (as != DroppedAs::kAlreadyApplied) {
+    const std::string why =
+        as == DroppedAs::kTooOld
+            ? id + " is older than the partition remembers (its client's window of request "
+                   "ids); it did not run now, and may have run before: read the keys to know"
+            : id + " began LTX " + std::to_string(original) + " in epoch " +
+                  std::to_string(TxnEpoch(original)) +
+                  "; this retry did not begin another. Across partitions a begun LTX may "
+                  "still abort, so whether it applied is its first reply's to say: read the "
+                  "keys to know (a new request id begins a new LTX)";
     const uint32_t slot = SlotOf(txn.client_request_id());
     bool wake = false;
     {
@@ -207,10 +216,7 @@ void ClientService::AnswerDropped(const Txn& txn, bool too_old, uint64_t origina
           waiters_[slot].generation != GenerationOf(txn.client_request_id())) {
         return;
       }
-      AnswerErrorLocked(slot, BAD_REQUEST,
-                        id + " is older than the partition remembers (its client's window of "
-                        "request ids); it did not run now, and may have run before: read the "
-                        "keys to know");
+      AnswerErrorLocked(slot, BAD_REQUEST, why);
       wake = WakeNeededLocked();
     }
     if (wake) WakeServiceThread();

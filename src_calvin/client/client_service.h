@@ -128,11 +128,20 @@ class ClientService : public TxnSource, public ResultSink {
   // it never ran; sequenced: its outcome is unknown, a retry with the same
   // request id is safe). Any thread.
   void Depose();
-  // Replicated input: the committed log dropped this node's client txn
-  // (node/request_dedup.h): its request id ran already as txn `original`
-  // (answered OK, already_applied), or its seq is below the window
-  // (`too_old`: answered BAD_REQUEST). The consumer thread.
-  void AnswerDropped(const Txn& txn, bool too_old, uint64_t original);
+  // Replicated input: why the committed log dropped a client txn
+  // (node/request_dedup.h), and so what its client is told.
+  enum class DroppedAs {
+    kAlreadyApplied,  // its request id ran as txn `original`: OK, already_applied
+    kTooOld,          // its seq is below its client's window: BAD_REQUEST
+    // An LTX whose request id began LTX `original`, on the record protocol
+    // (several partitions, or ltx_in_place off): that LTX may still abort
+    // or have aborted, so nothing here says whether it applied. BAD_REQUEST
+    // (its client reads the keys; a new request id begins a new LTX).
+    kLtxOutcomeUnknown,
+  };
+  // Answers this node's client txn that the committed log dropped. The
+  // consumer thread.
+  void AnswerDropped(const Txn& txn, DroppedAs as, uint64_t original);
   // Answers what is still waiting with SHUTTING_DOWN, then stops. Later
   // results and digests (late callers) are dropped.
   void Stop();

@@ -44,6 +44,13 @@ ReplyStatus CheckDistinct(RequestScratch* scratch, std::string* error, const Set
   return OK;
 }
 
+// A request id (client.proto) is both halves or neither.
+ReplyStatus CheckRequestId(uint64_t client_id, uint64_t client_seq, std::string* error) {
+  if ((client_id == 0) == (client_seq == 0)) return OK;
+  *error = "client_id and client_seq go together (a request id): both set or both 0";
+  return BAD_REQUEST;
+}
+
 ReplyStatus CheckKeyCount(size_t keys, const RequestLimits& limits, std::string* error) {
   if (keys > limits.max_keys) {
     *error = std::to_string(keys) + " keys exceed the limit of " + std::to_string(limits.max_keys);
@@ -199,10 +206,8 @@ ReplyStatus BuildTxn(TxnRequest* request, const Application& app,
       return TOO_LARGE;
     }
   }
-  if ((request->client_id() == 0) != (request->client_seq() == 0)) {
-    *error = "client_id and client_seq go together (a request id): both set or both 0";
-    return BAD_REQUEST;
-  }
+  status = CheckRequestId(request->client_id(), request->client_seq(), error);
+  if (status != OK) return status;
   txn->Clear();
   txn->set_procedure(procedure);
   txn->set_client_id(request->client_id());
@@ -237,9 +242,13 @@ ReplyStatus BuildLtxTxn(LtxRequest* request, const Application& app,
   if (status != OK) return status;
   status = CheckDistinct(scratch, error, request->read_set(), request->read_write_set());
   if (status != OK) return status;
+  status = CheckRequestId(request->client_id(), request->client_seq(), error);
+  if (status != OK) return status;
   txn->Clear();
   txn->set_procedure(procedure);
   txn->set_txn_class(LTX);
+  txn->set_client_id(request->client_id());
+  txn->set_client_seq(request->client_seq());
   LtxRecord* ltx = txn->mutable_ltx();
   ltx->set_kind(request->write_area_size() == 0 ? LTX_SCAN : LTX_BEGIN);
   ltx->mutable_write_area()->Swap(request->mutable_write_area());

@@ -175,6 +175,9 @@ class Node : public PeerSender, public ResultSink {
   // Heartbeat thread: epochs a damaged input log segment lost, fetched
   // from peers, or the node stops where no peer can send them.
   void WatchLogDamage();
+  // Heartbeat thread: a log failed and its log directory refuses writes
+  // now (EROFS; an EIO as the file system aborted): the failure says so.
+  void NoteReadOnlyLogDir();
   StatusReply NodeStatus() const;
   void ServeDigest(Epoch epoch, std::function<void(DigestReply)> done);
   void ServeCheckpoint(Epoch wait_epoch,
@@ -227,6 +230,8 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<Store> store_;
   std::unique_ptr<NodeStats> stats_;
   std::unique_ptr<Scheduler> scheduler_;
+  // Its LTXs install in place (one partition): a begin in the log applies.
+  bool ltx_in_place_ = false;
   // Durable logs (with a log directory).
   std::unique_ptr<InputLogWriter> log_;
   std::unique_ptr<SegmentedLogWriter> sequencer_log_;
@@ -240,6 +245,7 @@ class Node : public PeerSender, public ResultSink {
   mutable std::mutex failure_mu_;
   std::string log_failure_;      // the first failed write of a log: the node stopped
   std::atomic<bool> log_failed_{false};
+  int read_only_probes_ = 0;  // NoteReadOnlyLogDir's (heartbeat thread)
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Membership> membership_;  // before monitor_, which reads it
   std::unique_ptr<PeerMonitor> monitor_;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <thread>
 
@@ -634,6 +635,7 @@ void Node::HeartbeatLoop() {
     lock.unlock();
     SendHeartbeats();
     WatchLogDamage();
+    NoteReadOnlyLogDir();
     UpdateProblems();
     KeepSequencerInStep();
     AskForMissedBatches();
@@ -702,6 +704,30 @@ void Node::KeepSequencerInStep() {
     ahead = std::max<Epoch>(ahead, heartbeat.sequenced_epoch());
   }
   for (auto& runner : runners_) runner->CatchUpTo(ahead);
+}
+
+void Node::NoteReadOnlyLogDir() {
+  // A file system that aborts on an I/O error and turns read-only (ext4's
+  // errors=remount-ro) fails the write or sync in flight with EIO and
+  // refuses every write a moment later (EROFS; the mount may still say
+  // rw): the failure then says what the disk has become. A file created
+  // and removed at once tells; tried for a few heartbeats after a failure.
+  const std::string& dir = options_.params.engine.log_dir;
+  if (!log_failed_.load() || read_only_probes_ >= 50 || dir.empty()) return;
+  ++read_only_probes_;
+  const std::string probe = dir + "/.read-only-probe";
+  const int fd = open(probe.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+  if (fd >= 0) {
+    close(fd);
+    unlink(probe.c_str());
+    return;
+  }
+  if (errno != EROFS) return;
+  read_only_probes_ = 50;  // told
+  std::lock_guard<std::mutex> lock(failure_mu_);
+  if (log_failure_.find("Read-only file system") == std::string::npos) {
+    log_failure_ += "; its log directory " + dir + " is read-only now";
+  }
 }
 
 void Node::UpdateProblems() {

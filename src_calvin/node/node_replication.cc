@@ -210,9 +210,16 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
   // The leader, which sequenced a dropped retry in this process, answers
   // its client (entries of earlier terms or processes have no waiter here).
   for (const RequestDedup::Dropped& d : dropped) {
-    if (clients_ && leading) {
-      clients_->AnswerDropped(d.txn, d.verdict == RequestDedup::Verdict::kTooOld, d.original);
+    if (!clients_ || !leading) continue;
+    ClientService::DroppedAs as = ClientService::DroppedAs::kAlreadyApplied;
+    if (d.verdict == RequestDedup::Verdict::kTooOld) {
+      as = ClientService::DroppedAs::kTooOld;
+    } else if (d.txn.txn_class() == LTX && !ltx_in_place_) {
+      // Only in place does a begin in the log mean the LTX applies (or
+      // its own procedure declined, as for a txn: docs/ltx.md).
+      as = ClientService::DroppedAs::kLtxOutcomeUnknown;
     }
+    clients_->AnswerDropped(d.txn, as, d.original);
   }
 }
 

@@ -145,6 +145,14 @@ void ReplicatedSequencing::Consume() {
           // member ran them already, which the next entry's epoch tells.
           restored_index_ = event.index;
           break;
+        case replication::LogEvent::Kind::kFailed:
+          // Its disk failed under the group's log: it stops as for a
+          // failed write of its own logs (the others go on without it).
+          LOG(ERROR) << "node " << options_.self << ": " << event.bytes;
+          if (options_.failed) options_.failed(event.bytes);
+          // A leader that can no longer log asks the group to elect another.
+          if (log_->leadership().leading) log_->HandOff();
+          break;
       }
     }
     // After the events: one may be the election that restarts its sequencer.

@@ -64,7 +64,8 @@ struct ReplicatedSequencingOptions {
   std::function<void()> follow;
   std::function<void(const std::string&)> print;
   // Consumer thread: this member cannot go on (the group's log lacks
-  // epochs it needs); says why and what to do.
+  // epochs it needs, or its disk failed under the group's log); says why
+  // and what to do.
   std::function<void(const std::string&)> failed;
 };
 

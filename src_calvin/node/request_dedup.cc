@@ -57,6 +57,16 @@ void RequestDedup::Trim(Client* client) const {
   }
 }
 
+bool RequestDedup::HeldToWindow(const Txn& txn) {
+  // A txn that writes nothing runs again on a retry: running it twice
+  // changes nothing, and a client whose first answer was lost (its node
+  // died) gets the reads it asked for, not "already applied". So does a
+  // long scan. An LTX that writes is its begin record; the lane's other
+  // records (commit, abort, guard) carry no request id.
+  if (txn.txn_class() == LTX) return txn.ltx().kind() == LTX_BEGIN;
+  return txn.write_set_size() > 0 || txn.read_write_set_size() > 0;
+}
+
 size_t RequestDedup::Filter(SequencedEpoch* record, std::vector<Dropped>* dropped) {
   // Decisions of this record by txn id: a multi-partition txn is in
   // several batches, decided once.
@@ -68,11 +78,7 @@ size_t RequestDedup::Filter(SequencedEpoch* record, std::vector<Dropped>* droppe
     for (int i = 0; i < txns->size(); ++i) {
       Txn& txn = *txns->Mutable(i);
       bool drop = false;
-      // A txn that writes nothing runs again on a retry: running it twice
-      // changes nothing, and a client whose first answer was lost (its
-      // node died) gets the reads it asked for, not "already applied".
-      const bool writes = txn.write_set_size() > 0 || txn.read_write_set_size() > 0;
-      if (txn.client_id() != 0 && txn.txn_class() != LTX && writes) {
+      if (txn.client_id() != 0 && HeldToWindow(txn)) {
         const auto seen = decided_.find(txn.id());
         if (seen != decided_.end()) {
           drop = seen->second;

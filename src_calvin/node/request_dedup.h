@@ -29,6 +29,14 @@
 // read-only request, e.g. an audit) runs again on a retry and is not
 // remembered, so a retry after a lost answer gets its reads.
 //
+// LTXs (client.proto LtxRequest carries a request id too): the begin
+// record of one that writes is held to the window like a txn, so a retry
+// whose request id began an LTX before does not begin another. What that
+// means to its client is the client service's to say (one partition in
+// place: every replica runs what the log began, so "already applied";
+// the record protocol: a begun LTX may still abort, so its outcome is
+// unknown here). A long scan (LTX_SCAN) writes nothing and runs again.
+//
 // OLLP: a txn planned again after its reconnaissance went stale (attempt
 // > 0) replaces the attempt that gave up (which wrote nothing); only
 // attempt 0, a client's (re)submission, can be a duplicate.
@@ -74,8 +82,12 @@ class RequestDedup {
   // Removes from every batch of `record` the txns Decide drops (a txn that
   // several batches hold is decided once). Appends each dropped txn to
   // `dropped`; returns how many were dropped. Txns without a request id,
-  // and LTX records, pass untouched.
+  // those that write nothing, and LTX records other than begins pass
+  // untouched.
   size_t Filter(SequencedEpoch* record, std::vector<Dropped>* dropped);
+  // Whether `txn`, given a request id, is held to the window: it writes
+  // (a txn with a write or read-write key, an LTX's begin record).
+  static bool HeldToWindow(const Txn& txn);
 
   // The whole window, into `out` (all but its epoch, which the caller
   // knows), and back: a loaded window decides as the saved one did.

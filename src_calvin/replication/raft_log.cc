@@ -115,6 +115,21 @@ class RaftLog : public ReplicatedLog {
   static int StartFiltered(struct raft_io* io, unsigned msecs, raft_io_tick_cb tick,
                            raft_io_recv_cb recv);
   static void FilterRecv(struct raft_io* io, struct raft_message* message);
+  // A failed write of this member's log (its disk full, read-only, gone):
+  // a follower's libraft only refuses the entries and asks again, for
+  // ever, so libraft's appends go through AppendObserved, which reports
+  // the first failure as a kFailed event (ReplicatedLog: the member cannot
+  // go on) and hands libraft its result as before.
+  struct ObservedAppend {
+    struct raft_io_append inner{};  // the request the libuv I/O is given
+    struct raft_io_append* outer = nullptr;  // libraft's
+    raft_io_append_cb cb = nullptr;          // libraft's
+    RaftLog* log = nullptr;
+  };
+  static int AppendObserved(struct raft_io* io, struct raft_io_append* req,
+                            const struct raft_entry entries[], unsigned n, raft_io_append_cb cb);
+  static void OnAppendDone(struct raft_io_append* req, int status);
+  void AppendFailed(int status);
   static int FsmApply(struct raft_fsm* fsm, const struct raft_buffer* buf, void** result);
   static int FsmSnapshot(struct raft_fsm* fsm, struct raft_buffer* bufs[], unsigned* n_bufs);
   static int FsmRestore(struct raft_fsm* fsm, struct raft_buffer* buf);
@@ -156,6 +171,9 @@ class RaftLog : public ReplicatedLog {
   bool transferring_ = false;
   int (*uv_start_)(struct raft_io*, unsigned, raft_io_tick_cb, raft_io_recv_cb) = nullptr;
   raft_io_recv_cb raft_recv_ = nullptr;  // libraft's own receive callback
+  int (*uv_append_)(struct raft_io*, struct raft_io_append*, const struct raft_entry[], unsigned,
+                    raft_io_append_cb) = nullptr;
+  bool append_failed_ = false;           // reported (once)
   bool held_ = false;                    // below vote_floor_term: no candidacy
   uint64_t refused_votes_ = 0;
 
@@ -226,6 +244,8 @@ std::string RaftLog::Open() {
     uv_start_ = io_.start;
     io_.start = StartFiltered;
   }
+  uv_append_ = io_.append;
+  io_.append = AppendObserved;
 
   fsm_.version = 1;
   fsm_.data = this;
@@ -458,6 +478,54 @@ void RaftLog::FilterRecv(struct raft_io* io, struct raft_message* message) {
     return;
   }
   self->raft_recv_(io, message);
+}
+
+int RaftLog::AppendObserved(struct raft_io* io, struct raft_io_append* req,
+                            const struct raft_entry entries[], unsigned n, raft_io_append_cb cb) {
+  auto* self = static_cast<RaftLog*>(static_cast<struct raft*>(io->data)->data);
+  auto* observed = new ObservedAppend{};
+  observed->inner.data = observed;
+  observed->outer = req;
+  observed->cb = cb;
+  observed->log = self;
+  const int rv = self->uv_append_(io, &observed->inner, entries, n, OnAppendDone);
+  if (rv != 0) {
+    delete observed;
+    self->AppendFailed(rv);
+  }
+  return rv;
+}
+
+void RaftLog::OnAppendDone(struct raft_io_append* req, int status) {
+  auto* observed = static_cast<ObservedAppend*>(req->data);
+  if (status != 0) observed->log->AppendFailed(status);
+  observed->cb(observed->outer, status);
+  delete observed;
+}
+
+// libuv's I/O names a failed system call's error by its number ("write
+// failed: -30", a negated errno): the error's words are added.
+std::string WithErrnoNamed(const std::string& errmsg) {
+  const size_t at = errmsg.rfind(": -");
+  if (at == std::string::npos || at + 3 == errmsg.size() ||
+      errmsg.find_first_not_of("0123456789", at + 3) != std::string::npos) {
+    return errmsg;
+  }
+  return errmsg + " (" + std::strerror(std::atoi(errmsg.c_str() + at + 3)) + ")";
+}
+
+void RaftLog::AppendFailed(int status) {
+  // Only the disk's failures (a canceled write, at a stop, is none).
+  const bool disk = status == RAFT_IOERR || status == RAFT_NOSPACE ||
+                    status == RAFT_UNAUTHORIZED || status == RAFT_CORRUPT;
+  if (!disk || append_failed_ || closing_) return;
+  append_failed_ = true;
+  // The data dir names the disk, libuv's errmsg the failed call.
+  LogEvent event;
+  event.kind = LogEvent::Kind::kFailed;
+  event.bytes = "cannot write its consensus log in " + options_.data_dir + ": " +
+                raft_strerror(status) + ", " + WithErrnoNamed(io_.errmsg);
+  events_.Push(std::move(event));
 }
 
 void RaftLog::OnRaftClosed(struct raft* raft) {

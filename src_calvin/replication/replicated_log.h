@@ -41,6 +41,8 @@ struct LogEvent {
                   // was trimmed there (a snapshot); this member must get
                   // its state up to `index` elsewhere (a peer's checkpoint
                   // and catch-up), then takes the entries after it
+    kFailed,      // `bytes`: why this member cannot write its log (its
+                  // disk failed); it takes no new entries from then on
   };
   Kind kind = Kind::kCommitted;
   uint64_t index = 0;  // increasing, not dense (the engine uses some itself)
