@@ -23,6 +23,7 @@ extern "C" {  // libraft's headers do not say so themselves
 #include <thread>
 
 #include "common/blocking_queue.h"
+#include "common/clock.h"
 
 namespace paxflow::replication {
 namespace {
@@ -685,6 +686,7 @@ void RaftLog::OnBarrier(struct raft_barrier* req, int status) {
 bool RaftLog::Decode(const struct raft_buffer& buf, uint64_t index, LogEvent* event) const {
   event->kind = LogEvent::Kind::kCommitted;
   event->index = index;
+  event->committed_us = NowMicros();
   const auto* entry = static_cast<const uint8_t*>(buf.base);
   uint32_t length = 0;
   if (buf.len >= kEntryHeader)
