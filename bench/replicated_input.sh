@@ -4,7 +4,8 @@
 # other two follow its batches as they come), alternately, ROUNDS times
 # each: throughput and latency side by side from one invocation.
 #   bench/replicated_input.sh [DURATION_S] [ROUNDS]   (alone on the machine)
-# Prints one line per run and the medians per setting.
+# Prints two lines per run (the second: where an epoch's input waited from
+# its cut to the scheduler, by stage) and the medians per setting.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$here/build}
@@ -25,8 +26,11 @@ for round in $(seq 1 "$rounds"); do
     rw=$(awk '/=== cluster summary/ {c=1} c && $1 == "RW" {print $3; exit}' "$log")
     ro=$(awk '/=== cluster summary/ {c=1} c && $1 == "RO" {print $3; exit}' "$log")
     digest=$(awk '/=== cluster summary/ {c=1} c && /state digest/ {print $NF; exit}' "$log")
+    # Where the epochs' input waited between the cut and the scheduler.
+    stages=$(awk '/=== cluster summary/ {c=1} c && /^epoch input/ {sub(/^[^:]*: /, ""); print; exit}' "$log")
     printf 'replicated_input=%-5s round %d: %8s txn/s  p50 RW %7s ms  RO %7s ms  digest %s\n' \
       "$setting" "$round" "$t" "$rw" "$ro" "$digest"
+    printf '    input, cut to scheduler (ms, p50/p99): %s\n' "$stages"
     tput[$setting]+="$t "
     p50[$setting]+="$rw "
   done

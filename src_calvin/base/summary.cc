@@ -165,6 +165,19 @@ std::string RunSummary::ToText() const {
         << "; guards against starvation: " << ltx.guards
         << "; commit/abort records too late: " << ltx.late_records << "\n";
   }
+  if (input_stage_us[kInputTotal].count() > 0) {
+    // With replicated input: how long its group holds an epoch back.
+    out << "epoch input, cut to scheduler (ms, p50/p99):";
+    const char* separator = " ";
+    for (int stage = 0; stage < kInputStages; ++stage) {
+      const Histogram& h = input_stage_us[stage];
+      if (h.count() == 0) continue;
+      out << separator << InputStageName(stage) << " " << Millis(h.Quantile(0.5)) << "/"
+          << Millis(h.Quantile(0.99));
+      separator = ", ";
+    }
+    out << "\n";
+  }
   if (visibility_us.count() > 0) {
     out << "RO visibility delay (ms): p50 " << Millis(visibility_us.Quantile(0.5)) << "  p99 "
         << Millis(visibility_us.Quantile(0.99)) << "  max " << Millis(visibility_us.max())
@@ -278,6 +291,10 @@ SummaryFile RunSummary::ToFile() const {
       (*out->mutable_stage_us())[LtxStageName(stage)] = ltx.stage_us[stage].Encode();
     }
   }
+  for (int stage = 0; stage < kInputStages; ++stage) {
+    if (input_stage_us[stage].count() == 0) continue;
+    (*file.mutable_input_stage_us())[InputStageName(stage)] = input_stage_us[stage].Encode();
+  }
   file.set_digest_epoch(digest_epoch);
   file.set_digest(DigestHex(digest));
   for (const auto& [epoch, value] : epoch_digests) {
@@ -360,6 +377,12 @@ std::string RunSummary::FromFile(const SummaryFile& file, RunSummary* out) {
       if (!s.ltx.stage_us[stage].Decode(text)) return "bad LTX stage histogram '" + name + "'";
     }
   }
+  for (const auto& [name, text] : file.input_stage_us()) {
+    int stage = 0;
+    while (stage < kInputStages && name != InputStageName(stage)) ++stage;
+    if (stage == kInputStages) return "unknown input stage '" + name + "'";
+    if (!s.input_stage_us[stage].Decode(text)) return "bad input stage histogram '" + name + "'";
+  }
   s.digest_epoch = file.digest_epoch();
   if (!ParseDigestHex(file.digest().empty() ? "0" : file.digest(), &s.digest)) {
     return "digest '" + file.digest() + "' is not a hex number";
@@ -395,6 +418,10 @@ RunSummary RunSummary::Combine(const std::vector<RunSummary>& nodes) {
     }
     total.dropped_messages += node.dropped_messages;
     total.peak_rss_bytes = std::max(total.peak_rss_bytes, node.peak_rss_bytes);
+    // Whichever node cut the epochs (a group's leader need not be replica 0).
+    for (int stage = 0; stage < kInputStages; ++stage) {
+      total.input_stage_us[stage].Merge(node.input_stage_us[stage]);
+    }
     if (node.replica != 0) continue;
     total.seconds = std::max(total.seconds, node.seconds);
     for (int k = 0; k < kTxnKinds; ++k) {

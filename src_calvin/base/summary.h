@@ -70,6 +70,9 @@ struct RunSummary {
   uint64_t waited_ro = 0;  // read-only txns that waited for their snapshot
   uint64_t peak_rss_bytes = 0;  // the node process's peak resident memory (cluster: largest node)
   LtxSummary ltx;
+  // An epoch's input from its cut to its batch at the scheduler, at the
+  // node that cut it, by stage (InputStage; node/epoch_timeline.h).
+  Histogram input_stage_us[kInputStages];
   std::string consistency;  // the final state's consistency violations (empty: none)
   std::vector<ProcedureSummary> procedures;
   Epoch digest_epoch = 0;

@@ -23,6 +23,16 @@ const char* LtxStageName(int stage) {
   }
 }
 
+const char* InputStageName(int stage) {
+  switch (stage) {
+    case kInputPropose: return "propose";
+    case kInputCommit: return "commit";
+    case kInputHandOut: return "hand-out";
+    case kInputDeliver: return "deliver";
+    default: return "cut to scheduler";
+  }
+}
+
 NodeStats::NodeStats(size_t slots) {
   for (size_t i = 0; i < slots; ++i) slots_.push_back(std::make_unique<WorkerStats>());
 }

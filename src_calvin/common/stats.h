@@ -35,6 +35,19 @@ enum LtxStage : int {
 constexpr int kLtxStages = 8;
 const char* LtxStageName(int stage);  // "sequencing", "start wait", ...
 
+// The stages of an epoch's input at the node that cuts it, from the cut to
+// its batch at the node's scheduler (node/epoch_timeline.h). Without
+// replicated input only kInputDeliver and kInputTotal are recorded.
+enum InputStage : int {
+  kInputPropose = 0,  // cut -> in the leader's consensus log
+  kInputCommit = 1,   // -> committed by its group (the leader learns it)
+  kInputHandOut = 2,  // -> taken by the node's consumer thread
+  kInputDeliver = 3,  // -> its batch at the scheduler
+  kInputTotal = 4,    // cut -> its batch at the scheduler
+};
+constexpr int kInputStages = 5;
+const char* InputStageName(int stage);  // "propose", "commit", ...
+
 struct alignas(64) WorkerStats {
   // Single writer: bump with Add(), never fetch_add.
   std::atomic<uint64_t> committed[kTxnKinds] = {};

@@ -590,7 +590,9 @@ bool Node::BeforeSend(size_t runner, Epoch epoch,
                       const std::vector<std::unique_ptr<Batch>>& batches) {
   if (runner == 0) {
     sequenced_epoch_.store(epoch);
-    query_stats_.NoteClosed(epoch, NowMicros());
+    const int64_t cut_us = NowMicros();
+    query_stats_.NoteClosed(epoch, cut_us);
+    epoch_timeline_.Cut(epoch, cut_us);
   }
   if (runner == 0 && checkpoint_asked_.exchange(false)) {
     for (const auto& batch : batches) batch->set_checkpoint(true);
@@ -615,7 +617,11 @@ bool Node::BeforeSend(size_t runner, Epoch epoch,
     }
   }
   // Replicated: nothing goes out before the group commits it (OnCommittedEpoch).
-  if (replicated_) return replicated_->Propose(epoch, std::move(record));
+  if (replicated_) {
+    if (!replicated_->Propose(epoch, std::move(record))) return false;
+    if (runner == 0) epoch_timeline_.Proposed(epoch, NowMicros());
+    return true;
+  }
   std::string error = sequencer_log_->Append(epoch, record);
   const bool final = runner == 0 && !batches.empty() && batches[0]->final();
   if (error.empty()) error = sequencer_log_->Flush(options_.params.engine.log_fsync || final);
@@ -642,7 +648,11 @@ void Node::DeliverFromSequencer(size_t runner, PartitionId partition,
     // A full queue drops it: the peer asks for it again from our log.
     if (!transport_->Send(node, BATCH, bytes)) read_exchange_->NoteUnsent(BATCH, node);
   }
-  if (to_self) DeliverBatch(std::move(batch));
+  if (to_self) {
+    const Epoch epoch = batch->epoch();
+    DeliverBatch(std::move(batch));
+    if (runner == 0) epoch_timeline_.Delivered(epoch, NowMicros());
+  }
 }
 
 void Node::DeliverBatch(std::unique_ptr<Batch> batch) {
@@ -1229,6 +1239,7 @@ RunSummary Node::Summary() const {
   for (int stage = 0; stage < kLtxStages; ++stage) {
     summary.ltx.stage_us[stage] = stats_->LtxStage(stage);
   }
+  epoch_timeline_.Fill(summary.input_stage_us);
   summary.digest_epoch = final_epoch_;
   summary.digest = final_digest_;
   std::lock_guard<std::mutex> lock(digest_mu_);

@@ -43,6 +43,7 @@
 #include "common/transport.h"
 #include "node/catch_up.h"
 #include "node/checkpointer.h"
+#include "node/epoch_timeline.h"
 #include "common/membership.h"
 #include "metrics/metrics_server.h"
 #include "node/peer_monitor.h"
@@ -144,7 +145,9 @@ class Node : public PeerSender, public ResultSink {
   // Replay thread: waits until `epoch` is within max_epochs_ahead of what
   // the scheduler published (or the replay is stopped).
   void WaitForReplayRoom(Epoch epoch);
-  void OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading);
+  // `committed_us`: when its consensus member learned it (0: fetched from a peer).
+  void OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading,
+                        int64_t committed_us);
   // Sequencer `sequencer` is its own partition's, whose batches come from
   // the group's log (replicated input), not from a peer.
   bool FromOwnGroup(uint32_t sequencer) const {
@@ -268,6 +271,7 @@ class Node : public PeerSender, public ResultSink {
   static constexpr uint32_t kCountedProcedures = 16;
   std::atomic<uint64_t> by_procedure_[kCountedProcedures][3] = {};
   QueryStats query_stats_;  // generated long txns' latency and freshness
+  EpochTimeline epoch_timeline_;  // its epochs' input from the cut to the scheduler
   std::string consistency_;  // the application's check of the final state (WaitFinished)
   std::unique_ptr<ClientService> clients_;
   // Last progress period's rates, for status requests.

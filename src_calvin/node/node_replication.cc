@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/segmented_log.h"
 #include "node/node.h"
 #include "node/state_transfer.h"
@@ -57,8 +58,9 @@ std::string Node::MakeReplication(Epoch applied_through) {
   options.restarted = options_.params.engine.recover;
   options.applied_through = applied_through;
   options.failed = [this](const std::string& why) { LogFailed(why); };
-  options.committed = [this](Epoch epoch, const std::string& record, bool leading) {
-    OnCommittedEpoch(epoch, record, leading);
+  options.committed = [this](Epoch epoch, const std::string& record, bool leading,
+                             int64_t committed_us) {
+    OnCommittedEpoch(epoch, record, leading, committed_us);
   };
   options.lead = [this](Epoch first_epoch) {
     // It resumes after the last epoch the group committed, closing the
@@ -152,7 +154,9 @@ std::string Node::MakeReplication(Epoch applied_through) {
   return "";
 }
 
-void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading) {
+void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading,
+                            int64_t committed_us) {
+  if (committed_us > 0) epoch_timeline_.Committed(epoch, committed_us, NowMicros());
   SequencedEpoch sequenced;
   if (!sequenced.ParseFromString(record) || sequenced.epoch() != epoch) {
     LOG(ERROR) << "node " << options_.id << ": committed epoch " << epoch
@@ -195,6 +199,7 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
   for (int p = 0; p < sequenced.batches_size(); ++p) {
     if (static_cast<PartitionId>(p) == own) {
       DeliverBatch(std::make_unique<Batch>(std::move(*sequenced.mutable_batches(p))));
+      epoch_timeline_.Delivered(epoch, NowMicros());
       continue;
     }
     if (!leading) continue;

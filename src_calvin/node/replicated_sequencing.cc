@@ -108,7 +108,7 @@ void ReplicatedSequencing::Consume() {
             std::lock_guard<std::mutex> lock(indexes_mu_);
             indexes_.emplace_back(epoch, event.index);
           }
-          options_.committed(epoch, event.bytes, leads_.load());
+          options_.committed(epoch, event.bytes, leads_.load(), event.committed_us);
           break;
         }
         case replication::LogEvent::Kind::kLeadership: {
@@ -166,7 +166,7 @@ bool ReplicatedSequencing::FillGap(Epoch next) {
       *options_.layout, options_.self, from, next - 1, [this](Epoch epoch, const std::string& record) {
         if (stop_.load()) return;
         committed_epoch_.store(epoch);
-        options_.committed(epoch, record, leads_.load());
+        options_.committed(epoch, record, leads_.load(), 0);
       });
   if (!error.empty()) {
     LOG(WARNING) << "node " << options_.self << ": " << error;

@@ -53,8 +53,11 @@ struct ReplicatedSequencingOptions {
   Epoch applied_through = 0;
   bool restarted = false;
   // Consumer thread: a committed SequencedEpoch record of epoch `epoch`;
-  // `leading`: this member leads (it sends the other partitions theirs).
-  std::function<void(Epoch epoch, const std::string& record, bool leading)> committed;
+  // `leading`: this member leads (it sends the other partitions theirs);
+  // `committed_us`: when its consensus member learned it was committed (0:
+  // it came from a peer's sequencer log instead).
+  std::function<void(Epoch epoch, const std::string& record, bool leading, int64_t committed_us)>
+      committed;
   // Consumer thread: this member leads now; its sequencer starts at
   // `first_epoch`. Called again when a member that led and was deposed is
   // elected again: false if its sequencer cannot start again yet (it has

@@ -17,12 +17,14 @@ extern "C" {  // libraft's headers do not say so themselves
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "common/blocking_queue.h"
+#include "common/clock.h"
 
 namespace paxflow::replication {
 namespace {
@@ -142,6 +144,9 @@ class RaftLog : public ReplicatedLog {
   void HandOutKeptEntries();
   void HandlePropose(Command* command);
   void HandleTrim(uint64_t index);
+  // Leader, after every loop iteration: commits what a majority holds
+  // (libraft 0.15 may not have; see the .cc).
+  void CommitWhatAMajorityHolds();
   void HandleHandOff();
   void CloseHandles();
 
@@ -176,6 +181,7 @@ class RaftLog : public ReplicatedLog {
   bool append_failed_ = false;           // reported (once)
   bool held_ = false;                    // below vote_floor_term: no candidacy
   uint64_t refused_votes_ = 0;
+  uint64_t nudged_commits_ = 0;   // times CommitWhatAMajorityHolds moved the commit index
 
   std::thread thread_;
   std::mutex join_mu_;  // Stop's join and loop close
@@ -415,6 +421,12 @@ void RaftLog::Stop() {
   if (thread_.joinable()) {  // else Open failed, and AbandonOpen cleaned up
     thread_.join();
     uv_loop_close(&loop_);
+    if (nudged_commits_ > 0) {
+      std::fprintf(stderr, "replication: member %llu committed %llu times what a majority held "
+                   "before libraft 0.15 counted it\n",
+                   static_cast<unsigned long long>(options_.id),
+                   static_cast<unsigned long long>(nudged_commits_));
+    }
   }
   events_.Close();
 }
@@ -714,6 +726,7 @@ void RaftLog::OnCheck(uv_check_t* handle) {
                                             : self->options_.election_timeout_ms;
     SetElectionTimeout(raft, timeout);
   }
+  self->CommitWhatAMajorityHolds();
   if (raft_state(raft) != RAFT_LEADER) {
     self->leading_ = false;
   } else if (!self->leading_ && self->barrier_term_ != now.term) {
@@ -741,6 +754,45 @@ void RaftLog::OnCheck(uv_check_t* handle) {
   }
 }
 
+// libraft 0.15 counts a follower's reply toward a commit only at the
+// leader's own last stored index (replicationQuorum(r, r->last_stored) in
+// replicationUpdate; 0.17 counts it at the index the follower replied
+// for). With an epoch's entry proposed every 10 ms, a reply for entry N
+// that arrives once the leader has stored N+1 commits nothing, and entries
+// wait for a reply that happens to catch the leader's disk up: under load,
+// epochs' commits stall for several epochs. Raft's rule, applied here:
+// the highest index of the current term that a majority of the voters
+// holds on disk (a follower's match index comes from its reply after its
+// write; the leader's own is what it has stored) is committed. libraft
+// hands the entries up to it out at its next event (a reply, a write
+// done), as it would have after its own count.
+void RaftLog::CommitWhatAMajorityHolds() {
+  struct raft* raft = &raft_;
+  if (raft_state(raft) != RAFT_LEADER) return;
+  raft_index matches[16];
+  unsigned voters = 0;
+  for (unsigned i = 0; i < raft->configuration.n; ++i) {
+    if (raft->configuration.servers[i].role != RAFT_VOTER) continue;
+    if (voters == 16) return;  // groups are a few replicas: leave it to libraft
+    matches[voters++] = raft->leader_state.progress[i].match_index;
+  }
+  if (voters == 0) return;
+  // More than half the voters hold the (voters / 2 + 1)-th highest.
+  std::sort(matches, matches + voters, std::greater<raft_index>());
+  const raft_index index = matches[voters / 2];
+  if (index <= raft->commit_index) return;
+  // Only an entry of its own term is committed by counting (Raft 3.6.2);
+  // earlier ones follow it. The term from libraft's in-memory log.
+  const struct raft_log& log = raft->log;
+  const size_t count =
+      log.back >= log.front ? log.back - log.front : log.size - log.front + log.back;
+  if (index <= log.offset || index > log.offset + count) return;
+  const struct raft_entry& entry = log.entries[(log.front + (index - log.offset - 1)) % log.size];
+  if (entry.term != raft->current_term) return;
+  raft->commit_index = index;
+  ++nudged_commits_;
+}
+
 void RaftLog::OnBarrier(struct raft_barrier* req, int status) {
   auto* self = static_cast<RaftLog*>(req->data);
   delete req;
@@ -753,6 +805,7 @@ void RaftLog::OnBarrier(struct raft_barrier* req, int status) {
 bool RaftLog::Decode(const struct raft_buffer& buf, uint64_t index, LogEvent* event) const {
   event->kind = LogEvent::Kind::kCommitted;
   event->index = index;
+  event->committed_us = NowMicros();
   const auto* entry = static_cast<const uint8_t*>(buf.base);
   uint32_t length = 0;
   if (buf.len >= kEntryHeader)

@@ -12,6 +12,9 @@
 // every loop iteration (a uv_check_t: libraft 0.15 has no callback for it);
 // a newly elected leader first commits a barrier, so it reports `leading`
 // only once every entry of earlier terms has gone out before that event.
+// The leader also applies Raft's commit rule itself after every iteration
+// (libraft 0.15 counts a follower's reply only at the leader's own last
+// stored index, which under a steady stream of entries held commits back).
 //
 // Snapshots and trimming: our checkpoints are the source of truth for a
 // member's state, so libraft's snapshot of the state machine is tiny (the

@@ -47,6 +47,9 @@ struct LogEvent {
   Kind kind = Kind::kCommitted;
   uint64_t index = 0;  // increasing, not dense (the engine uses some itself)
   std::string bytes;
+  // kCommitted: when this member's engine learned the entry was committed
+  // (common/clock.h's NowMicros), for measuring what waits after it.
+  int64_t committed_us = 0;
   Leadership leadership;
 };
 
