@@ -27,6 +27,7 @@ struct LongCase {
   uint32_t partitions;
   const char* preset;
   bool in_place = true;  // --ltx_in_place (matters on one partition)
+  bool locked_run = true;  // --ltx_locked_run (matters in place)
 };
 
 class LtxEngineTest : public ::testing::TestWithParam<LongCase> {};
@@ -45,6 +46,7 @@ TEST_P(LtxEngineTest, CommittedTxnsMatchASerialExecutionInTheirOrderAndReplaysAg
   // still spans hundreds of 2-ms epochs.
   params.engine.ltx_timeout = ch ? 1000 : 400;
   params.engine.ltx_in_place = c.in_place;
+  params.engine.ltx_locked_run = c.locked_run;
   if (c.partitions > 1) params.workload.multi_partition_pct = 30;
   if (params.workload.application == "tpcc") params.workload.warehouses = c.partitions;
   ResultLog results;
@@ -95,6 +97,17 @@ TEST_P(LtxEngineTest, CommittedTxnsMatchASerialExecutionInTheirOrderAndReplaysAg
       EXPECT_EQ(deferrals, 0u) << "an LTX in place deferred short txns";
     } else {
       EXPECT_GT(deferrals, 0u) << "no short txn met an LTX's write area";
+    }
+  }
+  // In place, ycsb-ltx and bank-ltx declare their reads: they run locked
+  // (docs/ltx.md, "Locked run"), unless told not to.
+  if (c.mode == Mode::kPaxflow && c.partitions == 1 && c.in_place &&
+      (preset == "long" || preset == "bank-ltx")) {
+    const uint64_t locked = cluster.node(0).stats()->ltx().locked_runs.load();
+    if (c.locked_run) {
+      EXPECT_GT(locked, 0u) << "no LTX ran locked";
+    } else {
+      EXPECT_EQ(locked, 0u) << "an LTX ran locked with --ltx_locked_run=false";
     }
   }
   for (uint32_t workers : {1u, 2u, 4u}) {
@@ -178,6 +191,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // The commit-record protocol on one partition.
                       LongCase{Mode::kPaxflow, 1, "long", false},
                       LongCase{Mode::kPaxflow, 1, "bank-ltx", false},
+                      // In place, every LTX on an LTX thread (no locked runs).
+                      LongCase{Mode::kPaxflow, 1, "long", true, false},
+                      LongCase{Mode::kPaxflow, 1, "bank-ltx", true, false},
                       // CH-benCHmark: TPC-C and its analytic queries (long
                       // scans): each query's result is the serial one at its
                       // position.
@@ -188,7 +204,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<LongCase>& info) {
       return testing::CaseName({ModeName(info.param.mode),
                                 std::to_string(info.param.partitions) + "p", info.param.preset,
-                                info.param.in_place ? "" : "records"});
+                                info.param.in_place ? "" : "records",
+                                info.param.locked_run ? "" : "threads"});
     });
 
 }  // namespace

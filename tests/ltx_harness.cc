@@ -26,6 +26,7 @@ LtxBench::LtxBench(const LtxBenchOptions& options) : options_(options) {
   engine.max_active_ltx = options.max_active_ltx;
   engine.ltx_max_deferrals = options.ltx_max_deferrals;
   engine.ltx_in_place = options.ltx_in_place;
+  engine.ltx_locked_run = options.ltx_locked_run;
   engine.gc = options.gc;
   params_ = params;
   sequenced_.resize(options.partitions);

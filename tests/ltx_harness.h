@@ -36,6 +36,9 @@ struct LtxBenchOptions {
   // One partition only: LTXs install in place (the node's default there).
   // Off, the step tests drive the commit-record protocol on one partition.
   bool ltx_in_place = false;
+  // In place: LTXs that declare their reads run locked, on a worker (the
+  // node's default); off, every LTX runs on an LTX thread.
+  bool ltx_locked_run = true;
   GcPolicy gc = GcPolicy::kEpo;
 };
 
@@ -108,6 +111,7 @@ class LtxBench : public RecordSubmitter, public PeerSender {
 
   Scheduler& scheduler(PartitionId p) { return *partitions_[p]->scheduler; }
   Store& store(PartitionId p) { return *partitions_[p]->store; }
+  const NodeStats& stats(PartitionId p) const { return *partitions_[p]->stats; }
   const ResultLog& results() const { return results_; }
   bool Result(TxnId id, ResultLog::Result* out) const { return results_.Find(id, out); }
   // Digest of the whole database as of `epoch` (published on every partition).

@@ -22,10 +22,17 @@ LtxBenchOptions InPlace() {
   return options;
 }
 
+// In place, every LTX on an LTX thread (no locked runs).
+LtxBenchOptions OnLtxThreads() {
+  LtxBenchOptions options = InPlace();
+  options.ltx_locked_run = false;
+  return options;
+}
+
 bool SamePosition(const SerialPosition& a, const SerialPosition& b) { return a == b; }
 
 TEST(LtxInPlaceTest, AShortTxnInTheAreaWaitsForTheLocksAndRunsRightAfterTheInstall) {
-  LtxBench bench(InPlace());
+  LtxBench bench(OnLtxThreads());
   const TxnId ltx = bench.Sequence(1, {LtxBench::Long({1}, {5, 6})})[0];
   bench.Drain(/*ltx_threads=*/false);
   const auto short_ids = bench.Sequence(2, {LtxBench::Rmw({5}), LtxBench::Rmw({9})});
@@ -238,6 +245,151 @@ TEST(LtxInPlaceTest, AnLtxBegunInTheCheckpointEpochRunsAgainAfterTheRestart) {
   restarted.Drain();
   EXPECT_TRUE(restarted.TakeRecords().empty()) << "the restart aborted an LTX in place";
   EXPECT_EQ(restarted.Digest(4), live.Digest(4));
+}
+
+// Locked runs (docs/ltx.md, "Locked run"): an LTX in place whose procedure
+// reads only its write area and its declared reads (ycsb-ltx) runs on a
+// worker once its install holds its area's locks. One test per row of that
+// table, each ending with the serial oracle.
+
+TEST(LtxLockedRunTest, ItRunsOnAWorkerOnceItsInstallHoldsItsLocksWithNoLtxThread) {
+  LtxBench bench(InPlace());
+  const TxnId ltx = bench.Sequence(1, {LtxBench::Long({1}, {5, 6})})[0];
+  bench.Drain(/*ltx_threads=*/false);
+  EXPECT_EQ(bench.scheduler(0).RunQueuedLtxWork(), 0u) << "it was started on an LTX thread";
+  const auto short_ids = bench.Sequence(2, {LtxBench::Rmw({5}), LtxBench::Rmw({9})});
+  bench.Drain(/*ltx_threads=*/false);
+  Result result;
+  ASSERT_TRUE(bench.Result(ltx, &result)) << "it waited for an LTX thread";
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_TRUE(SamePosition(result.outcome.position, SerialPosition{2, 0, 0, ltx}));
+  ASSERT_TRUE(bench.Result(short_ids[0], &result)) << "the short txn behind its install";
+  EXPECT_TRUE(SamePosition(result.outcome.position, SerialPosition{2, short_ids[0], 0, 0}));
+  EXPECT_EQ(bench.stats(0).ltx().locked_runs.load(), 1u);
+  EXPECT_EQ(bench.stats(0).ltx().locked_runs_given_back.load(), 0u);
+  EXPECT_TRUE(bench.TakeRecords().empty());
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+// Epoch 1: the LTX (reads key 3, read-modify-writes key 5), then T0 on key 5
+// and T1 on key 3, both ordered before the LTX. Epoch 2: W writes key 3,
+// which the LTX only reads. The LTX waits for T0 (its install's lock) and
+// for T1 (key 3 settles at its snapshot); W waits for T1 only.
+void EarlierWritersScenario(LtxBench* bench, TxnId* ltx, TxnId* writer) {
+  const auto ids =
+      bench->Sequence(1, {LtxBench::Long({3}, {5}), LtxBench::Rmw({5}), LtxBench::Rmw({3})});
+  *ltx = ids[0];
+  *writer = bench->Sequence(2, {LtxBench::Rmw({3})})[0];
+}
+
+TEST(LtxLockedRunTest, ItReadsItsAreaAfterEveryEarlierWriterAndItsOtherReadsAtItsSnapshot) {
+  LtxBench bench(InPlace());
+  TxnId ltx = 0, writer = 0;
+  EarlierWritersScenario(&bench, &ltx, &writer);
+  Scheduler& scheduler = bench.scheduler(0);
+  scheduler.Step();  // admits both epochs: the install waits for T0's lock
+  scheduler.RunQueuedWork();  // T0 and T1
+  Result result;
+  EXPECT_FALSE(bench.Result(ltx, &result)) << "it ran before T0 and T1, ordered before it";
+  EXPECT_FALSE(bench.Result(writer, &result)) << "W ran before T1";
+  scheduler.Step();  // T0 and T1 release: the install holds its locks, key 3 settled
+  scheduler.RunQueuedWork();
+  ASSERT_TRUE(bench.Result(ltx, &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  ASSERT_TRUE(bench.Result(writer, &result));
+  EXPECT_EQ(scheduler.RunQueuedLtxWork(), 0u);
+  bench.Drain();  // publishes epoch 2
+  // It read T0's key 5 and T1's key 3, not W's (its checksum says so).
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+
+  // The same log on LTX threads reaches the same state.
+  LtxBench threads(OnLtxThreads());
+  EarlierWritersScenario(&threads, &ltx, &writer);
+  threads.Drain();
+  EXPECT_EQ(threads.CheckSerialOrder(), "");
+  EXPECT_EQ(threads.Digest(2), bench.Digest(2));
+}
+
+TEST(LtxLockedRunTest, AWriterOfAKeyItOnlyReadsIsNotBlockedByIt) {
+  LtxBench bench(InPlace());
+  // The LTX's install waits for T0 (key 5); W (epoch 2) writes key 3, which
+  // the LTX only reads.
+  const auto ids = bench.Sequence(1, {LtxBench::Long({3}, {5}), LtxBench::Rmw({5})});
+  const TxnId writer = bench.Sequence(2, {LtxBench::Rmw({3})})[0];
+  Scheduler& scheduler = bench.scheduler(0);
+  scheduler.Step();
+  scheduler.RunQueuedWork();  // T0 and W
+  Result result;
+  EXPECT_FALSE(bench.Result(ids[0], &result));
+  ASSERT_TRUE(bench.Result(writer, &result)) << "a writer of a key the LTX only reads waited";
+  bench.Drain(/*ltx_threads=*/false);
+  ASSERT_TRUE(bench.Result(ids[0], &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_EQ(bench.CheckSerialOrder(), "");  // the LTX read key 3 before W wrote it
+}
+
+TEST(LtxLockedRunTest, ALaterLtxOfItsEpochReadingItsAreaWaitsForItsRunAndTakesItsWrites) {
+  LtxBench bench(InPlace());
+  // B writes key 5; C, begun after it in the same epoch, reads key 5
+  // (declared, outside C's area) and writes key 7.
+  const auto ids = bench.Sequence(1, {LtxBench::Long({}, {5}), LtxBench::Long({5}, {7})});
+  bench.Sequence(2, {});
+  Scheduler& scheduler = bench.scheduler(0);
+  scheduler.Step();  // both placed, both hold their locks; B goes
+  scheduler.RunQueuedWork();
+  Result result;
+  ASSERT_TRUE(bench.Result(ids[0], &result));
+  EXPECT_FALSE(bench.Result(ids[1], &result)) << "C read key 5 before B, ordered before it, ran";
+  scheduler.Step();  // B's run is done: C takes its write of key 5
+  scheduler.RunQueuedWork();
+  ASSERT_TRUE(bench.Result(ids[1], &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_EQ(scheduler.RunQueuedLtxWork(), 0u);
+  bench.Drain();  // publishes epoch 2
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+TEST(LtxLockedRunTest, AnUndeclaredReadGivesTheRunBackToAnLtxThreadAndTheLocksStayHeld) {
+  LtxBench bench(InPlace());
+  Txn undeclared = LtxBench::Long({3}, {5});
+  undeclared.mutable_ltx()->clear_read_area();  // it reads key 3 all the same
+  const TxnId ltx = bench.Sequence(1, {undeclared})[0];
+  const TxnId waiting = bench.Sequence(2, {LtxBench::Rmw({5})})[0];
+  bench.Drain(/*ltx_threads=*/false);
+  Result result;
+  EXPECT_FALSE(bench.Result(ltx, &result)) << "it ran without reading key 3 at its snapshot";
+  EXPECT_FALSE(bench.Result(waiting, &result)) << "the given-back run's install lost its locks";
+  EXPECT_EQ(bench.stats(0).ltx().locked_runs_given_back.load(), 1u);
+  bench.Drain();
+  ASSERT_TRUE(bench.Result(ltx, &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  ASSERT_TRUE(bench.Result(waiting, &result));
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+TEST(LtxLockedRunTest, AWriteOutsideItsAreaAbortsItAndFreesItsLocks) {
+  LtxBench bench(InPlace());
+  // It read-modify-writes keys 5 and 6; its write area is key 5 only (key
+  // 6 is declared as a read).
+  Txn outside = LtxBench::Long({}, {5, 6});
+  outside.mutable_ltx()->clear_write_area();
+  KeyRange* area = outside.mutable_ltx()->add_write_area();
+  area->set_lo(5);
+  area->set_hi(5);
+  area = outside.mutable_ltx()->add_read_area();
+  area->set_lo(6);
+  area->set_hi(6);
+  const TxnId ltx = bench.Sequence(1, {outside})[0];
+  const TxnId waiting = bench.Sequence(2, {LtxBench::Rmw({5})})[0];
+  bench.Drain(/*ltx_threads=*/false);
+  Result result;
+  ASSERT_TRUE(bench.Result(ltx, &result));
+  EXPECT_TRUE(result.outcome.aborted);
+  EXPECT_NE(result.outcome.abort_reason.find("write-area"), std::string::npos)
+      << result.outcome.abort_reason;
+  ASSERT_TRUE(bench.Result(waiting, &result)) << "the aborted LTX kept its locks";
+  EXPECT_EQ(bench.stats(0).ltx().locked_runs.load(), 1u);
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 
 }  // namespace

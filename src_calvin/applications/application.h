@@ -224,6 +224,11 @@ class Application {
   // A short procedure that needs it is planned the same way in both modes
   // (PlanDependent).
   virtual bool NeedsRecon(uint32_t procedure) const { return false; }
+  // A long procedure that reads only point keys of its LTX's write area and
+  // of its declared read area (no scans): an LTX in place may then run it
+  // under its install's locks, on a worker (docs/ltx.md, "Locked run").
+  // A hint only: a procedure that reads anything else still gets it.
+  virtual bool ReadsDeclared(uint32_t procedure) const { return false; }
   // OLLP for a short dependent txn (NeedsRecon, not an LTX): fills its key
   // lists, and the args its procedure will check at its position, from
   // `read` (a recent state of the generating partition). The procedure

@@ -25,6 +25,7 @@ class BankApplication : public Application {
   std::vector<std::pair<std::string, uint32_t>> Procedures() const override;
   std::string CheckClientTxn(const Txn& txn) const override;
   bool IsLongProcedure(uint32_t procedure) const override { return procedure == kRing; }
+  bool ReadsDeclared(uint32_t procedure) const override { return procedure == kRing; }
   void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                    LtxRound* out) const override;
 

@@ -34,6 +34,9 @@ class WithKvProcedures : public Application {
     return procedure == kLongKv || inner_->IsLongProcedure(procedure);
   }
   bool NeedsRecon(uint32_t procedure) const override { return inner_->NeedsRecon(procedure); }
+  bool ReadsDeclared(uint32_t procedure) const override {
+    return inner_->ReadsDeclared(procedure);
+  }
   void PlanDependent(Txn* txn, const ReconRead& read) const override {
     inner_->PlanDependent(txn, read);
   }

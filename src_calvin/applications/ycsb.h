@@ -35,6 +35,7 @@ class YcsbApplication : public Application {
   bool IsLongProcedure(uint32_t procedure) const override {
     return procedure == kLong || procedure == kScan || procedure == kReport;
   }
+  bool ReadsDeclared(uint32_t procedure) const override { return procedure == kLong; }
   void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                    LtxRound* out) const override;
 

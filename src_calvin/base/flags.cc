@@ -145,6 +145,13 @@ DEFINE_bool(ltx_in_place, true,
             "area wait in the lock manager instead of being deferred, and no commit record is "
             "sequenced. false: the commit-record protocol (always used across partitions)");
 
+DEFINE_bool(ltx_locked_run, true,
+            "Paxflow mode, LTXs in place: an LTX whose procedure reads only keys of its write "
+            "area and of its declared read area runs once its install holds its area's locks, on "
+            "a worker, reading its area's current values (docs/ltx.md, \"Locked run\"); false: "
+            "on an LTX thread from its snapshot. Either way it reads the same values, so this is "
+            "each node's own choice");
+
 DEFINE_string(workload, "mixed", "Workload preset (its values apply unless set explicitly)");
 DEFINE_string(application, "ycsb", "Application: ycsb or bank");
 DEFINE_uint64(records, 1000000, "YCSB record count (dense keys 0..records-1)");
@@ -236,7 +243,7 @@ const std::vector<std::string>& NodeFlagNames() {
       "fault_stall_checkpoint", "reads_retry_ms", "fault_drop_peer_messages",
       "fault_drop_channels", "fault_pause_sequencer", "fault_hold_ltx_file", "replicated_input", "election_timeout_ms", "peer_max_message_mb", "wipe", "ltx_workers", "ltx_timeout",
       "max_active_ltx",
-      "ltx_max_deferrals", "ltx_in_place", "workload", "application", "records", "value_size", "ro_fraction",
+      "ltx_max_deferrals", "ltx_in_place", "ltx_locked_run", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
       "ltx_ops", "scan_length", "report_fraction", "report_range_writes", "bank_accounts",
@@ -300,6 +307,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.max_active_ltx = FLAGS_max_active_ltx;
   e.ltx_max_deferrals = FLAGS_ltx_max_deferrals;
   e.ltx_in_place = FLAGS_ltx_in_place;
+  e.ltx_locked_run = FLAGS_ltx_locked_run;
   e.client_admit_limit = FLAGS_client_admit_limit;
   e.client_buffer_mb = FLAGS_client_buffer_mb;
   e.recover = FLAGS_recover;

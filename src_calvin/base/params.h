@@ -42,6 +42,10 @@ struct EngineParams {
   // One partition: an LTX holds its write area's locks from its serialization
   // point and installs in place (every replica runs it), no commit record.
   bool ltx_in_place = true;
+  // In place: an LTX whose procedure reads only its write area and its
+  // declared reads runs under its install's locks on a worker (a locked
+  // run). Where a procedure runs, never what it reads: the node's choice.
+  bool ltx_locked_run = true;
   // Client port admission (per node, not a cluster parameter).
   uint64_t client_admit_limit = 0;  // admitted, unanswered client txns; 0: max_batch
   uint32_t client_buffer_mb = 16;   // unsent reply bytes per connection before BUSY

@@ -52,6 +52,8 @@ void LtxSummary::Add(const LtxSummary& other) {
   parked_reads += other.parked_reads;
   held_installs += other.held_installs;
   early_reads += other.early_reads;
+  locked_runs += other.locked_runs;
+  locked_runs_given_back += other.locked_runs_given_back;
   guards += other.guards;
   late_records += other.late_records;
   deferred_wait_us.Merge(other.deferred_wait_us);
@@ -158,6 +160,10 @@ std::string RunSummary::ToText() const {
           << "/" << Millis(h.Quantile(0.99));
     }
     out << "\n";
+  }
+  if (ltx.locked_runs + ltx.locked_runs_given_back > 0) {
+    out << "LTXs in place run locked on a worker: " << ltx.locked_runs
+        << " (given back to an LTX thread: " << ltx.locked_runs_given_back << ")\n";
   }
   if (ltx.held_installs + ltx.guards + ltx.late_records > 0) {
     out << "LTX installs held behind an earlier LTX: " << ltx.held_installs
@@ -282,6 +288,8 @@ SummaryFile RunSummary::ToFile() const {
     out->set_parked_reads(ltx.parked_reads);
     out->set_held_installs(ltx.held_installs);
     out->set_early_reads(ltx.early_reads);
+    out->set_locked_runs(ltx.locked_runs);
+    out->set_locked_runs_given_back(ltx.locked_runs_given_back);
     out->set_guards(ltx.guards);
     out->set_late_records(ltx.late_records);
     out->set_deferred_wait_us(ltx.deferred_wait_us.Encode());
@@ -362,6 +370,8 @@ std::string RunSummary::FromFile(const SummaryFile& file, RunSummary* out) {
     s.ltx.parked_reads = in.parked_reads();
     s.ltx.held_installs = in.held_installs();
     s.ltx.early_reads = in.early_reads();
+    s.ltx.locked_runs = in.locked_runs();
+    s.ltx.locked_runs_given_back = in.locked_runs_given_back();
     s.ltx.guards = in.guards();
     s.ltx.late_records = in.late_records();
     for (auto [text, histogram] : {std::make_pair(&in.deferred_wait_us(), &s.ltx.deferred_wait_us),

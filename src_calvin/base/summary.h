@@ -30,6 +30,8 @@ struct LtxSummary {
   uint64_t parked_reads = 0;    // read-only txns that waited for an LTX to resolve
   uint64_t held_installs = 0;   // installs held behind an earlier overlapping LTX
   uint64_t early_reads = 0;     // LTXs that read an unresolved (finished) LTX's writes
+  uint64_t locked_runs = 0;     // LTXs in place run under their install's locks
+  uint64_t locked_runs_given_back = 0;  // of those, given back to an LTX thread
   uint64_t guards = 0;          // guard records against starvation
   uint64_t late_records = 0;    // commit or abort records for an LTX already resolved
   Histogram deferred_wait_us;   // what deferral added to a short txn's latency

@@ -79,6 +79,8 @@ struct LtxCounters {
   std::atomic<uint64_t> late_records{0};    // commit/abort for an LTX already resolved
   std::atomic<uint64_t> held_installs{0};   // installs held behind an earlier LTX
   std::atomic<uint64_t> early_reads{0};     // LTXs that read an unresolved LTX's writes
+  std::atomic<uint64_t> locked_runs{0};     // LTXs in place run under their install's locks
+  std::atomic<uint64_t> locked_runs_given_back{0};  // of those, given back to an LTX thread
 
   static void Add(std::atomic<uint64_t>& counter, uint64_t n = 1) {
     counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);

@@ -1232,6 +1232,8 @@ RunSummary Node::Summary() const {
   summary.ltx.parked_reads = ltx.parked_reads.load();
   summary.ltx.held_installs = ltx.held_installs.load();
   summary.ltx.early_reads = ltx.early_reads.load();
+  summary.ltx.locked_runs = ltx.locked_runs.load();
+  summary.ltx.locked_runs_given_back = ltx.locked_runs_given_back.load();
   summary.ltx.guards = ltx.guards.load();
   summary.ltx.late_records = ltx.late_records.load();
   summary.ltx.deferred_wait_us = stats_->LtxWait(kKindReadWrite);

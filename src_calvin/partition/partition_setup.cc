@@ -65,6 +65,7 @@ SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId par
   options.max_active_ltx = engine.max_active_ltx;
   options.ltx_max_deferrals = engine.ltx_max_deferrals;
   options.ltx_in_place = engine.ltx_in_place && partitions == 1;
+  options.ltx_locked_run = engine.ltx_locked_run;
   options.fault_hold_ltx_file = engine.fault_hold_ltx_file;
   return options;
 }

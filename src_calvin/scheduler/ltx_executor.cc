@@ -488,8 +488,8 @@ void LtxExecutor::Absorb(LtxReadResult&& result) {
   }
 }
 
-void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round, size_t index) {
-  const Txn& begin = *run->txn;
+Txn LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& write_area,
+                    const std::set<TxnId>& read_from) {
   // The last write of each key wins; a delete after a write deletes. In key
   // order: (key, order made, index; deletes index past the writes).
   struct Final {
@@ -515,15 +515,15 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round,
   ltx->set_ltx_id(begin.id());
   ltx->set_checksum(round.outcome.checksum);
   ltx->set_origin_node(begin.origin_node());
-  ltx->mutable_read_from()->Add(run->read_from.begin(), run->read_from.end());
+  ltx->mutable_read_from()->Add(read_from.begin(), read_from.end());
   ltx->mutable_writes()->Reserve(static_cast<int>(finals.size()));
   for (size_t i = 0; i < finals.size(); ++i) {
     if (i + 1 < finals.size() && finals[i + 1].key == finals[i].key) continue;  // overwritten
     const Final& final = finals[i];
-    if (!run->write_area.Contains(final.key)) {
-      SubmitAbort(*run, kAbortWriteArea,
-                  "it wrote key " + std::to_string(final.key) + ", outside its write area");
-      return;
+    if (!write_area.Contains(final.key)) {
+      return LtxAbortRecord(begin, kAbortWriteArea,
+                            "it wrote key " + std::to_string(final.key) +
+                                ", outside its write area");
     }
     LtxWrite* write = ltx->add_writes();
     write->set_key(final.key);
@@ -533,6 +533,16 @@ void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round,
       const std::string_view value = round.writes.value(final.index);
       write->set_value(value.data(), value.size());
     }
+  }
+  return record;
+}
+
+void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round, size_t index) {
+  Txn record = LtxFinishRecord(*run->txn, round, run->write_area, run->read_from);
+  if (record.ltx().kind() == LTX_ABORT) {
+    MarkFinished(*run);
+    Deliver(*run, std::move(record));
+    return;
   }
   if (!options_.hold_file.empty() && !run->in_place) HoldWhileFileExists();
   {
@@ -575,12 +585,14 @@ void LtxExecutor::Deliver(const Run& run, Txn record) {
   if (records_) records_->SubmitRecord(std::move(record));
 }
 
+void LtxExecutor::MarkFinished(const Run& run) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = runs_.find(run.txn->id());
+  if (it != runs_.end()) it->second->finished = true;
+}
+
 void LtxExecutor::SubmitAbort(const Run& run, int reason, const std::string& text) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = runs_.find(run.txn->id());
-    if (it != runs_.end()) it->second->finished = true;
-  }
+  MarkFinished(run);
   Deliver(run, LtxAbortRecord(*run.txn, reason, text));
 }
 

@@ -104,6 +104,11 @@ struct LtxExecutorOptions {
 // The abort record of LTX `begin`, its reason `reason` (LtxAbortReason)
 // with `text`.
 Txn LtxAbortRecord(const Txn& begin, int reason, const std::string& text);
+// The record of LTX `begin` whose procedure ended with `round`: its commit
+// record (each key's last write, in key order; `read_from` named), or its
+// abort record if it wrote outside `write_area`.
+Txn LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& write_area,
+                    const std::set<TxnId>& read_from);
 
 class LtxExecutor {
  public:
@@ -194,6 +199,8 @@ class LtxExecutor {
   void HoldWhileFileExists();
   void Finish(const std::shared_ptr<Run>& run, const LtxRound& round, size_t index);
   void SubmitAbort(const Run& run, int reason, const std::string& text);
+  // Its record is made: nothing more runs for it (Absorb, AskForReads).
+  void MarkFinished(const Run& run);
   // A finished LTX's commit or abort record: to the `finished` callback,
   // and to the sequencer unless it runs in place.
   void Deliver(const Run& run, Txn record);

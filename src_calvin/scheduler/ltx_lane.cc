@@ -29,6 +29,7 @@ LtxLane::LtxLane(const LtxLaneOptions& options, Store* store, const Application*
                  PeerSender* peers, RecordSubmitter* records, NodeStats* stats,
                  ResultSink* results, size_t stats_slot, LtxExecutor::Callbacks executor_callbacks)
     : options_(options),
+      app_(app),
       stats_(stats),
       results_(results),
       records_(records),
@@ -140,9 +141,7 @@ void LtxLane::EndEpoch(Epoch epoch) {
     }
     entry->pending_known = true;
     if (options_.in_place) {
-      // Every replica runs it, replays included: its writes come from
-      // nowhere else.
-      executor_.StartLtx(entry->begin, entry->begin_epoch, /*in_place=*/true);
+      StartInPlace(*entry);
     } else if (entry->origin_here && Acts(epoch)) {
       executor_.StartLtx(entry->begin, entry->begin_epoch);
     }
@@ -234,6 +233,7 @@ void LtxLane::Begin(const Txn& txn, Epoch epoch) {
   entry.begin = std::make_shared<const Txn>(txn);
   entry.area = std::move(area);
   entry.origin_here = origin_here;
+  PlanLockedRun(&entry);
   unresolved_.insert(txn.id());
   areas_.Add(txn.id(), entry.area);
   begun_this_epoch_.push_back(txn.id());
@@ -599,6 +599,9 @@ void LtxLane::Place(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
   install.in_place = true;
   install.lock_keys = std::move(entry->lock_keys);
   install.awaiting_writes = true;
+  install.run_here = entry->locked_run;
+  install.snapshot = entry->begin_epoch;
+  install.placed_us = NowMicros();
   work->txn = entry->begin.get();
   work->kind = kKindLong;
   work->origin = entry->origin_here;
@@ -629,6 +632,150 @@ void LtxLane::Settle(Entry* entry) {
   install.awaiting_writes = false;
   if (install.locks_held) ready_installs_.push_back(entry->install);
   entry->install = nullptr;
+}
+
+// ------------------------------------------------------------ locked runs
+
+void LtxLane::PlanLockedRun(Entry* entry) const {
+  entry->locked_run = false;
+  entry->declared_reads.clear();
+  entry->readable_reads = 0;
+  const Txn& begin = *entry->begin;
+  if (!options_.in_place || !options_.locked_run || !app_ ||
+      !app_->ReadsDeclared(begin.procedure())) {
+    return;
+  }
+  std::vector<Key> declared;
+  if (!KeyArea(begin.ltx().read_area())
+           .KeysOn(options_.partition, options_.partitions, options_.max_locked_run_reads,
+                   &declared)) {
+    return;  // too many to check key by key: it runs on an LTX thread
+  }
+  for (Key key : declared) {
+    if (!entry->area.Contains(key)) entry->declared_reads.push_back(key);
+  }
+  entry->locked_run = true;
+}
+
+void LtxLane::StartInPlace(const Entry& entry) {
+  // Every replica runs it, replays included: its writes come from nowhere
+  // else. A locked run starts from its install instead.
+  if (!entry.locked_run) executor_.StartLtx(entry.begin, entry.begin_epoch, /*in_place=*/true);
+}
+
+bool LtxLane::LockedReadsReady(Entry* entry) {
+  ReadPlan plan;
+  plan.snapshot = entry->begin_epoch;
+  plan.pending = &entry->pending;
+  // A key stays readable once it is: a pending LTX finishes for good, and
+  // a key settles for good. With no LTX pending for it (the common case)
+  // only settling counts.
+  const bool pending = !entry->pending.empty();
+  while (entry->readable_reads < entry->declared_reads.size()) {
+    const Key key = entry->declared_reads[entry->readable_reads];
+    if (pending) {
+      scratch_covering_.clear();
+      if (KeyCoveredUnresolved(key, plan, &scratch_covering_)) return false;
+    }
+    const Entry* from = nullptr;
+    if (!(pending && ChosenWrite(key, plan, &from, nullptr)) &&
+        !(settled_ && settled_(key, plan.snapshot))) {
+      return false;
+    }
+    ++entry->readable_reads;
+  }
+  return true;
+}
+
+void LtxLane::PrepareLockedRun(Entry* entry) {
+  LtxInstall& install = *entry->install->install;
+  ReadPlan plan;
+  plan.snapshot = entry->begin_epoch;
+  plan.pending = &entry->pending;
+  if (entry->pending.empty()) {
+    // No LTX pending for it: every declared read is at its snapshot.
+    install.chosen.assign(entry->declared_reads.size(), false);
+    install.chosen_values.assign(entry->declared_reads.size(), {});
+    install.declared = std::move(entry->declared_reads);
+  } else {
+    LtxReadTask task;
+    task.keys = std::move(entry->declared_reads);
+    PrepareTask(&task, plan);
+    install.declared = std::move(task.keys);
+    install.chosen = std::move(task.key_chosen);
+    install.chosen_values = std::move(task.key_values);
+    install.chosen_records = std::move(task.records);
+  }
+  install.report = entry->origin_here && Acts(entry->resolved_epoch);
+  install.outcome.position = SerialPosition{entry->begin_epoch + 1, 0, 0, entry->id};
+  install.awaiting_writes = false;
+  LtxCounters::Add(stats_->ltx().locked_runs);
+}
+
+bool LtxLane::LockedRunReady(TxnWork* work) {
+  Entry* entry = Find(work->install->ltx);
+  if (!entry || entry->state != State::kPlaced || entry->install != work) return false;
+  if (!LockedReadsReady(entry)) {
+    locked_waiting_.insert(entry->id);
+    return false;
+  }
+  PrepareLockedRun(entry);
+  return true;
+}
+
+void LtxLane::RunReadyLockedRuns() {
+  for (auto it = locked_waiting_.begin(); it != locked_waiting_.end();) {
+    Entry* entry = Find(*it);
+    if (!entry || entry->state != State::kPlaced || !entry->install) {
+      it = locked_waiting_.erase(it);
+      continue;
+    }
+    if (!LockedReadsReady(entry)) {
+      ++it;
+      continue;
+    }
+    PrepareLockedRun(entry);
+    ready_installs_.push_back(entry->install);
+    it = locked_waiting_.erase(it);
+  }
+}
+
+void LtxLane::OnLockedRunDone(const TxnWork& work) {
+  const LtxInstall& install = *work.install;
+  Entry* entry = Find(install.ltx);
+  if (!entry || entry->state != State::kPlaced || entry->install != &work) return;
+  entry->install = nullptr;
+  placed_.erase(entry->id);
+  areas_.Remove(entry->id, entry->area);
+  entry->finished_us = NowMicros();
+  const bool commit = install.record->ltx().kind() == LTX_COMMIT;
+  if (commit) {
+    entry->commit = install.record;
+    TakeLocalWrites(entry, entry->commit);
+  } else {
+    entry->abort_reason = install.record->ltx().reason();
+  }
+  // Its writes are final, and installed: later LTXs of its epoch read them.
+  MarkFinished(entry);
+  entry->state = commit ? State::kInstalled : State::kAborted;
+  if (!commit && entry->origin_here && Acts(entry->resolved_epoch)) {
+    ReportAbort(*entry->begin, entry->abort_reason, entry->begin_epoch);
+  }
+}
+
+void LtxLane::OnGivenBack(TxnWork* work) {
+  LtxInstall& install = *work->install;
+  install.run_here = false;
+  install.awaiting_writes = true;
+  install.declared.clear();
+  install.chosen.clear();
+  install.chosen_values.clear();
+  install.chosen_records.clear();
+  Entry* entry = Find(install.ltx);
+  if (!entry || entry->state != State::kPlaced || entry->install != work) return;
+  entry->locked_run = false;
+  LtxCounters::Add(stats_->ltx().locked_runs_given_back);
+  StartInPlace(*entry);
 }
 
 void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch snapshot) {
@@ -986,6 +1133,7 @@ void LtxLane::OnPublish(Epoch published) {
 }
 
 void LtxLane::ServeSettled() {
+  if (!locked_waiting_.empty()) RunReadyLockedRuns();
   if (!settled_) return;
   for (auto it = unpublished_.begin(); it != unpublished_.end();) {
     LtxReadTask& task = *it->second;

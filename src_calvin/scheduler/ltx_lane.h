@@ -22,6 +22,11 @@
 // - at the origin (replica 0) starts each LTX's procedure on the LTX
 //   threads (LtxExecutor) and reports results that the scheduler thread
 //   knows (aborts, installs with nothing local).
+// - in place, an LTX that runs locked starts from its install instead: once
+//   the install holds its area's locks and its declared reads outside the
+//   area are readable, the lane fills the install with those reads and a
+//   worker runs the procedure (LockedRunReady, OnLockedRunDone; a run
+//   given back starts on the LTX threads, OnGivenBack).
 //
 // - checkpoints and restarts: SaveState writes everything above that the
 //   log alone cannot rebuild (ltx_state.proto) at a checkpoint epoch;
@@ -93,6 +98,13 @@ struct LtxLaneOptions {
   // write area is locked key by key, at most `max_locked_keys` keys.
   bool in_place = false;
   uint64_t max_locked_keys = 1u << 22;
+  // In place: an LTX whose procedure reads only its write area and its
+  // declared reads (Application::ReadsDeclared) runs under its install's
+  // locks on a worker, once its declared reads outside its area are
+  // readable (a locked run); its reads there are checked key by key, at
+  // most `max_locked_run_reads` of them, else it runs on an LTX thread.
+  bool locked_run = false;
+  uint64_t max_locked_run_reads = 1u << 16;
 };
 
 class LtxLane {
@@ -211,6 +223,19 @@ class LtxLane {
   // (TakeOver). Any thread (the consensus consumer's).
   void SetOrigin(Epoch first_epoch) { origin_from_.store(first_epoch); }
 
+  // Locked run (in place, docs/ltx.md): the install `work` of an LTX that
+  // runs locked holds its area's locks. True if its procedure can run now
+  // (its declared reads outside its area are readable at its snapshot): the
+  // install is filled in and goes to a worker. Otherwise the lane keeps it
+  // and hands it over by TakeReadyInstalls once they are.
+  bool LockedRunReady(TxnWork* work);
+  // A locked run's install finished on its worker (before its locks are
+  // released): its record is the LTX's outcome.
+  void OnLockedRunDone(const TxnWork& work);
+  // A locked run's procedure read something it had not declared: it runs
+  // on an LTX thread instead, its install keeping the locks.
+  void OnGivenBack(TxnWork* work);
+
   // In place: the installs whose writes became known while they already
   // held their locks, for the scheduler to run now.
   void TakeReadyInstalls(std::vector<TxnWork*>* ready) {
@@ -256,6 +281,11 @@ class LtxLane {
     // writes are in.
     std::vector<Key> lock_keys;
     TxnWork* install = nullptr;  // owned by its epoch; until the writes are handed over
+    // A locked run: its declared reads outside its area here (ascending),
+    // and how many of them are known readable (they stay so).
+    bool locked_run = false;
+    std::vector<Key> declared_reads;
+    size_t readable_reads = 0;
     std::string abort_reason;    // its procedure aborted (in place)
     int64_t finished_us = 0;
     int64_t commit_seen_us = 0;
@@ -310,6 +340,19 @@ class LtxLane {
   // the writes (or none, and the abort is reported) and runs (Settle).
   void Place(Entry* entry, Epoch epoch, std::vector<Action>* actions);
   void Settle(Entry* entry);
+  // In place: whether it runs locked (options, application, its declared
+  // reads), and its declared reads outside its area.
+  void PlanLockedRun(Entry* entry) const;
+  // In place, once its pending list is known: its procedure starts on an
+  // LTX thread, unless it runs locked (from its install).
+  void StartInPlace(const Entry& entry);
+  // A locked run: whether every declared read outside its area is readable
+  // at its snapshot (no pending LTX that covers it still runs; a pending
+  // one wrote it, or it settled); and filling its install's reads.
+  bool LockedReadsReady(Entry* entry);
+  void PrepareLockedRun(Entry* entry);
+  // Locked runs whose reads became readable go to ready_installs_.
+  void RunReadyLockedRuns();
   // Its procedure runs or may still be asked to read: unresolved, or placed.
   static bool Running(const Entry& entry) {
     return Unresolved(entry) || entry.state == State::kPlaced;
@@ -418,6 +461,7 @@ class LtxLane {
   std::vector<Key> KeysOf(const Txn& txn) const;
 
   const LtxLaneOptions options_;
+  const Application* const app_;
   NodeStats* const stats_;
   ResultSink* const results_;
   RecordSubmitter* const records_;
@@ -430,6 +474,7 @@ class LtxLane {
   std::set<TxnId> unresolved_;            // active or held
   std::set<TxnId> placed_;                // in place, procedure not finished
   std::vector<TxnWork*> ready_installs_;  // TakeReadyInstalls
+  std::set<TxnId> locked_waiting_;        // locked runs holding locks, reads not readable yet
   AreaIndex areas_;                       // the WP areas of unresolved LTXs
   // For each key a known installed LTX wrote on this partition, those
   // LTXs (ascending): where readers look for the values they must see.

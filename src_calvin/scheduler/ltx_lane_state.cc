@@ -310,9 +310,8 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
         // the same snapshot (the checkpoint's epoch or later).
         entry.area.KeysOn(options_.partition, options_.partitions, options_.max_locked_keys,
                           &entry.lock_keys);
-        if (entry.pending_known) {
-          executor_.StartLtx(entry.begin, entry.begin_epoch, /*in_place=*/true);
-        }
+        PlanLockedRun(&entry);
+        if (entry.pending_known) StartInPlace(entry);
       }
     }
     // Installs happened in LTX order on each key (an overlapping earlier

@@ -24,6 +24,7 @@ LtxLaneOptions LtxOptionsOf(const SchedulerOptions& options) {
   ltx.max_active_ltx = options.max_active_ltx;
   ltx.ltx_max_deferrals = options.ltx_max_deferrals;
   ltx.in_place = options.ltx_in_place;
+  ltx.locked_run = options.ltx_locked_run;
   ltx.max_locked_keys = options.max_locked_ltx_keys;
   return ltx;
 }
@@ -662,9 +663,15 @@ void Scheduler::Adopt(std::unique_ptr<TxnWork> work, EpochWork* epoch) {
 
 void Scheduler::MakeReady(TxnWork* work) {
   // An install in place may get its locks before its LTX finished: it
-  // holds them and runs when the lane hands it the writes.
+  // holds them and runs when the lane hands it the writes. One that runs
+  // locked goes as soon as its declared reads are readable too.
   if (work->install && work->install->awaiting_writes) {
     work->install->locks_held = true;
+    work->install->locked_us = NowMicros();
+    if (!work->install->run_here || !ltx_lane_.LockedRunReady(work)) return;
+  }
+  if (work->install && work->install->run_here) {
+    ready_first_.push_back(WorkItem{work, WorkItem::kExecute});
     return;
   }
   ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
@@ -677,6 +684,16 @@ void Scheduler::RunActions(EpochWork* epoch) {
 
 void Scheduler::HandleDone(const DoneMessage& message) {
   TxnWork* work = message.work;
+  if (work->install && work->install->run_here) {
+    // A locked run: given back, it keeps its locks for the LTX thread's
+    // run; done, the lane takes its outcome before its locks go.
+    if (work->install->gave_back) {
+      work->install->gave_back = false;
+      ltx_lane_.OnGivenBack(work);
+      return;
+    }
+    ltx_lane_.OnLockedRunDone(*work);
+  }
   rw_lane_.Release(work, &ready_locked_);
   locks_released_ = true;
   if (!message.finished) return;
@@ -727,10 +744,12 @@ void Scheduler::FlushReady() {
   ltx_lane_.TakeReadyInstalls(&ready_locked_);
   for (TxnWork* work : ready_locked_) MakeReady(work);
   ready_locked_.clear();
-  const size_t count = ready_rw_.size() + ready_ro_.size();
+  const size_t count = ready_rw_.size() + ready_ro_.size() + ready_first_.size();
   if (count == 0) return;
   dispatched_txns_ += count;
   dispatched_.fetch_add(count, std::memory_order_relaxed);
+  workers_.PushReadWriteFirst(ready_first_);
+  ready_first_.clear();
   workers_.PushReadWrite(ready_rw_);
   workers_.PushReadOnly(ready_ro_);
   ready_rw_.clear();

@@ -69,6 +69,7 @@ struct SchedulerOptions {
   uint32_t max_active_ltx = 16;
   uint32_t ltx_max_deferrals = 3;
   bool ltx_in_place = false;  // paxflow, one partition: LTXs install in place (ltx.md)
+  bool ltx_locked_run = false;  // in place: LTXs that declare their reads run locked (ltx.md)
   // Calvin mode locks every key of an LTX's declared areas; an LTX whose
   // areas hold more keys than this aborts instead.
   uint64_t max_locked_ltx_keys = 1u << 22;
@@ -331,6 +332,9 @@ class Scheduler {
   std::vector<std::shared_ptr<const Txn>> inbox_ltx_finished_, ltx_finished_;
   std::vector<TxnWork*> ready_locked_;
   std::vector<WorkItem> ready_rw_, ready_ro_;
+  // Locked runs of LTXs in place: ahead of the queued short txns, since the
+  // next LTXs (and the txns queued behind their installs) wait for them.
+  std::vector<WorkItem> ready_first_;
   std::vector<DigestRequest> digests_;
   std::vector<SnapshotRequest> snapshots_;        // ascending epochs
   std::vector<SnapshotRequest> taken_snapshots_;  // from the inbox, not yet placed

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "applications/application.h"
@@ -52,6 +54,23 @@ struct LtxInstall {
   std::vector<Key> lock_keys;
   bool awaiting_writes = false;
   bool locks_held = false;
+  // A locked run (in place, docs/ltx.md): the worker that gets this install
+  // runs the LTX's procedure under these locks and installs its writes at
+  // once. It reads its write area's keys at their newest value, and the
+  // keys in `declared` (its declared reads outside its area, ascending) at
+  // `snapshot`, or the value the lane chose for them (`chosen`, views into
+  // `chosen_records`). A procedure that reads anything else gives the run
+  // back (`gave_back`): it then runs on an LTX thread, the locks still held.
+  // The worker leaves its commit or abort record in `record`.
+  bool run_here = false;
+  bool gave_back = false;
+  Epoch snapshot = 0;
+  std::vector<Key> declared;
+  std::vector<std::pair<bool, std::string_view>> chosen_values;  // per declared key, if chosen
+  std::vector<bool> chosen;
+  std::vector<std::shared_ptr<const Txn>> chosen_records;
+  int64_t placed_us = 0;  // placed at its serialization point
+  int64_t locked_us = 0;  // its install got its locks
 };
 
 struct TxnWork : LockedTxn {

@@ -32,6 +32,17 @@ class WorkQueue {
     read_write_cv_.notify_one();
   }
   void PushReadWrite(const std::vector<WorkItem>& items) { PushMany(items, &read_write_); }
+  // Ahead of every queued item (in their order): work that others wait for
+  // in a chain (an LTX's locked run), not whatever was admitted before it.
+  void PushReadWriteFirst(const std::vector<WorkItem>& items) {
+    if (items.empty()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      read_write_.insert(read_write_.begin(), items.begin(), items.end());
+    }
+    any_cv_.notify_all();
+    read_write_cv_.notify_all();
+  }
   void PushReadOnly(const std::vector<WorkItem>& items) { PushMany(items, &read_only_); }
 
   // Blocks for the next item this worker may run; false once closed and drained.

@@ -6,6 +6,8 @@
 
 #include "applications/long_run.h"
 #include "common/clock.h"
+#include "common/key_area.h"
+#include "scheduler/ltx_executor.h"
 
 namespace paxflow {
 
@@ -141,6 +143,10 @@ void WorkerPool::Execute(const WorkItem& item, Context* context) {
 }
 
 void WorkerPool::Install(TxnWork* work, Context* context) {
+  if (work->install->run_here) {
+    RunLocked(work, context);
+    return;
+  }
   const LtxInstall& install = *work->install;
   const Epoch epoch = work->epoch->epoch;
   for (const LtxWrite* write : install.writes) {
@@ -158,6 +164,102 @@ void WorkerPool::Install(TxnWork* work, Context* context) {
     }
     ReadValues none;
     Report(work, install.outcome, none, context);
+  }
+  Finish(work, true);
+}
+
+void WorkerPool::RunLocked(TxnWork* work, Context* context) {
+  LtxInstall& install = *work->install;
+  const Txn& begin = *install.begin;
+  const KeyArea area(begin.ltx().write_area());
+  const size_t slot = context->store_slot;
+  const int64_t start = NowMicros();
+  // Every value it reads is the serial one at its position (docs/ltx.md,
+  // "Locked run"): its area's newest values (it holds their locks, so
+  // every earlier writer has written and no later one can), and its other
+  // declared reads at its snapshot, settled there, or as the lane chose.
+  // Anything else (an undeclared key, a scan, a runaway) is given back.
+  constexpr uint32_t kMaxLockedRounds = 100;
+  uint32_t rounds = 0;
+  bool give_back = false;
+  auto fetch = [&](const std::vector<Key>& keys, const std::vector<KeyRange>& scans,
+                   LtxReads* out) -> std::string {
+    if (!scans.empty() || ++rounds > kMaxLockedRounds) give_back = true;
+    // Thousands of reads: the cache misses of the keys ahead overlap, as
+    // in ReadLocal (the record first, then its value).
+    constexpr size_t kRecordAhead = 16, kValueAhead = 8;
+    for (size_t i = 0; i < std::min(keys.size(), kRecordAhead); ++i) store_->Prefetch(keys[i], 1);
+    for (size_t i = 0; i < keys.size() && !give_back; ++i) {
+      if (i + kRecordAhead < keys.size()) store_->Prefetch(keys[i + kRecordAhead], 1);
+      if (i + kValueAhead < keys.size()) store_->Prefetch(keys[i + kValueAhead], 2);
+      const Key key = keys[i];
+      std::string_view value;
+      bool found;
+      if (area.Contains(key)) {
+        found = store_->ReadLatest(slot, key, &value);
+      } else {
+        auto it = std::lower_bound(install.declared.begin(), install.declared.end(), key);
+        if (it == install.declared.end() || *it != key) {
+          give_back = true;
+          break;
+        }
+        const size_t at = static_cast<size_t>(it - install.declared.begin());
+        if (install.chosen[at]) {
+          found = install.chosen_values[at].first;
+          value = install.chosen_values[at].second;
+        } else {
+          found = store_->ReadAt(slot, key, install.snapshot, &value);
+        }
+      }
+      out->SetPoint(key, found, found ? value : std::string_view());
+    }
+    return give_back ? "given back" : "";
+  };
+  LtxRound last;
+  std::string reason;
+  store_->EnterSnapshot(slot);
+  RunLongProcedure(*app_, begin, fetch, &last, &reason);
+  store_->ExitSnapshot(slot);
+  if (give_back) {
+    install.gave_back = true;
+    callbacks_.done(work, false);
+    return;
+  }
+  auto record = std::make_shared<Txn>();
+  if (reason.empty()) {
+    *record = LtxFinishRecord(begin, last, area, {});
+  } else {
+    // RunLongProcedure's reason names its kind already ("procedure: ...").
+    *record = LtxAbortRecord(begin, kAbortProcedure, "");
+    record->mutable_ltx()->set_reason(reason);
+  }
+  const int64_t ran = NowMicros();
+  const Epoch epoch = work->epoch->epoch;
+  if (record->ltx().kind() == LTX_COMMIT) {
+    for (const LtxWrite& write : record->ltx().writes()) {
+      if (write.deleted()) {
+        store_->Delete(slot, write.key(), epoch);
+      } else {
+        store_->Write(slot, write.key(), write.value(), epoch);
+      }
+    }
+  }
+  install.record = record;
+  if (install.report) {
+    WorkerStats& stats = stats_->worker(context->index);
+    // Start wait: for its install's locks; reads wait: then for its
+    // declared reads to settle (and for a worker).
+    stats.ltx_stage_us[kLtxStartWait].RecordElapsed(install.locked_us - install.placed_us);
+    stats.ltx_stage_us[kLtxReadWait].RecordElapsed(start - install.locked_us);
+    stats.ltx_stage_us[kLtxRun].RecordElapsed(ran - start);
+    stats.ltx_stage_us[kLtxInstall].RecordElapsed(NowMicros() - ran);
+    // An abort is the lane's to report (LtxLane::OnLockedRunDone).
+    if (record->ltx().kind() == LTX_COMMIT) {
+      TxnOutcome outcome = install.outcome;
+      outcome.checksum = record->ltx().checksum();
+      ReadValues none;
+      Report(work, outcome, none, context);
+    }
   }
   Finish(work, true);
 }

@@ -9,7 +9,8 @@
 // Out: writes to the Store, reads to peers (PeerSender), results at the
 // origin (ResultSink), `done` for every txn that went through the lock
 // manager (from a worker thread), `wake` when a lock-free read-only txn
-// finishes the last work of its epoch.
+// finishes the last work of its epoch. An LTX in place that runs locked
+// (LtxInstall::run_here) runs its procedure here, within its install.
 // Threads: `workers` threads after Start(); without Start() nothing runs and
 // tests execute queued work on their own thread (RunQueued).
 #pragma once
@@ -57,6 +58,9 @@ class WorkerPool {
   void Stop();  // closes the queue and joins the threads
 
   void PushReadWrite(const std::vector<WorkItem>& items) { queue_.PushReadWrite(items); }
+  void PushReadWriteFirst(const std::vector<WorkItem>& items) {
+    queue_.PushReadWriteFirst(items);
+  }
   void PushReadOnly(const std::vector<WorkItem>& items) { queue_.PushReadOnly(items); }
   // Runs every queued item on the calling thread as worker `worker` (tests).
   void RunQueued(size_t worker);
@@ -95,6 +99,9 @@ class WorkerPool {
   void Loop(size_t index);
   void Execute(const WorkItem& item, Context* context);
   void Install(TxnWork* work, Context* context);
+  // A locked run (LtxInstall::run_here): the LTX's procedure, then its
+  // writes, under its install's locks; or the run given back.
+  void RunLocked(TxnWork* work, Context* context);
   void ReadLocal(TxnWork* work, size_t slot, ReadValues* reads);
   void SendReads(TxnWork* work, const ReadValues& reads, Context* context);
   void RunProcedure(TxnWork* work, const ReadValues& reads, Context* context);
