@@ -199,18 +199,24 @@ TEST(LtxInPlaceTest, ScansOutsideTheAreaGoWhileTheLtxRunsAndScansOverItWait) {
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 
+// `ltx` wrote outside its area: it aborted for that, and `waiting`, a
+// short txn on its area, still ran (the abort freed the install's locks).
+void ExpectWriteAreaAbortFreedTheLocks(LtxBench* bench, TxnId ltx, TxnId waiting) {
+  Result result;
+  ASSERT_TRUE(bench->Result(ltx, &result));
+  EXPECT_TRUE(result.outcome.aborted);
+  EXPECT_NE(result.outcome.abort_reason.find("write-area"), std::string::npos)
+      << result.outcome.abort_reason;
+  ASSERT_TRUE(bench->Result(waiting, &result)) << "the aborted LTX kept its locks";
+}
+
 TEST(LtxInPlaceTest, AWriteOutsideTheAreaAbortsTheLtxAndFreesItsLocks) {
   LtxBench bench(InPlace());
   const TxnId ltx = bench.Sequence(1, {LtxBench::LongKv({}, {{7, "outside"}}, {{5, 5}})})[0];
   bench.Drain(/*ltx_threads=*/false);
   const TxnId waiting = bench.Sequence(2, {LtxBench::Rmw({5})})[0];
   bench.Drain();
-  Result result;
-  ASSERT_TRUE(bench.Result(ltx, &result));
-  EXPECT_TRUE(result.outcome.aborted);
-  EXPECT_NE(result.outcome.abort_reason.find("write-area"), std::string::npos)
-      << result.outcome.abort_reason;
-  ASSERT_TRUE(bench.Result(waiting, &result)) << "the aborted LTX kept its locks";
+  ExpectWriteAreaAbortFreedTheLocks(&bench, ltx, waiting);
   EXPECT_TRUE(bench.TakeRecords().empty()) << "in place, an abort goes through no record";
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
@@ -382,12 +388,7 @@ TEST(LtxLockedRunTest, AWriteOutsideItsAreaAbortsItAndFreesItsLocks) {
   const TxnId ltx = bench.Sequence(1, {outside})[0];
   const TxnId waiting = bench.Sequence(2, {LtxBench::Rmw({5})})[0];
   bench.Drain(/*ltx_threads=*/false);
-  Result result;
-  ASSERT_TRUE(bench.Result(ltx, &result));
-  EXPECT_TRUE(result.outcome.aborted);
-  EXPECT_NE(result.outcome.abort_reason.find("write-area"), std::string::npos)
-      << result.outcome.abort_reason;
-  ASSERT_TRUE(bench.Result(waiting, &result)) << "the aborted LTX kept its locks";
+  ExpectWriteAreaAbortFreedTheLocks(&bench, ltx, waiting);
   EXPECT_EQ(bench.stats(0).ltx().locked_runs.load(), 1u);
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
