@@ -10,6 +10,34 @@
 #include "scheduler/ltx_executor.h"
 
 namespace paxflow {
+namespace {
+
+// One write of an LTX's commit record, into the store at `epoch`.
+void ApplyLtxWrite(Store* store, size_t slot, const LtxWrite& write, Epoch epoch) {
+  if (write.deleted()) {
+    store->Delete(slot, write.key(), epoch);
+  } else {
+    store->Write(slot, write.key(), write.value(), epoch);
+  }
+}
+
+// Reading a run of keys, the store's cache misses overlap: the records of
+// the first kRecordAhead keys are asked up front, then, as the i-th key is
+// read, the record kRecordAhead keys ahead and the value kValueAhead ahead.
+constexpr size_t kRecordAhead = 16, kValueAhead = 8;
+
+template <typename KeyAt>
+void PrefetchFirstRecords(Store* store, size_t total, const KeyAt& key_at) {
+  for (size_t i = 0; i < std::min(total, kRecordAhead); ++i) store->Prefetch(key_at(i), 1);
+}
+
+template <typename KeyAt>
+void PrefetchAhead(Store* store, size_t i, size_t total, const KeyAt& key_at) {
+  if (i + kRecordAhead < total) store->Prefetch(key_at(i + kRecordAhead), 1);
+  if (i + kValueAhead < total) store->Prefetch(key_at(i + kValueAhead), 2);
+}
+
+}  // namespace
 
 WorkerPool::WorkerPool(const WorkerOptions& options, Store* store, const Application* app,
                        PeerSender* peers, NodeStats* stats, ResultSink* results,
@@ -150,11 +178,7 @@ void WorkerPool::Install(TxnWork* work, Context* context) {
   const LtxInstall& install = *work->install;
   const Epoch epoch = work->epoch->epoch;
   for (const LtxWrite* write : install.writes) {
-    if (write->deleted()) {
-      store_->Delete(context->store_slot, write->key(), epoch);
-    } else {
-      store_->Write(context->store_slot, write->key(), write->value(), epoch);
-    }
+    ApplyLtxWrite(store_, context->store_slot, *write, epoch);
   }
   if (install.report) {
     if (install.commit_seen_us > 0) {
@@ -185,13 +209,11 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
   auto fetch = [&](const std::vector<Key>& keys, const std::vector<KeyRange>& scans,
                    LtxReads* out) -> std::string {
     if (!scans.empty() || ++rounds > kMaxLockedRounds) give_back = true;
-    // Thousands of reads: the cache misses of the keys ahead overlap, as
-    // in ReadLocal (the record first, then its value).
-    constexpr size_t kRecordAhead = 16, kValueAhead = 8;
-    for (size_t i = 0; i < std::min(keys.size(), kRecordAhead); ++i) store_->Prefetch(keys[i], 1);
+    // Thousands of reads: their cache misses overlap.
+    auto key_at = [&keys](size_t i) { return keys[i]; };
+    PrefetchFirstRecords(store_, keys.size(), key_at);
     for (size_t i = 0; i < keys.size() && !give_back; ++i) {
-      if (i + kRecordAhead < keys.size()) store_->Prefetch(keys[i + kRecordAhead], 1);
-      if (i + kValueAhead < keys.size()) store_->Prefetch(keys[i + kValueAhead], 2);
+      PrefetchAhead(store_, i, keys.size(), key_at);
       const Key key = keys[i];
       std::string_view value;
       bool found;
@@ -236,13 +258,7 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
   const int64_t ran = NowMicros();
   const Epoch epoch = work->epoch->epoch;
   if (record->ltx().kind() == LTX_COMMIT) {
-    for (const LtxWrite& write : record->ltx().writes()) {
-      if (write.deleted()) {
-        store_->Delete(slot, write.key(), epoch);
-      } else {
-        store_->Write(slot, write.key(), write.value(), epoch);
-      }
-    }
+    for (const LtxWrite& write : record->ltx().writes()) ApplyLtxWrite(store_, slot, write, epoch);
   }
   install.record = record;
   if (install.report) {
@@ -270,7 +286,6 @@ void WorkerPool::ReadLocal(TxnWork* work, size_t slot, ReadValues* reads) {
   const PartitionId self = options_.partition;
   // Stage the cache misses of keys ahead of the one being read (read_set,
   // then read_write_set, as positions go).
-  constexpr size_t kRecordAhead = 16, kValueAhead = 8;
   const size_t plain_reads = static_cast<size_t>(txn.read_set_size());
   const size_t total = plain_reads + static_cast<size_t>(txn.read_write_set_size());
   auto key_at = [&](size_t i) {
@@ -280,7 +295,7 @@ void WorkerPool::ReadLocal(TxnWork* work, size_t slot, ReadValues* reads) {
   // A short txn fetches every record, then every value, before reading.
   const bool pipelined = work->all_local && total > kRecordAhead;
   if (work->all_local) {
-    for (size_t i = 0; i < std::min(total, kRecordAhead); ++i) store_->Prefetch(key_at(i), 1);
+    PrefetchFirstRecords(store_, total, key_at);
     if (!pipelined) {
       for (size_t i = 0; i < total; ++i) store_->Prefetch(key_at(i), 2);
     }
@@ -289,10 +304,7 @@ void WorkerPool::ReadLocal(TxnWork* work, size_t slot, ReadValues* reads) {
   size_t next_override = 0;
   size_t position = 0;
   auto read = [&](Key key) {
-    if (pipelined) {
-      if (position + kRecordAhead < total) store_->Prefetch(key_at(position + kRecordAhead), 1);
-      if (position + kValueAhead < total) store_->Prefetch(key_at(position + kValueAhead), 2);
-    }
+    if (pipelined) PrefetchAhead(store_, position, total, key_at);
     // An LTX the reader must see has not installed at its snapshot: take
     // its commit record's value instead (the LTX lane chose it).
     while (next_override < overrides.size() && overrides[next_override].position < position) {
