@@ -339,17 +339,10 @@ TEST(LtxLaneTest, AGuardStopsNewLtxsOnAStarvingTxnsKeysUntilItRan) {
   LtxBenchOptions options;
   options.ltx_max_deferrals = 2;
   LtxBench bench(options);
-  bench.Sequence(1, {LtxBench::LongKv({}, {{5, "a"}}, {{5, 5}})});
-  const auto ids = bench.Sequence(2, {LtxBench::Rmw({5}),
-                                      LtxBench::LongKv({}, {{5, "b"}}, {{5, 5}})});
-  const TxnId starving = ids[0];
-  bench.Drain();
-  std::vector<Txn> commits = bench.TakeRecords();
-  ASSERT_EQ(commits.size(), 2u);
-  const Txn first = commits[0].ltx().ltx_id() < commits[1].ltx().ltx_id() ? commits[0] : commits[1];
-  const Txn second = commits[0].ltx().ltx_id() < commits[1].ltx().ltx_id() ? commits[1] : commits[0];
-  bench.Sequence(3, {first});  // releases the txn, which the second LTX defers again
-  bench.Drain();
+  const testing::TwiceDeferred deferred = testing::DeferTwiceOnKey5(&bench);
+  ASSERT_EQ(deferred.error, "");
+  const TxnId starving = deferred.starving;
+  const Txn& second = deferred.second_commit;
   const Txn guard = OnlyRecord(&bench, LTX_GUARD);
   EXPECT_EQ(guard.ltx().guarded_txn(), starving);
   const auto later = bench.Sequence(4, {guard, LtxBench::LongKv({}, {{5, "c"}}, {{5, 5}})});

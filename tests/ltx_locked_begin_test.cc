@@ -168,18 +168,8 @@ TEST(LtxLockedBeginTest, AGuardDoesNotAbortItAndItDefersNothing) {
   LtxBenchOptions options = ThreePartitions();
   options.ltx_max_deferrals = 2;
   LtxBench bench(options);
-  bench.Sequence(1, {LtxBench::LongKv({}, {{5, "a"}}, {{5, 5}})});
-  const auto ids = bench.Sequence(2, {LtxBench::Rmw({5}),
-                                      LtxBench::LongKv({}, {{5, "b"}}, {{5, 5}})});
-  const TxnId starving = ids[0];
-  bench.Drain();
-  std::vector<Txn> commits = bench.TakeRecords();
-  ASSERT_EQ(commits.size(), 2u);
-  const bool in_order = commits[0].ltx().ltx_id() < commits[1].ltx().ltx_id();
-  const Txn first = in_order ? commits[0] : commits[1];
-  const Txn second = in_order ? commits[1] : commits[0];
-  bench.Sequence(3, {first});  // releases the txn, which the second LTX defers again
-  bench.Drain();
+  const testing::TwiceDeferred deferred = testing::DeferTwiceOnKey5(&bench);
+  ASSERT_EQ(deferred.error, "");
   std::vector<Txn> guards = bench.TakeRecords();
   ASSERT_EQ(guards.size(), 1u);
   ASSERT_EQ(guards[0].ltx().kind(), LTX_GUARD);
@@ -194,9 +184,9 @@ TEST(LtxLockedBeginTest, AGuardDoesNotAbortItAndItDefersNothing) {
   ASSERT_TRUE(bench.Result(later[2], &result));
   EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
   EXPECT_TRUE(SamePosition(result, SerialPosition{4, later[2], 0, 0}));
-  bench.Sequence(5, {second});
+  bench.Sequence(5, {deferred.second_commit});
   bench.Drain();
-  ASSERT_TRUE(bench.Result(starving, &result));
+  ASSERT_TRUE(bench.Result(deferred.starving, &result));
   // After the record LTXs resolved, an LTX on key 5 is locked at its begin
   // even while the guard's txn is remembered.
   const TxnId after = bench.Sequence(6, {LtxBench::Long({}, {5})})[0];
