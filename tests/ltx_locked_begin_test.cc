@@ -197,21 +197,48 @@ TEST(LtxLockedBeginTest, AGuardDoesNotAbortItAndItDefersNothing) {
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 
-TEST(LtxLockedBeginTest, InPlaceOnOnePartitionTheInstallPathIsKept) {
-  // In place every LTX's install already locks its area at its
-  // serialization point (the start of the next epoch): the rule does not
-  // apply there.
+TEST(LtxLockedBeginTest, AReadOutsideWhatItDeclaredAbortsItAndFreesItsLocks) {
+  // Its request declares no reads, yet its procedure reads key 3: as in
+  // calvin mode it aborts (reason procedure) under its locks, writes
+  // nothing, and the txn waiting for its lock runs.
+  LtxBench bench(ThreePartitions());
+  Txn undeclared = LtxBench::Long({3}, {4, 5});
+  undeclared.mutable_ltx()->clear_read_area();
+  const auto ids = bench.Sequence(1, {undeclared, LtxBench::Rmw({5})});
+  bench.Drain();
+  Result result;
+  ASSERT_TRUE(bench.Result(ids[0], &result));
+  EXPECT_TRUE(result.outcome.aborted);
+  EXPECT_NE(result.outcome.abort_reason.find("outside the areas it declared"), std::string::npos)
+      << result.outcome.abort_reason;
+  ASSERT_TRUE(bench.Result(ids[1], &result));
+  EXPECT_FALSE(result.outcome.aborted);
+  EXPECT_TRUE(bench.TakeRecords().empty());
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+TEST(LtxLockedBeginTest, InPlaceItWaitsForAnEarlierInstallsLocksWithoutFallingBack) {
+  // In place, an ltx-kv LTX begun in epoch 1 (it runs on an LTX thread)
+  // has its install placed at the start of epoch 2, holding key 5's lock until its
+  // procedure ran. An LTX on key 5 locked at its begin in epoch 2 waits for
+  // that lock, as a short txn would, and reads the install's write.
   LtxBenchOptions options;
   options.ltx_in_place = true;
   LtxBench bench(options);
-  const TxnId ltx = bench.Sequence(1, {LtxBench::Long({}, {5})})[0];
-  bench.Drain();
+  const TxnId placed = bench.Sequence(1, {LtxBench::LongKv({3}, {{5, "x"}}, {{5, 5}})})[0];
+  const auto ids = bench.Sequence(2, {LtxBench::Long({}, {5, 6}), LtxBench::Rmw({6})});
+  bench.Drain(/*ltx_threads=*/false);
   Result result;
-  EXPECT_FALSE(bench.Result(ltx, &result)) << "ran before its placement at epoch 2";
-  bench.Sequence(2, {});
+  EXPECT_FALSE(bench.Result(placed, &result)) << "its procedure has not run";
+  EXPECT_FALSE(bench.Result(ids[0], &result)) << "ran before the earlier install wrote key 5";
+  EXPECT_FALSE(bench.Result(ids[1], &result)) << "ran before the LTX ahead of it on key 6";
   bench.Drain();
-  ASSERT_TRUE(bench.Result(ltx, &result));
-  EXPECT_TRUE(SamePosition(result, SerialPosition{2, 0, 0, ltx}));
+  ASSERT_TRUE(bench.Result(placed, &result));
+  EXPECT_TRUE(SamePosition(result, SerialPosition{2, 0, 0, placed}));
+  ASSERT_TRUE(bench.Result(ids[0], &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_TRUE(SamePosition(result, SerialPosition{2, ids[0], 0, 0}));
+  EXPECT_TRUE(bench.TakeRecords().empty());
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 

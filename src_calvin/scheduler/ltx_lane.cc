@@ -194,9 +194,7 @@ void LtxLane::OnRecord(const TxnWork& work, std::vector<Action>* actions) {
 }
 
 bool LtxLane::LocksAtBegin(const Txn& begin) const {
-  // In place, every LTX's install already locks its area at its
-  // serialization point; this rule is for the record protocol.
-  if (options_.in_place || !app_) return false;
+  if (!app_) return false;
   const LtxRecord& ltx = begin.ltx();
   if (ltx.kind() != LTX_BEGIN || ltx.write_area_size() == 0 ||
       !app_->ReadsDeclared(begin.procedure())) {
@@ -218,10 +216,13 @@ bool LtxLane::LocksAtBegin(const Txn& begin) const {
   for (const auto& [lo, hi] : reads.ranges()) {
     if (!area.Covers(lo, hi)) return false;
   }
-  // An active LTX ordered before it may still install into keys it would
-  // read and write: it takes the record protocol too (and is held behind
-  // that LTX as any record-protocol LTX is). LTXs begun in this epoch are
-  // ordered after it (at the start of the next one).
+  // Record protocol: an active LTX ordered before it may still install
+  // into keys it would read and write; it takes the record protocol too
+  // (and is held behind that LTX as any record-protocol LTX is). In place,
+  // such an LTX's install took its area's locks at its placement, before
+  // this epoch's txns: this one waits for them like a short txn. LTXs begun
+  // in this epoch are ordered after it (at the start of the next one).
+  if (options_.in_place) return true;
   for (TxnId id : unresolved_) {
     const Entry& entry = ltxs_.at(id);
     if (entry.begin_epoch < current_epoch_ && entry.area.Intersects(area)) return false;
