@@ -348,4 +348,22 @@ void LtxBench::SubmitRecord(Txn record) {
   records_.push_back(std::move(record));
 }
 
+TwiceDeferred DeferTwiceOnKey5(LtxBench* bench) {
+  TwiceDeferred out;
+  bench->Sequence(1, {LtxBench::LongKv({}, {{5, "a"}}, {{5, 5}})});
+  out.starving = bench->Sequence(2, {LtxBench::Rmw({5}),
+                                     LtxBench::LongKv({}, {{5, "b"}}, {{5, 5}})})[0];
+  bench->Drain();
+  std::vector<Txn> commits = bench->TakeRecords();
+  if (commits.size() != 2) {
+    out.error = std::to_string(commits.size()) + " records, expected the two commits";
+    return out;
+  }
+  if (commits[1].ltx().ltx_id() < commits[0].ltx().ltx_id()) std::swap(commits[0], commits[1]);
+  bench->Sequence(3, {commits[0]});  // releases the txn, which the second LTX defers again
+  bench->Drain();
+  out.second_commit = commits[1];
+  return out;
+}
+
 }  // namespace paxflow::testing

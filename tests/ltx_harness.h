@@ -164,4 +164,17 @@ class LtxBench : public RecordSubmitter, public PeerSender {
   std::vector<Txn> records_;
 };
 
+// A short txn deferred twice on key 5: an ltx-kv LTX on key 5 begins in
+// epoch 1; in epoch 2 the short txn (deferred by it) and a second such LTX.
+// Then the first LTX's commit is sequenced in epoch 3, which releases the
+// txn into the second LTX's area: deferred again (with ltx_max_deferrals
+// 2, a guard record follows). Empty `error` unless the lanes did not make
+// the two commit records.
+struct TwiceDeferred {
+  TxnId starving = 0;
+  Txn second_commit;  // not sequenced yet
+  std::string error;
+};
+TwiceDeferred DeferTwiceOnKey5(LtxBench* bench);
+
 }  // namespace paxflow::testing

@@ -357,8 +357,13 @@ TEST(LtxLockedRunTest, ALaterLtxOfItsEpochReadingItsAreaWaitsForItsRunAndTakesIt
 
 TEST(LtxLockedRunTest, AnUndeclaredReadGivesTheRunBackToAnLtxThreadAndTheLocksStayHeld) {
   LtxBench bench(InPlace());
-  Txn undeclared = LtxBench::Long({3}, {5});
-  undeclared.mutable_ltx()->clear_read_area();  // it reads key 3 all the same
+  // It declares key 4 (outside its area: a locked run, not locked at its
+  // begin) but reads key 3 as well.
+  Txn undeclared = LtxBench::Long({3, 4}, {5});
+  undeclared.mutable_ltx()->clear_read_area();
+  KeyRange* declared = undeclared.mutable_ltx()->add_read_area();
+  declared->set_lo(4);
+  declared->set_hi(4);
   const TxnId ltx = bench.Sequence(1, {undeclared})[0];
   const TxnId waiting = bench.Sequence(2, {LtxBench::Rmw({5})})[0];
   bench.Drain(/*ltx_threads=*/false);

@@ -118,8 +118,11 @@ TEST(RecoveryClusterTest, KillEachNodeInTurnThenRestart) {
 // committed are aborted through the log, and the state stays a replay of
 // the logs with every audit right.
 TEST(RecoveryClusterTest, LongTransfersSurviveAKillAndRestart) {
+  // Declared reads outside the rings keep the LTXs on the record protocol
+  // (locked at their begin they would be short txns for checkpoints).
   TestCluster cluster("ltx", 3, 1,
-                      {"--workload=bank-ltx", "--ltx_fraction=0.01", "--checkpoint_every=0.2"});
+                      {"--workload=bank-ltx", "--ltx_fraction=0.01", "--checkpoint_every=0.2",
+                       "--bank_ltx_read_outside"});
   cluster.Start();
   cluster.KillAndRestartInTurn({0, 2}, {0, 1, 2}, 60);
   const RunSummary summary = cluster.Stop();
@@ -136,7 +139,8 @@ TEST(RecoveryClusterTest, LongTransfersSurviveAKillAndRestart) {
 TEST(RecoveryClusterTest, LtxReadsLostInACrashAreAskedAgainNotLeftToTheTimeout) {
   TestCluster cluster("ltxlost", 3, 1,
                       {"--workload=bank-ltx", "--ltx_fraction=0.05", "--multi_partition_pct=50",
-                       "--checkpoint_every=0.2", "--ltx_timeout=3000"});
+                       "--checkpoint_every=0.2", "--ltx_timeout=3000",
+                       "--bank_ltx_read_outside"});
   cluster.Start();
   cluster.KillAndRestartInTurn({1, 2, 1, 0}, {0, 1, 2}, 60);
   const RunSummary summary = cluster.Stop();

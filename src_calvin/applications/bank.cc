@@ -54,6 +54,17 @@ class BankGenerator : public TxnGenerator {
     txn->set_args(BankApplication::EncodeBalance(1 + static_cast<int64_t>(rng_.Uniform(100))));
     LtxRecord* ltx = txn->mutable_ltx();
     ltx->set_kind(LTX_BEGIN);
+    if (params_.bank_ltx_read_outside) {
+      // The first account not in the ring: a declared read outside the
+      // write area keeps the record protocol (the procedure never reads it).
+      Key outside = 0;
+      while (std::find(accounts.begin(), accounts.end(), outside) != accounts.end()) ++outside;
+      if (outside < params_.bank_accounts) {
+        KeyRange* range = ltx->add_read_area();
+        range->set_lo(outside);
+        range->set_hi(outside);
+      }
+    }
     KeyArea::OfKeys(std::move(accounts)).AppendTo(ltx->mutable_write_area());
   }
 

@@ -98,7 +98,7 @@ void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expa
           return recon_mismatch;
         }
         return "it read key " + std::to_string(key) +
-               ", outside the areas it declared (calvin mode locks only those)";
+               ", outside the areas it declared (a locked LTX locks only those)";
       }
       if (recon && declared.Contains(key)) read_keys.insert(key);
       out->SetPoint(key, reads.Found(it->second),
@@ -108,7 +108,7 @@ void ExecuteLongLocked(const Application& app, const Txn& begin, const Txn& expa
       scanned = true;
       if (!declared.Covers(scan.lo(), scan.hi()) && !write_area.Covers(scan.lo(), scan.hi())) {
         return "it scanned [" + std::to_string(scan.lo()) + ", " + std::to_string(scan.hi()) +
-               "], outside the areas it declared (calvin mode locks only those)";
+               "], outside the areas it declared (a locked LTX locks only those)";
       }
       LtxReads::Rows rows;
       for (auto it = at_or_after(scan.lo()); it != position.end() && it->first <= scan.hi(); ++it) {

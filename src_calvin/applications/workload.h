@@ -48,6 +48,9 @@ struct WorkloadParams {
   // Bank
   uint64_t bank_accounts = 100;
   int64_t bank_initial_balance = 1000;
+  // bank-ltx: each generated LTX also declares a read of an account outside
+  // its ring, so it keeps the record protocol (tests of that protocol).
+  bool bank_ltx_read_outside = false;
   double audit_fraction = 0.1;       // share of audit (read-all) txns
 
   // Bill of materials (applications/bom.h): part trees of bom_levels levels,

@@ -193,6 +193,10 @@ DEFINE_uint32(ch_streams, 0,
               "(0..256; the ch preset sets 1, tpcc 0)");
 DEFINE_uint64(bank_accounts, 100, "Bank: number of accounts");
 DEFINE_int64(bank_initial_balance, 1000, "Bank: initial balance of every account");
+DEFINE_bool(bank_ltx_read_outside, false,
+            "Bank: each generated bank-ltx also declares a read of one account outside its "
+            "ring (which it does not read), so it keeps the record protocol instead of being "
+            "locked at its begin (docs/ltx.md); for tests of that protocol under bank's audits");
 DEFINE_double(audit_fraction, 0.1, "Bank: share of audit txns (read every account)");
 
 namespace paxflow {
@@ -247,7 +251,7 @@ const std::vector<std::string>& NodeFlagNames() {
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
       "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
       "ltx_ops", "scan_length", "report_fraction", "report_range_writes", "bank_accounts",
-      "bank_initial_balance", "audit_fraction", "bom_products", "bom_fanout", "bom_levels",
+      "bank_initial_balance", "bank_ltx_read_outside", "audit_fraction", "bom_products", "bom_fanout", "bom_levels",
       "warehouses", "ch_streams"};
   return kNames;
 }
@@ -351,6 +355,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   w.ltx_ops = FLAGS_ltx_ops;
   w.scan_length = FLAGS_scan_length;
   w.bank_accounts = FLAGS_bank_accounts;
+  w.bank_ltx_read_outside = FLAGS_bank_ltx_read_outside;
   w.bank_initial_balance = FLAGS_bank_initial_balance;
   w.audit_fraction = FLAGS_audit_fraction;
   w.report_fraction = FLAGS_report_fraction;

@@ -49,6 +49,7 @@ std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() con
       {"scan_length", std::to_string(w.scan_length)},
       {"bank_accounts", std::to_string(w.bank_accounts)},
       {"bank_initial_balance", std::to_string(w.bank_initial_balance)},
+      {"bank_ltx_read_outside", w.bank_ltx_read_outside ? "true" : "false"},
       {"audit_fraction", Number(w.audit_fraction)},
       {"report_fraction", Number(w.report_fraction)},
       {"report_range_writes", std::to_string(w.report_range_writes)},

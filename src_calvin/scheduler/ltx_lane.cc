@@ -193,6 +193,43 @@ void LtxLane::OnRecord(const TxnWork& work, std::vector<Action>* actions) {
   }
 }
 
+bool LtxLane::LocksAtBegin(const Txn& begin) const {
+  if (!app_) return false;
+  const LtxRecord& ltx = begin.ltx();
+  if (ltx.kind() != LTX_BEGIN || ltx.write_area_size() == 0 ||
+      !app_->ReadsDeclared(begin.procedure())) {
+    return false;
+  }
+  const KeyArea area(ltx.write_area());
+  const KeyArea reads(ltx.read_area());
+  // Its write area and its declared reads are locked (and enumerated) key
+  // by key, as in calvin mode.
+  uint64_t keys = 0;
+  for (const KeyArea* a : {&area, &reads}) {
+    for (const auto& [lo, hi] : a->ranges()) {
+      if (hi - lo >= options_.max_locked_keys - keys) return false;
+      keys += hi - lo + 1;
+    }
+  }
+  // Reading a key outside what it locks exclusively would need the read
+  // rule's snapshot; such an LTX keeps the record protocol.
+  for (const auto& [lo, hi] : reads.ranges()) {
+    if (!area.Covers(lo, hi)) return false;
+  }
+  // Record protocol: an active LTX ordered before it may still install
+  // into keys it would read and write; it takes the record protocol too
+  // (and is held behind that LTX as any record-protocol LTX is). In place,
+  // such an LTX's install took its area's locks at its placement, before
+  // this epoch's txns: this one waits for them like a short txn. LTXs begun
+  // in this epoch are ordered after it (at the start of the next one).
+  if (options_.in_place) return true;
+  for (TxnId id : unresolved_) {
+    const Entry& entry = ltxs_.at(id);
+    if (entry.begin_epoch < current_epoch_ && entry.area.Intersects(area)) return false;
+  }
+  return true;
+}
+
 void LtxLane::Begin(const Txn& txn, Epoch epoch) {
   const bool origin_here = txn.origin_partition() == options_.partition;
   KeyArea area(txn.ltx().write_area());

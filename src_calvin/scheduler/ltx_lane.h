@@ -137,6 +137,16 @@ class LtxLane {
   // being admitted: it counts as a read-write epoch.
   bool resolved_this_epoch() const { return resolved_this_epoch_; }
 
+  // A begin record at its place in the log, before OnRecord: true if the
+  // LTX runs as one locked txn at its begin position through the RW lane
+  // instead of entering this lane (docs/ltx.md, "Locked at its begin"):
+  // its procedure reads only declared keys (Application::ReadsDeclared),
+  // its declared read area lies inside its write area, the two hold at
+  // most `max_locked_keys` keys, and (record protocol only) no LTX active
+  // at this position has an area that meets its write area.
+  // A function of the log (the record, the application, the lane's state
+  // here), so every partition, replica and replay decides alike.
+  bool LocksAtBegin(const Txn& begin) const;
   // An LTX record at its place in the log (`work` stays the scheduler's).
   void OnRecord(const TxnWork& work, std::vector<Action>* actions);
   // A short RW txn at its position: true if an active LTX's WP area covers

@@ -549,6 +549,16 @@ void Scheduler::ReleaseSettledReadOnly() {
 }
 
 void Scheduler::DispatchLtxRecord(TxnWork* work) {
+  // An LTX that reads only what it writes gains nothing from a snapshot:
+  // it is locked at its begin position, as a short txn would be
+  // (docs/ltx.md, "Locked at its begin"). Its writes make the epoch a
+  // read-write one for publication and RO snapshots (every partition
+  // decides alike, from the log).
+  if (ltx_lane_.LocksAtBegin(*work->txn)) {
+    work->epoch->has_rw = true;
+    DispatchLockedLtx(work);
+    return;
+  }
   // A long scan reads an RO snapshot.
   work->read_version = ro_lane_.snapshot();
   ltx_lane_.OnRecord(*work, &actions_);

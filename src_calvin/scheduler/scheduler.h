@@ -258,7 +258,9 @@ class Scheduler {
   bool ReadsSettled(TxnWork* work) const;
   // Locks were released: waiting read-only txns whose keys settled since go.
   void ReleaseSettledReadOnly();
-  // Calvin mode: an LTX becomes one big locked txn over its declared areas.
+  // Calvin mode, and paxflow mode for an LTX locked at its begin
+  // (LtxLane::LocksAtBegin): an LTX becomes one big locked txn over its
+  // declared areas.
   void DispatchLockedLtx(TxnWork* work);
   // An LTX record in paxflow mode: bookkeeping, done at once.
   void DispatchLtxRecord(TxnWork* work);
