@@ -56,21 +56,6 @@ std::vector<std::unique_ptr<TransferClient>> StartTransferClients(const TestClus
   return clients;
 }
 
-// An LTX (one partition: run in place by every replica) that moves 1 from
-// account `from` to account `to` (bank-transfer, its write area the two).
-ClientRequest LtxTransfer(uint64_t from, uint64_t to) {
-  const TxnRequest txn = Transfer(from, to).txn();
-  ClientRequest request;
-  LtxRequest* ltx = request.mutable_ltx();
-  ltx->set_procedure(txn.procedure());
-  *ltx->mutable_read_write_set() = txn.read_write_set();
-  ltx->set_args(txn.args());
-  KeyRange* area = ltx->add_write_area();
-  area->set_lo(std::min(from, to));
-  area->set_hi(std::max(from, to));
-  return request;
-}
-
 std::vector<int> AckedNow(const std::vector<std::unique_ptr<TransferClient>>& clients) {
   std::vector<int> acked;
   for (const auto& client : clients) acked.push_back(client->acked());
