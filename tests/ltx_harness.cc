@@ -1,5 +1,7 @@
 #include "tests/ltx_harness.h"
 
+#include <gtest/gtest.h>
+
 #include "applications/kv_procedures.h"
 #include "applications/ycsb.h"
 #include "common/clock.h"
@@ -346,6 +348,14 @@ std::string LtxBench::CheckSerialOrder(uint64_t* serial_digest) {
 void LtxBench::SubmitRecord(Txn record) {
   std::lock_guard<std::mutex> lock(records_mu_);
   records_.push_back(std::move(record));
+}
+
+Txn OnlyRecord(LtxBench* bench, LtxRecordKind kind) {
+  std::vector<Txn> records = bench->TakeRecords();
+  EXPECT_EQ(records.size(), 1u);
+  if (records.empty()) return Txn();
+  EXPECT_EQ(records[0].ltx().kind(), kind) << records[0].ShortDebugString();
+  return records[0];
 }
 
 }  // namespace paxflow::testing

@@ -164,4 +164,8 @@ class LtxBench : public RecordSubmitter, public PeerSender {
   std::vector<Txn> records_;
 };
 
+// The records the lanes made since the last TakeRecords: exactly one, of
+// `kind` (a test failure otherwise; an empty Txn if there was none).
+Txn OnlyRecord(LtxBench* bench, LtxRecordKind kind);
+
 }  // namespace paxflow::testing

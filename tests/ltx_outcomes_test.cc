@@ -17,6 +17,7 @@ namespace {
 using testing::LtxBench;
 using testing::LtxBenchOptions;
 using testing::LtxCheckpoint;
+using testing::OnlyRecord;
 
 // One retry's answer, once given.
 struct Told {
@@ -167,14 +168,6 @@ Txn WithRequestId(Txn txn, uint64_t seq) {
   txn.set_client_id(77);
   txn.set_client_seq(seq);
   return txn;
-}
-
-Txn OnlyRecord(LtxBench* bench, LtxRecordKind kind) {
-  std::vector<Txn> records = bench->TakeRecords();
-  EXPECT_EQ(records.size(), 1u);
-  if (records.empty()) return Txn();
-  EXPECT_EQ(records[0].ltx().kind(), kind) << records[0].ShortDebugString();
-  return records[0];
 }
 
 TEST(LtxOutcomesLaneTest, AcrossPartitionsARetryWaitsForTheCommitRecordAndOnlyTheOriginKeepsIt) {

@@ -252,9 +252,10 @@ void ClientService::AnswerLtxRetry(const Txn& txn, TxnId original, bool known,
                             "; this retry did not begin another";
   if (!known) {
     AnswerDroppedError(txn, BAD_REQUEST,
-                       began + ". The partition no longer remembers how that LTX resolved "
-                               "(older than the LTX outcomes it keeps, or before the checkpoint "
-                               "it restarted from): read the keys to know");
+                       began + ". The partition does not know how that LTX resolved (older "
+                               "than the LTX outcomes it keeps, before the checkpoint it "
+                               "restarted from, or calvin mode, which keeps none): read the "
+                               "keys to know");
     return;
   }
   // The first attempt's outcome, as its own reply would have said it.
