@@ -417,48 +417,46 @@ void LogDiskFails(const char* name, const std::string& disk, const std::function
 }
 
 // The disk fills up (a small tmpfs the test mounts, filled to the last
-// byte under the follower: ENOSPC).
-TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
+// byte under the node: ENOSPC).
+void FullLogDisk(const char* name, bool under_leader) {
   TmpfsDir disk;
   if (const std::string why = disk.Mount("64m"); !why.empty()) GTEST_SKIP() << why;
-  LogDiskFails("disk-follower", disk.path(), [&] {
+  LogDiskFails(name, disk.path(), [&] {
     std::ofstream filler(disk.path() + "/filler", std::ios::binary);
     const std::string chunk(1 << 16, 'x');
     while (filler.write(chunk.data(), chunk.size()) && filler.flush()) {
     }
-  }, {"No space left on device"});
+  }, {"No space left on device"}, under_leader);
 }
 
-// The disk turns read-only while the follower runs (an ext4 image the test
+// The disk turns read-only while the node runs (an ext4 image the test
 // mounts errors=remount-ro, then has the kernel remount read-only as on an
 // I/O error: every write, to files open before too, fails EROFS; a sync
 // in flight as the journal aborts fails EIO, and the node adds that its
 // log directory is read-only now).
-TEST(ClientFailoverClusterTest, FollowerLogDiskTurnsReadOnlyNothingAckedIsLost) {
+void ReadOnlyLogDisk(const char* name, bool under_leader) {
   Ext4Dir disk;
   if (const std::string why = disk.Mount("64M"); !why.empty()) GTEST_SKIP() << why;
-  LogDiskFails("ro-follower", disk.path(), [&] { ASSERT_EQ(disk.FailReadOnly(), ""); },
-               {"Read-only file system", "is read-only now"});
+  LogDiskFails(name, disk.path(), [&] { ASSERT_EQ(disk.FailReadOnly(), ""); },
+               {"Read-only file system", "is read-only now"}, under_leader);
+}
+
+TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
+  FullLogDisk("disk-follower", /*under_leader=*/false);
+}
+
+TEST(ClientFailoverClusterTest, FollowerLogDiskTurnsReadOnlyNothingAckedIsLost) {
+  ReadOnlyLogDisk("ro-follower", /*under_leader=*/false);
 }
 
 // The same under the leader: it stops sequencing, another replica leads,
 // and nothing acknowledged is lost (clients follow the new leader).
 TEST(ClientFailoverClusterTest, LeaderLogDiskFailsAnotherLeadsAndNothingAckedIsLost) {
-  TmpfsDir disk;
-  if (const std::string why = disk.Mount("64m"); !why.empty()) GTEST_SKIP() << why;
-  LogDiskFails("disk-leader", disk.path(), [&] {
-    std::ofstream filler(disk.path() + "/filler", std::ios::binary);
-    const std::string chunk(1 << 16, 'x');
-    while (filler.write(chunk.data(), chunk.size()) && filler.flush()) {
-    }
-  }, {"No space left on device"}, /*under_leader=*/true);
+  FullLogDisk("disk-leader", /*under_leader=*/true);
 }
 
 TEST(ClientFailoverClusterTest, LeaderLogDiskTurnsReadOnlyAnotherLeadsAndNothingAckedIsLost) {
-  Ext4Dir disk;
-  if (const std::string why = disk.Mount("64M"); !why.empty()) GTEST_SKIP() << why;
-  LogDiskFails("ro-leader", disk.path(), [&] { ASSERT_EQ(disk.FailReadOnly(), ""); },
-               {"Read-only file system", "is read-only now"}, /*under_leader=*/true);
+  ReadOnlyLogDisk("ro-leader", /*under_leader=*/true);
 }
 
 // A leader deposed while alive (stopped with SIGSTOP until the others
