@@ -56,21 +56,6 @@ std::vector<std::unique_ptr<TransferClient>> StartTransferClients(const TestClus
   return clients;
 }
 
-// An LTX (one partition: run in place by every replica) that moves 1 from
-// account `from` to account `to` (bank-transfer, its write area the two).
-ClientRequest LtxTransfer(uint64_t from, uint64_t to) {
-  const TxnRequest txn = Transfer(from, to).txn();
-  ClientRequest request;
-  LtxRequest* ltx = request.mutable_ltx();
-  ltx->set_procedure(txn.procedure());
-  *ltx->mutable_read_write_set() = txn.read_write_set();
-  ltx->set_args(txn.args());
-  KeyRange* area = ltx->add_write_area();
-  area->set_lo(std::min(from, to));
-  area->set_hi(std::max(from, to));
-  return request;
-}
-
 std::vector<int> AckedNow(const std::vector<std::unique_ptr<TransferClient>>& clients) {
   std::vector<int> acked;
   for (const auto& client : clients) acked.push_back(client->acked());
@@ -195,23 +180,27 @@ TEST(ClientFailoverClusterTest, ClientsFollowTheLeaderAndEveryAckedTransferAppli
 // paxflow-load on the same kind of cluster, started at replica 0: it finds
 // the leader, and when the leader is killed mid-run its clients move what
 // they have in flight to the new leader by themselves; the run ends with
-// no error, no lost reply and every audit right.
-TEST(ClientFailoverClusterTest, PaxflowLoadFollowsTheLeaderThroughAKill) {
-  TestCluster cluster("load-failover", 1, 3,
-                      {"--duration=0", "--workload=bank", "--generate=false",
-                       "--bank_accounts=100", "--checkpoint_every=0"},
-                      ReplicatedInput);
+// no error, no lost reply and every audit right. `node_flags` are added
+// to the nodes'; `load_flags`, when given, add LTXs to paxflow-load's load
+// (and some must have run).
+void LoadFollowsTheLeaderThroughAKill(const char* name, const std::vector<std::string>& node_flags,
+                                      const std::vector<std::string>& load_flags) {
+  std::vector<std::string> flags = {"--duration=0", "--workload=bank", "--generate=false",
+                                    "--bank_accounts=100", "--checkpoint_every=0"};
+  flags.insert(flags.end(), node_flags.begin(), node_flags.end());
+  TestCluster cluster(name, 1, 3, flags, ReplicatedInput);
   cluster.Start();
   StatusReply before;
   const int leader = WaitGroupLeader(cluster, {0, 1, 2}, &before, kTimeoutMs);
   ASSERT_GE(leader, 0) << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
   auto load = std::async(std::launch::async, [&] {
     std::string output;
-    const int rc = RunProcess(
-        {BinaryDir() + "/paxflow-load", "--config=" + cluster.config_path(), "--workload=bank",
-         "--bank_accounts=100", "--audit_fraction=0.1", "--duration=10", "--clients=2",
-         "--outstanding=20", "--drain_ms=20000"},
-        &output);
+    std::vector<std::string> command = {
+        BinaryDir() + "/paxflow-load", "--config=" + cluster.config_path(), "--workload=bank",
+        "--bank_accounts=100", "--audit_fraction=0.1", "--duration=10", "--clients=2",
+        "--outstanding=20", "--drain_ms=20000"};
+    command.insert(command.end(), load_flags.begin(), load_flags.end());
+    const int rc = RunProcess(command, &output);
     return std::make_pair(rc, output);
   });
   // Mid-run: once the leader has answered a good number of client txns.
@@ -233,8 +222,24 @@ TEST(ClientFailoverClusterTest, PaxflowLoadFollowsTheLeaderThroughAKill) {
   EXPECT_NE(output.find("[CLIENT], Failovers"), std::string::npos) << output;
   EXPECT_NE(output.find("[CLIENT], Lost(no reply), 0"), std::string::npos) << output;
   EXPECT_NE(output.find("[BANK], AuditViolations, 0"), std::string::npos) << output;
+  if (!load_flags.empty()) {
+    EXPECT_NE(output.find("[LTX], Operations, "), std::string::npos) << "no LTX ran:\n" << output;
+  }
   std::string stop_output;
   cluster.Verb("stop", {"--stop_timeout=30"}, &stop_output);
+}
+
+TEST(ClientFailoverClusterTest, PaxflowLoadFollowsTheLeaderThroughAKill) {
+  LoadFollowsTheLeaderThroughAKill("load-failover", {}, {});
+}
+
+// With LTXs under the record protocol among the transfers: they carry
+// request ids too, so those in flight at the kill are sent again to the
+// new leader and answered (committed, or aborted with the failover's
+// reason), none lost.
+TEST(ClientFailoverClusterTest, PaxflowLoadResendsItsLtxsThroughAKill) {
+  LoadFollowsTheLeaderThroughAKill("load-ltx-failover", {"--ltx_in_place=false"},
+                                   {"--ltx_fraction=0.02"});
 }
 
 // The minority side (issue 17 item 7): the leader of a 1x3 group is
@@ -328,25 +333,25 @@ TEST(ClientFailoverClusterTest, StoppedLeaderAcknowledgesNothingThenStepsDownAnd
   cluster.Verb("stop", {"--stop_timeout=30"}, &output);
 }
 
-// A follower's log disk fails under client transfers: the follower (node
-// 2; replica 0 leads first) has `disk` as its --log_dir, and `fail` makes
-// it fail. It stops and its status names the failed write (one of
-// `errors`, the errno's text or what the node adds, and a file under
-// `disk`: its own logs or its consensus log, whichever write fails
-// first); the other two go on, no
-// acknowledged transfer is lost or applied twice, and they agree.
-void FollowerLogDiskFails(const char* name, const std::string& disk,
-                          const std::function<void()>& fail,
-                          const std::vector<std::string>& errors) {
+// A log disk fails under client transfers: a follower's (node 2; replica
+// 0 leads first) or, with `under_leader`, the leader's (node 0) is `disk`
+// (its --log_dir), and `fail` makes it fail. That node stops and its status
+// names the failed write (one of `errors`, the errno's text or what the
+// node adds, and a file under `disk`: its own logs or its consensus log,
+// whichever write fails first); the other two go on (under a new leader
+// if it led), no acknowledged transfer is lost or applied twice, and they
+// agree.
+void LogDiskFails(const char* name, const std::string& disk, const std::function<void()>& fail,
+                  const std::vector<std::string>& errors, bool under_leader = false) {
   TestCluster cluster(name, 1, 3,
                       TransferFlags(2 * kClients, kInitial, {"--log_fsync", "--checkpoint_every=0"}),
                       ReplicatedInput);
-  // Started by hand, so that node 2's log directory is `disk`.
-  constexpr int kFollower = 2;
+  // Started by hand, so that the failing node's log directory is `disk`.
+  const int failing = under_leader ? 0 : 2;  // the node whose disk fails
   std::vector<std::unique_ptr<ChildProcess>> nodes;
   for (int i = 0; i < 3; ++i) {
     std::vector<std::string> extra;
-    if (i == kFollower) extra.push_back("--log_dir=" + disk);
+    if (i == failing) extra.push_back("--log_dir=" + disk);
     std::string command = "exec";
     for (const std::string& arg : cluster.NodeCommand(i, extra)) command += " '" + arg + "'";
     std::filesystem::create_directories(cluster.logs());
@@ -357,7 +362,12 @@ void FollowerLogDiskFails(const char* name, const std::string& disk,
   StatusReply status;
   const int leader = WaitGroupLeader(cluster, all, &status, kTimeoutMs);
   ASSERT_GE(leader, 0) << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
-  if (leader == kFollower) GTEST_SKIP() << "node 2 won the first election (replica 0 should)";
+  if (!under_leader && leader == failing) {
+    GTEST_SKIP() << "node 2 won the first election (replica 0 should)";
+  }
+  if (under_leader && leader != failing) {
+    GTEST_SKIP() << "node " << leader << " won the first election (replica 0 should)";
+  }
   std::vector<std::unique_ptr<TransferClient>> clients = StartTransferClients(cluster, leader);
   ASSERT_TRUE(EachAckedMore(clients, std::vector<int>(kClients, 0), 30, kTimeoutMs));
 
@@ -366,7 +376,7 @@ void FollowerLogDiskFails(const char* name, const std::string& disk,
   StatusReply failed;
   ASSERT_TRUE(WaitUntil(
       [&] {
-        if (!AskStatus(cluster.node(kFollower), &failed, 500)) return false;
+        if (!AskStatus(cluster.node(failing), &failed, 500)) return false;
         for (const std::string& error : errors) {
           if (failed.problem().find(error) != std::string::npos) return true;
         }
@@ -374,22 +384,31 @@ void FollowerLogDiskFails(const char* name, const std::string& disk,
       },
       kTimeoutMs))
       << "its problem: \"" << failed.problem() << "\"\n"
-      << cluster.Tail(kFollower);
+      << cluster.Tail(failing);
   EXPECT_NE(failed.problem().find(disk + "/"), std::string::npos) << failed.problem();
   // The status says so as soon as the failure is noted; the log line follows.
   EXPECT_TRUE(WaitUntil(
-      [&] { return cluster.NodeLog(kFollower).find("STOPPED: ") != std::string::npos; }, 5000))
-      << cluster.Tail(kFollower);
-  std::printf("failed follower's status: %s\n", failed.problem().c_str());
+      [&] { return cluster.NodeLog(failing).find("STOPPED: ") != std::string::npos; }, 5000))
+      << cluster.Tail(failing);
+  std::printf("failed node %d's status: %s\n", failing, failed.problem().c_str());
   std::fflush(stdout);
 
   // The other two go on.
   std::vector<int> others;
   for (int i : all) {
-    if (i != kFollower) others.push_back(i);
+    if (i != failing) others.push_back(i);
   }
   ASSERT_TRUE(EachAckedMore(clients, at_failure, 30, 3 * kTimeoutMs))
       << cluster.Tail(others[0]) << cluster.Tail(others[1]);
+  if (under_leader) {
+    // One of the two leads now, and the failed node knows it no longer does.
+    StatusReply now;
+    const int next = WaitGroupLeader(cluster, others, &now, kTimeoutMs);
+    EXPECT_GE(next, 0);
+    EXPECT_NE(next, failing);
+    std::printf("node %d's log disk failed while it led; node %d leads now\n", failing, next);
+    std::fflush(stdout);
+  }
   for (auto& client : clients) client->Stop();
   for (const auto& client : clients) EXPECT_EQ(client->failed(), 0) << client->first_failure();
   ExpectEachTransferOnce(cluster, others, clients, kInitial, kTimeoutMs, 2 * kClients);
@@ -398,28 +417,46 @@ void FollowerLogDiskFails(const char* name, const std::string& disk,
 }
 
 // The disk fills up (a small tmpfs the test mounts, filled to the last
-// byte under the follower: ENOSPC).
-TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
+// byte under the node: ENOSPC).
+void FullLogDisk(const char* name, bool under_leader) {
   TmpfsDir disk;
   if (const std::string why = disk.Mount("64m"); !why.empty()) GTEST_SKIP() << why;
-  FollowerLogDiskFails("disk-follower", disk.path(), [&] {
+  LogDiskFails(name, disk.path(), [&] {
     std::ofstream filler(disk.path() + "/filler", std::ios::binary);
     const std::string chunk(1 << 16, 'x');
     while (filler.write(chunk.data(), chunk.size()) && filler.flush()) {
     }
-  }, {"No space left on device"});
+  }, {"No space left on device"}, under_leader);
 }
 
-// The disk turns read-only while the follower runs (an ext4 image the test
+// The disk turns read-only while the node runs (an ext4 image the test
 // mounts errors=remount-ro, then has the kernel remount read-only as on an
 // I/O error: every write, to files open before too, fails EROFS; a sync
 // in flight as the journal aborts fails EIO, and the node adds that its
 // log directory is read-only now).
-TEST(ClientFailoverClusterTest, FollowerLogDiskTurnsReadOnlyNothingAckedIsLost) {
+void ReadOnlyLogDisk(const char* name, bool under_leader) {
   Ext4Dir disk;
   if (const std::string why = disk.Mount("64M"); !why.empty()) GTEST_SKIP() << why;
-  FollowerLogDiskFails("ro-follower", disk.path(), [&] { ASSERT_EQ(disk.FailReadOnly(), ""); },
-                       {"Read-only file system", "is read-only now"});
+  LogDiskFails(name, disk.path(), [&] { ASSERT_EQ(disk.FailReadOnly(), ""); },
+               {"Read-only file system", "is read-only now"}, under_leader);
+}
+
+TEST(ClientFailoverClusterTest, FollowerLogDiskFailsNothingAckedIsLost) {
+  FullLogDisk("disk-follower", /*under_leader=*/false);
+}
+
+TEST(ClientFailoverClusterTest, FollowerLogDiskTurnsReadOnlyNothingAckedIsLost) {
+  ReadOnlyLogDisk("ro-follower", /*under_leader=*/false);
+}
+
+// The same under the leader: it stops sequencing, another replica leads,
+// and nothing acknowledged is lost (clients follow the new leader).
+TEST(ClientFailoverClusterTest, LeaderLogDiskFailsAnotherLeadsAndNothingAckedIsLost) {
+  FullLogDisk("disk-leader", /*under_leader=*/true);
+}
+
+TEST(ClientFailoverClusterTest, LeaderLogDiskTurnsReadOnlyAnotherLeadsAndNothingAckedIsLost) {
+  ReadOnlyLogDisk("ro-leader", /*under_leader=*/true);
 }
 
 // A leader deposed while alive (stopped with SIGSTOP until the others

@@ -177,7 +177,7 @@ struct HeldLtx {
   std::unique_ptr<Client> first_client;
 };
 
-void StartHeldLtx(LtxFailoverCluster& c, HeldLtx* s) {
+void StartHeldLtx(LtxFailoverCluster& c, HeldLtx* s, const ClientRequest& ltx = RingLtx(0, 6)) {
   TestCluster& cluster = c.cluster();
   cluster.Start();
   StatusReply status;
@@ -190,10 +190,10 @@ void StartHeldLtx(LtxFailoverCluster& c, HeldLtx* s) {
   s->first_client = std::make_unique<Client>();
   s->first_client->Connect(ClientEndpoint(cluster.node(s->leader)));
   Client* client = s->first_client.get();
-  s->first_call = std::async(std::launch::async, [client] {
+  s->first_call = std::async(std::launch::async, [client, ltx] {
     ClientReply reply;
     for (;;) {
-      const std::string error = client->Call(RingLtx(0, 6), &reply, kUnansweredMs);
+      const std::string error = client->Call(ltx, &reply, kUnansweredMs);
       if (!error.empty()) return error;
       // Refused before it was sequenced (the new leader's port may say no
       // leader for a moment after the election): nothing ran, send again.
@@ -411,6 +411,122 @@ TEST(LtxFailoverClusterTest, LeaderKilledWhileReadOnlyTxnsAreParkedReleasesThemA
   // A client that tries the dead leader first, then the new one, reads the
   // state without the aborted LTX's writes: the audit holds.
   AuditAgreeAndStop(c, &s, {s.leader, next});
+}
+
+// Exactly-once LTX retries (issue 17 item 4): the held LTX carries a
+// request id; the leader is killed with it unresolved, and its client
+// sends it again under the same id. The retry does not begin another LTX:
+// its answer is the first attempt's outcome, the failover abort (not
+// "applied"), given once the new leader's abort is in the log. A new
+// attempt under a new id commits, and a resend of that one is told it
+// committed, without running again: 1 moved from account 6 to 7, once.
+constexpr uint64_t kRetryClient = 0x5eed1717;
+
+ClientRequest TransferLtxWithId(uint64_t seq) {
+  ClientRequest request = LtxTransfer(6, 7);
+  request.mutable_ltx()->set_client_id(kRetryClient);
+  request.mutable_ltx()->set_client_seq(seq);
+  return request;
+}
+
+// The balances of accounts 6 and 7 through a client of `order`'s replicas.
+std::vector<int64_t> Balances67(TestCluster& cluster, const std::vector<int>& order) {
+  FailoverClient reader(ReplicasFrom(cluster, order));
+  ClientReply reply;
+  std::vector<int64_t> balances;
+  if (!reader.Call(Client::Get({6, 7}), &reply).empty()) return balances;
+  for (const KeyValue& read : reply.txn().reads()) {
+    balances.push_back(BankApplication::DecodeBalance(read.value()));
+  }
+  return balances;
+}
+
+TEST(LtxFailoverClusterTest, ARetryUnderTheSameRequestIdAfterTheLeaderDiedGetsTheFailoverAbort) {
+  LtxFailoverCluster c("ltx-failover-retry");
+  HeldLtx s;
+  const ClientRequest first = TransferLtxWithId(1);
+  ASSERT_NO_FATAL_FAILURE(StartHeldLtx(c, &s, first));
+  const std::vector<int64_t> before = {kInitial, kInitial};
+  ASSERT_NO_FATAL_FAILURE(KillLeader(c, s));
+  // At once, through the survivors: the client follows the new leader and
+  // its retry waits there for the outcome of the LTX its id began.
+  FailoverClient retry(ReplicasFrom(c.cluster(), s.survivors));
+  ClientReply reply;
+  ASSERT_EQ(retry.Call(first, &reply), "");
+  ASSERT_EQ(reply.status(), OK) << reply.error();
+  EXPECT_TRUE(reply.txn().aborted()) << reply.txn().ShortDebugString();
+  EXPECT_FALSE(reply.txn().committed()) << reply.txn().ShortDebugString();
+  EXPECT_FALSE(reply.txn().already_applied()) << "an aborted LTX was answered as applied";
+  EXPECT_TRUE(reply.txn().retryable());
+  EXPECT_EQ(reply.txn().abort_reason().rfind("failover", 0), 0u) << reply.txn().abort_reason();
+  EXPECT_NE(reply.txn().detail().find("did not begin another"), std::string::npos)
+      << reply.txn().detail();
+  const uint64_t original = reply.txn().txn_id();
+  ExpectAbortedByFailover(c, s);
+  // Asked again once resolved: the same answer, from the table.
+  ClientReply again;
+  ASSERT_EQ(retry.Call(first, &again), "");
+  ASSERT_EQ(again.status(), OK) << again.error();
+  EXPECT_TRUE(again.txn().aborted());
+  EXPECT_EQ(again.txn().txn_id(), original);
+  EXPECT_EQ(again.txn().abort_reason(), reply.txn().abort_reason());
+  const int next = NewLeader(c, s);
+  ASSERT_GE(next, 0);
+  EXPECT_EQ(Balances67(c.cluster(), {next}), before) << "the aborted LTX moved money";
+
+  // A new attempt (new id) commits; its resend is told so and runs not.
+  c.Release();
+  const ClientRequest second = TransferLtxWithId(2);
+  ClientReply committed, resent;
+  ASSERT_EQ(retry.Call(second, &committed), "");
+  ASSERT_EQ(committed.status(), OK) << committed.error();
+  ASSERT_TRUE(committed.txn().committed()) << committed.txn().ShortDebugString();
+  EXPECT_FALSE(committed.txn().already_applied());
+  ASSERT_EQ(retry.Call(second, &resent), "");
+  ASSERT_EQ(resent.status(), OK) << resent.error();
+  EXPECT_TRUE(resent.txn().committed()) << resent.txn().ShortDebugString();
+  EXPECT_TRUE(resent.txn().already_applied()) << resent.txn().ShortDebugString();
+  EXPECT_FALSE(resent.txn().aborted());
+  EXPECT_EQ(resent.txn().txn_id(), committed.txn().txn_id());
+  EXPECT_EQ(Balances67(c.cluster(), {next}), std::vector<int64_t>({kInitial - 1, kInitial + 1}))
+      << "the committed LTX did not move 1 exactly once";
+  AuditAgreeAndStop(c, &s, {next});
+}
+
+// Without a kill: the retry of a held LTX under its id waits at the
+// leader for the LTX's commit and is told it committed (already applied),
+// while the first attempt gets its own result; nothing ran twice.
+TEST(LtxFailoverClusterTest, ARetryOfAnUnresolvedLtxWaitsForItsCommitAndIsToldItCommitted) {
+  LtxFailoverCluster c("ltx-retry-wait");
+  HeldLtx s;
+  const ClientRequest first = TransferLtxWithId(1);
+  ASSERT_NO_FATAL_FAILURE(StartHeldLtx(c, &s, first));
+  Client second_client;
+  second_client.Connect(ClientEndpoint(c.cluster().node(s.leader)));
+  ClientReply retried;
+  std::future<std::string> retry = std::async(std::launch::async, [&] {
+    return second_client.Call(first, &retried, kTimeoutMs);
+  });
+  EXPECT_EQ(retry.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout)
+      << "the retry was answered while its LTX was held: " << retried.ShortDebugString();
+  c.Release();
+  ASSERT_EQ(retry.get(), "");
+  ASSERT_EQ(retried.status(), OK) << retried.error();
+  EXPECT_TRUE(retried.txn().committed()) << retried.txn().ShortDebugString();
+  EXPECT_TRUE(retried.txn().already_applied()) << retried.txn().ShortDebugString();
+  const std::string first_result = s.first_call.get();
+  EXPECT_EQ(first_result.rfind("answered: status 0", 0), 0u) << first_result;
+  EXPECT_EQ(Balances67(c.cluster(), {s.leader}),
+            std::vector<int64_t>({kInitial - 1, kInitial + 1}))
+      << "the LTX did not move 1 exactly once";
+  s.survivors = {0, 1, 2};  // nothing was killed: all three agree
+  FailoverClient auditor(ReplicasFrom(c.cluster(), {s.leader}));
+  ClientReply audit;
+  EXPECT_EQ(auditor.Call(Audit(), &audit), "");
+  std::string why;
+  EXPECT_TRUE(AuditHolds(audit, &why)) << why;
+  ExpectDigestsAgree(c.cluster(), s.survivors, kTimeoutMs);
+  StopCluster(c, &s);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "tests/ltx_harness.h"
 
+#include <gtest/gtest.h>
+
 #include "applications/kv_procedures.h"
 #include "applications/ycsb.h"
 #include "common/clock.h"
@@ -364,6 +366,14 @@ TwiceDeferred DeferTwiceOnKey5(LtxBench* bench) {
   bench->Drain();
   out.second_commit = commits[1];
   return out;
+}
+
+Txn OnlyRecord(LtxBench* bench, LtxRecordKind kind) {
+  std::vector<Txn> records = bench->TakeRecords();
+  EXPECT_EQ(records.size(), 1u);
+  if (records.empty()) return Txn();
+  EXPECT_EQ(records[0].ltx().kind(), kind) << records[0].ShortDebugString();
+  return records[0];
 }
 
 }  // namespace paxflow::testing

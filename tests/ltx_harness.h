@@ -177,4 +177,8 @@ struct TwiceDeferred {
 };
 TwiceDeferred DeferTwiceOnKey5(LtxBench* bench);
 
+// The records the lanes made since the last TakeRecords: exactly one, of
+// `kind` (a test failure otherwise; an empty Txn if there was none).
+Txn OnlyRecord(LtxBench* bench, LtxRecordKind kind);
+
 }  // namespace paxflow::testing

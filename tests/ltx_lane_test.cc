@@ -16,6 +16,7 @@ namespace {
 using testing::LtxBench;
 using testing::LtxBenchOptions;
 using testing::LtxCheckpoint;
+using testing::OnlyRecord;
 using Result = testing::ResultLog::Result;
 
 // An LTX that reads only keys of its write area is locked at its begin
@@ -45,14 +46,6 @@ size_t ResultsOf(const LtxBench& bench, TxnId id) {
 
 // Sequences, in `epoch`, the one record the lanes made: the commit of `ltx`.
 void SequenceCommitOf(LtxBench* bench, Epoch epoch, TxnId ltx);
-
-Txn OnlyRecord(LtxBench* bench, LtxRecordKind kind) {
-  std::vector<Txn> records = bench->TakeRecords();
-  EXPECT_EQ(records.size(), 1u);
-  if (records.empty()) return Txn();
-  EXPECT_EQ(records[0].ltx().kind(), kind) << records[0].ShortDebugString();
-  return records[0];
-}
 
 void SequenceCommitOf(LtxBench* bench, Epoch epoch, TxnId ltx) {
   const Txn commit = OnlyRecord(bench, LTX_COMMIT);

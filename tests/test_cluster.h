@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <functional>
@@ -266,6 +267,20 @@ inline ClientRequest Transfer(uint64_t from, uint64_t to) {
   txn->add_read_write_set(from);
   txn->add_read_write_set(to);
   txn->set_args(BankApplication::EncodeBalance(1));
+  return request;
+}
+
+// The same transfer as an LTX (its write area the two accounts).
+inline ClientRequest LtxTransfer(uint64_t from, uint64_t to) {
+  const TxnRequest txn = Transfer(from, to).txn();
+  ClientRequest request;
+  LtxRequest* ltx = request.mutable_ltx();
+  ltx->set_procedure(txn.procedure());
+  *ltx->mutable_read_write_set() = txn.read_write_set();
+  ltx->set_args(txn.args());
+  KeyRange* area = ltx->add_write_area();
+  area->set_lo(std::min(from, to));
+  area->set_hi(std::max(from, to));
   return request;
 }
 

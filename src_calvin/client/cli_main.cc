@@ -26,10 +26,11 @@ DEFINE_int32(node, -1, "With --config: the node to send txns to (default: the fi
 DEFINE_int32(timeout_ms, 10000, "How long to wait for each reply");
 DEFINE_string(format, "auto", "How to print values: auto, text, hex or int64");
 DEFINE_string(request_id, "",
-              "get, ro, put, txn: the txn's request id CLIENT:SEQ (two positive integers) "
+              "get, ro, put, txn, ltx: the request id CLIENT:SEQ (two positive integers) "
               "instead of a fresh one. With replicated input a request id runs once: giving "
-              "the id printed by a run that got no answer retries that txn safely (the "
-              "answer is its result, or 'already applied')");
+              "the id printed by a run that got no answer retries it safely (the answer is "
+              "its result, or 'already applied'; for an LTX, the outcome of the attempt that "
+              "began: committed, or aborted with its reason)");
 DEFINE_string(out, "", "keygen: write the key pair to OUT.key (secret, mode 0600) and OUT.pub");
 
 namespace paxflow {
@@ -626,9 +627,13 @@ int Main(int argc, char** argv) {
       return Fail("--request_id='" + FLAGS_request_id +
                   "' is not CLIENT:SEQ (two positive integers, e.g. 81723:1)");
     }
-    if (!request.has_txn()) return Fail("--request_id: an LTX has no request id");
-    request.mutable_txn()->set_client_id(client_id);
-    request.mutable_txn()->set_client_seq(seq);
+    if (request.has_txn()) {
+      request.mutable_txn()->set_client_id(client_id);
+      request.mutable_txn()->set_client_seq(seq);
+    } else {
+      request.mutable_ltx()->set_client_id(client_id);
+      request.mutable_ltx()->set_client_seq(seq);
+    }
   }
   std::string error;
   ClientReply reply;
@@ -646,10 +651,14 @@ int Main(int argc, char** argv) {
     options.attempt_timeout_ms = std::min(FLAGS_timeout_ms, 2000);
     FailoverClient client(options);
     error = client.Call(request, &reply);
-    if (!error.empty() && request.has_txn()) {
-      const uint64_t client_id =
-          request.txn().client_id() ? request.txn().client_id() : client.client_id();
-      const uint64_t seq = request.txn().client_seq() ? request.txn().client_seq() : 1;
+    if (!error.empty()) {
+      // The id given, or the one the failover client gave its first call.
+      const uint64_t given_id =
+          request.has_txn() ? request.txn().client_id() : request.ltx().client_id();
+      const uint64_t given_seq =
+          request.has_txn() ? request.txn().client_seq() : request.ltx().client_seq();
+      const uint64_t client_id = given_id ? given_id : client.client_id();
+      const uint64_t seq = given_seq ? given_seq : 1;
       error += "; retry with --request_id=" + std::to_string(client_id) + ":" +
                std::to_string(seq) + " to run it at most once";
     }

@@ -193,33 +193,40 @@ void ClientService::Depose() {
   if (wake) WakeServiceThread();
 }
 
+namespace {
+
+std::string RequestIdName(const Txn& txn) {
+  return "request id (client " + std::to_string(txn.client_id()) + ", seq " +
+         std::to_string(txn.client_seq()) + ")";
+}
+
+}  // namespace
+
+void ClientService::AnswerDroppedError(const Txn& txn, ReplyStatus status,
+                                       const std::string& error) {
+  const uint32_t slot = SlotOf(txn.client_request_id());
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> admit_lock(admit_mu_);
+    std::lock_guard<std::mutex> reply_lock(reply_mu_);
+    if (stopped_ || slot >= waiters_.size() || !waiters_[slot].connection ||
+        waiters_[slot].generation != GenerationOf(txn.client_request_id())) {
+      return;
+    }
+    AnswerErrorLocked(slot, status, error);
+    wake = WakeNeededLocked();
+  }
+  if (wake) WakeServiceThread();
+}
+
 void ClientService::AnswerDropped(const Txn& txn, DroppedAs as, uint64_t original) {
   if (txn.client_request_id() == 0 || txn.origin_node() != options_.node) return;
-  const std::string id = "request id (client " + std::to_string(txn.client_id()) + ", seq " +
-                         std::to_string(txn.client_seq()) + ")";
-  if (as != DroppedAs::kAlreadyApplied) {
-    const std::string why =
-        as == DroppedAs::kTooOld
-            ? id + " is older than the partition remembers (its client's window of request "
-                   "ids); it did not run now, and may have run before: read the keys to know"
-            : id + " began LTX " + std::to_string(original) + " in epoch " +
-                  std::to_string(TxnEpoch(original)) +
-                  "; this retry did not begin another. Across partitions a begun LTX may "
-                  "still abort, so whether it applied is its first reply's to say: read the "
-                  "keys to know (a new request id begins a new LTX)";
-    const uint32_t slot = SlotOf(txn.client_request_id());
-    bool wake = false;
-    {
-      std::lock_guard<std::mutex> admit_lock(admit_mu_);
-      std::lock_guard<std::mutex> reply_lock(reply_mu_);
-      if (stopped_ || slot >= waiters_.size() || !waiters_[slot].connection ||
-          waiters_[slot].generation != GenerationOf(txn.client_request_id())) {
-        return;
-      }
-      AnswerErrorLocked(slot, BAD_REQUEST, why);
-      wake = WakeNeededLocked();
-    }
-    if (wake) WakeServiceThread();
+  const std::string id = RequestIdName(txn);
+  if (as == DroppedAs::kTooOld) {
+    AnswerDroppedError(txn, BAD_REQUEST,
+                       id + " is older than the partition remembers (its client's window of "
+                            "request ids); it did not run now, and may have run before: read "
+                            "the keys to know");
     return;
   }
   // The answer names the txn that ran; its own result is not kept.
@@ -235,6 +242,34 @@ void ClientService::AnswerDropped(const Txn& txn, DroppedAs as, uint64_t origina
                    "; this retry did not run again";
   static const ReadValues kNoReads;
   Answer(shown, outcome, 0, kNoReads, true);
+}
+
+void ClientService::AnswerLtxRetry(const Txn& txn, TxnId original, bool known,
+                                   const TxnOutcome& outcome) {
+  if (txn.client_request_id() == 0 || txn.origin_node() != options_.node) return;
+  const std::string began = RequestIdName(txn) + " began LTX " + std::to_string(original) +
+                            " in epoch " + std::to_string(TxnEpoch(original)) +
+                            "; this retry did not begin another";
+  if (!known) {
+    AnswerDroppedError(txn, BAD_REQUEST,
+                       began + ". The partition does not know how that LTX resolved (older "
+                               "than the LTX outcomes it keeps, before the checkpoint it "
+                               "restarted from, or calvin mode, which keeps none): read the "
+                               "keys to know");
+    return;
+  }
+  // The first attempt's outcome, as its own reply would have said it.
+  Txn shown;
+  shown.set_id(original);
+  shown.set_txn_class(LTX);
+  shown.set_client_request_id(txn.client_request_id());
+  shown.set_origin_node(txn.origin_node());
+  TxnOutcome told = outcome;
+  told.detail = began + (outcome.aborted ? "; that LTX aborted (a new attempt needs a new "
+                                           "request id)"
+                                         : "; that LTX committed");
+  static const ReadValues kNoReads;
+  Answer(shown, told, TxnEpoch(original), kNoReads, outcome.committed && !outcome.aborted);
 }
 
 void ClientService::FailWaiting(const std::string& why) {

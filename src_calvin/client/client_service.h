@@ -133,15 +133,17 @@ class ClientService : public TxnSource, public ResultSink {
   enum class DroppedAs {
     kAlreadyApplied,  // its request id ran as txn `original`: OK, already_applied
     kTooOld,          // its seq is below its client's window: BAD_REQUEST
-    // An LTX whose request id began LTX `original`, on the record protocol
-    // (several partitions, or ltx_in_place off): that LTX may still abort
-    // or have aborted, so nothing here says whether it applied. BAD_REQUEST
-    // (its client reads the keys; a new request id begins a new LTX).
-    kLtxOutcomeUnknown,
   };
   // Answers this node's client txn that the committed log dropped. The
   // consumer thread.
   void AnswerDropped(const Txn& txn, DroppedAs as, uint64_t original);
+  // Answers this node's LTX that the committed log dropped (its request id
+  // began LTX `original`) with that LTX's outcome (scheduler/ltx_outcomes.h):
+  // committed (OK, already_applied), or aborted with its reason and
+  // retryability (OK, aborted; a new attempt needs a new request id). Not
+  // `known` (the partition no longer remembers it): BAD_REQUEST saying so.
+  // Any thread.
+  void AnswerLtxRetry(const Txn& txn, TxnId original, bool known, const TxnOutcome& outcome);
   // Answers what is still waiting with SHUTTING_DOWN, then stops. Later
   // results and digests (late callers) are dropped.
   void Stop();
@@ -252,6 +254,9 @@ class ClientService : public TxnSource, public ResultSink {
   // Under admit_mu_ and reply_mu_: answers every admitted txn with `status`;
   // `prefix` + whether it was sequenced (outcome unknown) or not (never ran).
   void AnswerWaitingLocked(ReplyStatus status, const std::string& prefix);
+  // Answers a dropped retry `txn` (if it still waits here) with `status`
+  // and `error`.
+  void AnswerDroppedError(const Txn& txn, ReplyStatus status, const std::string& error);
   // The checkpoint request of one message.
   void HandleCheckpoint(Connection* connection, uint64_t request_id, Epoch wait_epoch);
   void HandleRemoveNode(Connection* connection, uint64_t request_id,

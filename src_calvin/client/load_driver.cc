@@ -126,7 +126,7 @@ void LoadClient::SwitchTo(const std::string& endpoint) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stats_.lost += in_flight_.size() - again.size();  // LTXs: no request id, not resent
+    stats_.lost += in_flight_.size() - again.size();  // kept for no resend (no failover)
   }
   in_flight_.clear();
   for (InFlight& flight : again) Submit(std::move(flight), nullptr);
@@ -255,7 +255,8 @@ void LoadClient::SubmitNew(int64_t scheduled_us) {
   flight.procedure = txn.procedure();
   flight.audit =
       workload_.application == "bank" && txn.procedure() == BankApplication::kAudit;
-  if (failover() && txn.txn_class() != LTX) flight.seq = next_seq_++;
+  // LTXs too: a retry of one that began answers with that LTX's outcome.
+  if (failover()) flight.seq = next_seq_++;
   if (options_.retry_busy || failover()) {
     flight.txn = std::make_unique<Txn>(std::move(txn));
     Submit(std::move(flight), nullptr);
@@ -276,6 +277,10 @@ void LoadClient::Submit(InFlight flight, Txn* txn) {
     Take(txn->mutable_ltx()->mutable_read_area(), keep, ltx.mutable_read_area());
     Take(txn->mutable_read_set(), keep, ltx.mutable_read_set());
     Take(txn->mutable_read_write_set(), keep, ltx.mutable_read_write_set());
+    if (flight.seq) {
+      ltx.set_client_id(client_id_);
+      ltx.set_client_seq(flight.seq);
+    }
     flight.kind = kLoadLTX;
     id = client_.Submit(&ltx);
   } else {

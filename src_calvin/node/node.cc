@@ -96,7 +96,6 @@ std::string Node::Start() {
   scheduler_options.max_unpublished_epochs = 2 * params.engine.max_epochs_ahead;
   scheduler_ = std::make_unique<Scheduler>(scheduler_options, store_.get(), app_.get(), this,
                                            stats_.get(), this, &ltx_records_);
-  ltx_in_place_ = scheduler_options.ltx_in_place;
 
   sequencer_count_ = partitions * params.engine.sequencers_per_node;
   batches_through_ = std::make_unique<std::atomic<Epoch>[]>(sequencer_count_);

@@ -233,8 +233,6 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<Store> store_;
   std::unique_ptr<NodeStats> stats_;
   std::unique_ptr<Scheduler> scheduler_;
-  // Its LTXs install in place (one partition): a begin in the log applies.
-  bool ltx_in_place_ = false;
   // Durable logs (with a log directory).
   std::unique_ptr<InputLogWriter> log_;
   std::unique_ptr<SegmentedLogWriter> sequencer_log_;

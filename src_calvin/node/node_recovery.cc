@@ -363,6 +363,9 @@ void Node::LogFailed(const std::string& error) {
   // The sequencer stops too (its gate stays shut), without a final batch:
   // the others wait for this node rather than run on without it.
   log_failed_.store(true);
+  // Replicated input: a leader that stopped would hold its group (it still
+  // answers the others' heartbeats): another member is elected instead.
+  if (replicated_) replicated_->Resign();
   if (clients_) clients_->FailWaiting("node " + std::to_string(options_.id) + "'s log failed (" +
                                       error + ")");
 }

@@ -214,17 +214,29 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
   }
   // The leader, which sequenced a dropped retry in this process, answers
   // its client (entries of earlier terms or processes have no waiter here).
+  if (!clients_ || !leading) return;
   for (const RequestDedup::Dropped& d : dropped) {
-    if (!clients_ || !leading) continue;
-    ClientService::DroppedAs as = ClientService::DroppedAs::kAlreadyApplied;
     if (d.verdict == RequestDedup::Verdict::kTooOld) {
-      as = ClientService::DroppedAs::kTooOld;
-    } else if (d.txn.txn_class() == LTX && !ltx_in_place_) {
-      // Only in place does a begin in the log mean the LTX applies (or
-      // its own procedure declined, as for a txn: docs/ltx.md).
-      as = ClientService::DroppedAs::kLtxOutcomeUnknown;
+      clients_->AnswerDropped(d.txn, ClientService::DroppedAs::kTooOld, d.original);
+    } else if (d.txn.txn_class() == LTX && options_.params.engine.mode == Mode::kCalvin) {
+      // Calvin mode runs an LTX as one locked txn, outside the LTX lane: no
+      // outcome is kept for its retries.
+      clients_->AnswerLtxRetry(d.txn, d.original, /*known=*/false, TxnOutcome{});
+    } else if (d.txn.txn_class() == LTX) {
+      // The LTX its request id began may still be running, or may have
+      // aborted: the answer is its outcome, from the lane's table (the same
+      // on every replica), once it is known.
+      ClientService* clients = clients_.get();
+      const TxnId original = d.original;
+      scheduler_->ltx_outcomes().Ask(
+          original, [clients, txn = d.txn, original](LtxOutcomes::Known known,
+                                                     const TxnOutcome& outcome) {
+            clients->AnswerLtxRetry(txn, original, known == LtxOutcomes::Known::kResolved,
+                                    outcome);
+          });
+    } else {
+      clients_->AnswerDropped(d.txn, ClientService::DroppedAs::kAlreadyApplied, d.original);
     }
-    clients_->AnswerDropped(d.txn, as, d.original);
   }
 }
 

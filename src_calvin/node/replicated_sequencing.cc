@@ -114,7 +114,10 @@ void ReplicatedSequencing::Consume() {
         case replication::LogEvent::Kind::kLeadership: {
           const replication::Leadership& now = event.leadership;
           leaderless_since_us_ = now.leader == 0 ? NowMicros() : 0;
-          if (now.leading && (!leads_.load() || now.term != lead_term_.load())) {
+          // A resigned member starts nothing when elected: it hands off
+          // (HandOffIfStale, below).
+          if (now.leading && !resigned_.load() &&
+              (!leads_.load() || now.term != lead_term_.load())) {
             // Elected (again, if it led before and was deposed): its
             // sequencer resumes after the last committed epoch.
             const Epoch first = committed_epoch_.load() + 1;
@@ -151,7 +154,7 @@ void ReplicatedSequencing::Consume() {
           LOG(ERROR) << "node " << options_.self << ": " << event.bytes;
           if (options_.failed) options_.failed(event.bytes);
           // A leader that can no longer log asks the group to elect another.
-          if (log_->leadership().leading) log_->HandOff();
+          Resign();
           break;
       }
     }
@@ -214,6 +217,15 @@ bool ReplicatedSequencing::Propose(Epoch epoch, std::string record) {
 
 void ReplicatedSequencing::HandOffIfStale() {
   const replication::Leadership now = log_->leadership();
+  if (resigned_.load()) {
+    // A node whose log failed leads a group nothing sequences for.
+    const int64_t now_us = NowMicros();
+    if (now.leading && now_us - last_hand_off_us_ >= 200000) {
+      last_hand_off_us_ = now_us;
+      log_->HandOff();
+    }
+    return;
+  }
   if (!leads_.load() || !now.leading || now.term == lead_term_.load()) {
     stale_since_us_ = 0;
     last_hand_off_us_ = 0;

@@ -106,6 +106,11 @@ class ReplicatedSequencing {
   // drops the entries of epochs up to it, which the checkpoints cover.
   // Any thread (the node's heartbeat thread).
   void TrimCoveredBy(Epoch stable);
+  // This node can no longer act as leader (its log failed: it sequences
+  // and acknowledges nothing more): while it leads, the group is asked to
+  // elect another member (at most every 200 ms until one leads), and an
+  // election it wins starts nothing. Any thread.
+  void Resign() { resigned_.store(true); }
   // The last epoch whose entry the log was told to drop (0: none).
   Epoch trimmed_epoch() const { return trimmed_epoch_.load(); }
   void Stop();
@@ -149,6 +154,7 @@ class ReplicatedSequencing {
   bool deposed_ = false;  // consumer thread: `follow` was called
   std::atomic<uint64_t> lead_term_{0};  // the term its sequencer started in (consumer writes)
   int64_t last_hand_off_us_ = 0;  // consumer thread
+  std::atomic<bool> resigned_{false};  // Resign
   int64_t stale_since_us_ = 0;    // consumer thread
   std::mutex window_mu_;
   RequestDedup dedup_;  // fed every committed epoch, in order, from the start

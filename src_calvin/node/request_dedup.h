@@ -31,11 +31,10 @@
 //
 // LTXs (client.proto LtxRequest carries a request id too): the begin
 // record of one that writes is held to the window like a txn, so a retry
-// whose request id began an LTX before does not begin another. What that
-// means to its client is the client service's to say (one partition in
-// place: every replica runs what the log began, so "already applied";
-// the record protocol: a begun LTX may still abort, so its outcome is
-// unknown here). A long scan (LTX_SCAN) writes nothing and runs again.
+// whose request id began an LTX before does not begin another. A begun LTX
+// may still commit or abort, which this window cannot see: its client is
+// answered with the outcome the LTX lane records (scheduler/ltx_outcomes.h).
+// A long scan (LTX_SCAN) writes nothing and runs again.
 //
 // OLLP: a txn planned again after its reconnaissance went stale (attempt
 // > 0) replaces the attempt that gave up (which wrote nothing); only

@@ -7,23 +7,6 @@
 #include "common/clock.h"
 
 namespace paxflow {
-namespace {
-
-int ReasonCode(const std::string& reason) {
-  for (int code = 0; code < kLtxAbortReasons; ++code) {
-    const std::string name = LtxAbortReasonName(code);
-    if (reason.compare(0, name.size(), name) == 0) return code;
-  }
-  return kAbortProcedure;
-}
-
-bool Retryable(int code) {
-  return code == kAbortBusy || code == kAbortTimeout || code == kAbortRestart ||
-         code == kAbortGuard || code == kAbortRecon || code == kAbortCascade ||
-         code == kAbortFailover;
-}
-
-}  // namespace
 
 LtxLane::LtxLane(const LtxLaneOptions& options, Store* store, const Application* app,
                  PeerSender* peers, RecordSubmitter* records, NodeStats* stats,
@@ -86,6 +69,7 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
                                " epochs of its begin (epoch " +
                                std::to_string(entry->begin_epoch) + "), aborted at epoch " +
                                std::to_string(epoch);
+    NoteOutcome(*entry->begin, entry->origin_here, LtxAbortOutcome(reason));
     if (entry->origin_here && Acts(epoch)) {
       ReportAbort(*entry->begin, reason, entry->begin_epoch);
     }
@@ -147,6 +131,9 @@ void LtxLane::EndEpoch(Epoch epoch) {
     }
   }
   begun_this_epoch_.clear();
+  // A retry waiting for an LTX of this epoch or before that the table
+  // does not hold is told so now.
+  outcomes_.EpochEnded(epoch);
   // Requests that came before their LTX began here can be answered now.
   for (auto it = early_requests_.begin(); it != early_requests_.end();) {
     if (TxnEpoch(it->first) > epoch) {
@@ -257,10 +244,11 @@ void LtxLane::Begin(const Txn& txn, Epoch epoch) {
            " keys, too many to lock in place";
     code = kAbortProcedure;
   }
+  if (origin_here && txn.client_id() != 0) outcomes_.Began(txn.id());
   if (!busy.empty()) {
-    if (origin_here && Acts(epoch)) {
-      ReportAbort(txn, std::string(LtxAbortReasonName(code)) + ": " + busy, epoch);
-    }
+    const std::string reason = std::string(LtxAbortReasonName(code)) + ": " + busy;
+    NoteOutcome(txn, origin_here, LtxAbortOutcome(reason));
+    if (origin_here && Acts(epoch)) ReportAbort(txn, reason, epoch);
     return;
   }
   Entry& entry = ltxs_[txn.id()];
@@ -445,13 +433,11 @@ void LtxLane::InstallOrCascade(Entry* entry, Epoch epoch, uint64_t anchor, uint6
                                std::vector<Action>* actions) {
   TxnId culprit = 0;
   if (ReadFromAborted(*entry, &culprit)) {
-    if (entry->origin_here && Acts(epoch)) {
-      ReportAbort(*entry->begin,
-                  std::string(LtxAbortReasonName(kAbortCascade)) + ": it read the writes of LTX " +
-                      TxnIdString(culprit) +
-                      " before that LTX was resolved, and that LTX was aborted; try again",
-                  entry->begin_epoch);
-    }
+    const std::string reason =
+        std::string(LtxAbortReasonName(kAbortCascade)) + ": it read the writes of LTX " +
+        TxnIdString(culprit) + " before that LTX was resolved, and that LTX was aborted; try again";
+    NoteOutcome(*entry->begin, entry->origin_here, LtxAbortOutcome(reason));
+    if (entry->origin_here && Acts(epoch)) ReportAbort(*entry->begin, reason, entry->begin_epoch);
     Resolve(entry, /*install=*/false, epoch, anchor, chain, actions);
     return;
   }
@@ -461,6 +447,7 @@ void LtxLane::InstallOrCascade(Entry* entry, Epoch epoch, uint64_t anchor, uint6
 void LtxLane::Abort(TxnId id, const std::string& reason, Epoch epoch, uint64_t anchor,
                     std::vector<Action>* actions) {
   Entry* entry = Find(id);
+  NoteOutcome(*entry->begin, entry->origin_here, LtxAbortOutcome(reason));
   if (entry->origin_here && Acts(epoch)) {
     ReportAbort(*entry->begin, reason, entry->begin_epoch);
   }
@@ -589,6 +576,7 @@ void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
   TxnOutcome outcome;
   outcome.checksum = entry->commit->ltx().checksum();
   outcome.position = SerialPosition{entry->begin_epoch + 1, 0, 0, entry->id};
+  NoteOutcome(*entry->begin, entry->origin_here, outcome);
   if (entry->local_writes.empty()) {
     if (report) {
       WorkerStats& stats = stats_->worker(stats_slot_);
@@ -662,8 +650,10 @@ void LtxLane::Settle(Entry* entry) {
     install.outcome.checksum = entry->commit->ltx().checksum();
     install.outcome.position = SerialPosition{entry->begin_epoch + 1, 0, 0, entry->id};
     install.commit_seen_us = entry->finished_us;
+    NoteOutcome(*entry->begin, entry->origin_here, install.outcome);
   } else {
     entry->state = State::kAborted;
+    NoteOutcome(*entry->begin, entry->origin_here, LtxAbortOutcome(entry->abort_reason));
     if (report) ReportAbort(*entry->begin, entry->abort_reason, entry->begin_epoch);
   }
   install.awaiting_writes = false;
@@ -795,6 +785,13 @@ void LtxLane::OnLockedRunDone(const TxnWork& work) {
   // Its writes are final, and installed: later LTXs of its epoch read them.
   MarkFinished(entry);
   entry->state = commit ? State::kInstalled : State::kAborted;
+  if (commit) {
+    TxnOutcome outcome = install.outcome;
+    outcome.checksum = install.record->ltx().checksum();
+    NoteOutcome(*entry->begin, entry->origin_here, outcome);
+  } else {
+    NoteOutcome(*entry->begin, entry->origin_here, LtxAbortOutcome(entry->abort_reason));
+  }
   if (!commit && entry->origin_here && Acts(entry->resolved_epoch)) {
     ReportAbort(*entry->begin, entry->abort_reason, entry->begin_epoch);
   }
@@ -815,8 +812,12 @@ void LtxLane::OnGivenBack(TxnWork* work) {
   StartInPlace(*entry);
 }
 
+void LtxLane::NoteOutcome(const Txn& begin, bool origin_here, const TxnOutcome& outcome) {
+  if (origin_here && begin.client_id() != 0) outcomes_.Resolved(begin.id(), outcome);
+}
+
 void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch snapshot) {
-  const int code = ReasonCode(reason);
+  const int code = LtxAbortReasonCode(reason);
   LtxCounters::Add(stats_->ltx().aborts[code]);
   WorkerStats& stats = stats_->worker(stats_slot_);
   const int64_t latency = NowMicros() - begin.submit_time_us();
@@ -824,13 +825,8 @@ void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch sna
   WorkerStats::Add(stats.aborted[kKindLong]);
   if (begin.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
   if (!results_) return;
-  TxnOutcome outcome;
-  outcome.committed = false;
-  outcome.aborted = true;
-  outcome.abort_reason = reason;
-  outcome.retryable = Retryable(code);
   ReadValues none;
-  results_->OnResult(begin, outcome, snapshot, none);
+  results_->OnResult(begin, LtxAbortOutcome(reason), snapshot, none);
 }
 
 // ------------------------------------------------------------ deferral

@@ -75,6 +75,7 @@
 #include "ltx_state.pb.h"
 #include "scheduler/area_index.h"
 #include "scheduler/ltx_executor.h"
+#include "scheduler/ltx_outcomes.h"
 #include "scheduler/participants.h"
 #include "scheduler/sinks.h"
 #include "scheduler/txn_work.h"
@@ -253,6 +254,10 @@ class LtxLane {
     ready_installs_.clear();
   }
 
+  // The outcomes of LTXs begun here under a client request id, for their
+  // clients' retries (ltx_outcomes.h): Ask from any thread.
+  LtxOutcomes& outcomes() { return outcomes_; }
+
   size_t active() const { return unresolved_.size() + placed_.size(); }
   // LTXs and long scans begun at this partition, not resolved yet.
   size_t unresolved_here() const;
@@ -394,6 +399,9 @@ class LtxLane {
   // and let LTX reads parked on it go on.
   void MarkFinished(Entry* entry);
   void ReportAbort(const Txn& begin, const std::string& reason, Epoch snapshot);
+  // An LTX begun here resolved: under a request id, its outcome is kept
+  // for its client's retries (on every replica, whether it acts or not).
+  void NoteOutcome(const Txn& begin, bool origin_here, const TxnOutcome& outcome);
   void ReportLocalInstall(Entry* entry);
 
   // The read rule.
@@ -531,6 +539,7 @@ class LtxLane {
   std::vector<OwedRead> owed_;    // from before the restart, not answered yet
   std::vector<LtxReadRequest> unread_;  // had reached it before the restart, not taken up yet
   std::function<bool(Key, Epoch)> settled_;
+  LtxOutcomes outcomes_;
 };
 
 }  // namespace paxflow

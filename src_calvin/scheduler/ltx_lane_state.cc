@@ -151,6 +151,7 @@ std::string LtxLane::SaveState(const std::vector<LtxReadRequest>& unread) const 
   for (const OwedRead& read : owed_) owe(read.ltx, read.round, read.reply_to);
   for (const LtxReadRequest& request : unread_) *state.add_unread_requests() = request;
   for (const LtxReadRequest& request : unread) *state.add_unread_requests() = request;
+  outcomes_.Save(&state);
 
   LtxLaneStateFile file;
   file.set_state(state.SerializeAsString());
@@ -278,6 +279,10 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
                   ", beyond the " + std::to_string(options_.partitions) + " partitions");
     }
   }
+  // The outcomes of LTXs begun under request ids (a state saved before the
+  // table existed holds none: retries of those LTXs are told so).
+  const std::string outcomes_error = outcomes_.Load(state);
+  if (!outcomes_error.empty()) return fail(outcomes_error);
 
   // Take it.
   for (const LtxStateEntry& saved : state.ltxs()) {

@@ -64,7 +64,14 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
       workers_(WorkerOptionsOf(options), store, app, peers, stats, results,
                WorkerPool::Callbacks{
                    [this](TxnWork* work, bool finished) { PostDone(work, finished); },
-                   [this] { Wake(); }}) {
+                   [this] { Wake(); },
+                   [this](const Txn& begin, const TxnOutcome& outcome) {
+                     // Only LTXs locked at their begin were noted (below);
+                     // calvin mode keeps no outcomes.
+                     if (begin.client_id() != 0 && options_.mode == Mode::kPaxflow) {
+                       ltx_lane_.outcomes().Resolved(begin.id(), outcome);
+                     }
+                   }}) {
   merger_.set_window(options.max_buffered_epochs);
   ltx_lane_.SetSettledCheck([this](Key key, Epoch epoch) { return rw_lane_.Settled(key, epoch); });
   store_slot_ = store_->RegisterThread();
@@ -556,6 +563,12 @@ void Scheduler::DispatchLtxRecord(TxnWork* work) {
   // decides alike, from the log).
   if (ltx_lane_.LocksAtBegin(*work->txn)) {
     work->epoch->has_rw = true;
+    // Its outcome answers a client's retry of it like any LTX's, in log
+    // order on every replica (the worker notes how it resolved).
+    const Txn& begin = *work->txn;
+    if (begin.client_id() != 0 && begin.origin_partition() == options_.partition) {
+      ltx_lane_.outcomes().Began(begin.id());
+    }
     DispatchLockedLtx(work);
     return;
   }

@@ -200,6 +200,9 @@ class Scheduler {
   // Replicated input: this node leads its group and sequences from epoch
   // `first_epoch` on (0: it no longer leads). LtxLane::SetOrigin. Any thread.
   void SetLtxOrigin(Epoch first_epoch) { ltx_lane_.SetOrigin(first_epoch); }
+  // The outcomes of LTXs begun here under client request ids, for their
+  // retries (scheduler/ltx_outcomes.h). Ask from any thread.
+  LtxOutcomes& ltx_outcomes() { return ltx_lane_.outcomes(); }
   // Work of the LTX lane that this node's sequencer owes the log: an LTX or
   // long scan begun here is unresolved, or an epoch up to `sequenced` is
   // not admitted yet (it may begin one). Any thread.

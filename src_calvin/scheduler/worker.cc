@@ -377,18 +377,24 @@ void WorkerPool::RunProcedure(TxnWork* work, const ReadValues& reads, Context* c
       if (local(key)) store_->Delete(context->store_slot, key, epoch);
     }
   }
-  if (work->origin && work->epoch->epoch > recovered_through_) {
+  if (work->origin) {
     outcome.position = work->position;
     outcome.deferrals = work->deferrals;
-    if (work->procedure_txn && outcome.aborted) {
-      // A calvin-mode LTX aborted under its locks: counted by reason (OLLP
-      // restarts are the recon ones). Workers share these counters with
-      // the scheduler thread, hence fetch_add.
-      const int code = LtxAbortReasonOf(outcome.abort_reason);
-      stats_->ltx().aborts[code].fetch_add(1, std::memory_order_relaxed);
-      outcome.retryable = code == kAbortRecon;
+    const int code = work->procedure_txn && outcome.aborted
+                         ? LtxAbortReasonOf(outcome.abort_reason) : -1;
+    if (code >= 0) outcome.retryable = code == kAbortRecon;
+    // Replays too: a client's retry of an LTX locked at its begin is
+    // answered from what every replica noted (scheduler/ltx_outcomes.h).
+    if (work->procedure_txn && callbacks_.locked_ltx_resolved) {
+      callbacks_.locked_ltx_resolved(*work->procedure_txn, outcome);
     }
-    Report(work, outcome, reads, context);
+    if (work->epoch->epoch > recovered_through_) {
+      // An LTX aborted under its locks: counted by reason (OLLP restarts
+      // are the recon ones). Workers share these counters with the
+      // scheduler thread, hence fetch_add.
+      if (code >= 0) stats_->ltx().aborts[code].fetch_add(1, std::memory_order_relaxed);
+      Report(work, outcome, reads, context);
+    }
   }
   Finish(work, true);
 }

@@ -46,6 +46,10 @@ class WorkerPool {
     std::function<void(TxnWork*, bool finished)> done;
     // A lock-free read-only txn finished the last work of its epoch.
     std::function<void()> wake;
+    // An LTX run as one locked txn resolved at its origin partition (on
+    // every replica, replays included): `outcome` is what a client's retry
+    // of it is told (scheduler/ltx_outcomes.h). Unset: not noted.
+    std::function<void(const Txn& begin, const TxnOutcome& outcome)> locked_ltx_resolved;
   };
 
   WorkerPool(const WorkerOptions& options, Store* store, const Application* app,
