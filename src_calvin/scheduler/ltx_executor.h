@@ -54,6 +54,9 @@ struct LtxReadTask {
   std::vector<std::map<Key, std::pair<bool, std::string_view>>> scan_values;
   std::vector<std::shared_ptr<const Txn>> records;  // what the views above point into
   bool long_scan = false;  // a long scan's share: tell the lane when served
+  // A long scan's record (its procedure and ranges): a share it summarizes
+  // (Application::SummarizesScans) is summarized here, not shipped.
+  std::shared_ptr<const Txn> scan_txn;
   int64_t waiting_since_us = 0;  // parked, or waiting for its snapshot: since
   size_t settled_keys = 0;  // waiting for its snapshot: keys[0..this) are settled
   // Waiting for its snapshot: scans[0..settled_scans) are settled, and so
@@ -86,6 +89,9 @@ struct LtxReadResult {
   }
   bool scans_included = false;
   std::vector<LtxReads::Rows> scans;
+  // The scans' share summarized (scans then hold no rows).
+  bool summarized = false;
+  std::string summary;
   std::vector<TxnId> read_from;  // LtxReadTask::read_from
   std::string error;
 };
