@@ -202,13 +202,24 @@ void LtxExecutor::StartScan(std::shared_ptr<const Txn> scan, Epoch snapshot) {
   for (PartitionId p = 0; p < options_.partitions; ++p) run->scans_unanswered.insert(p);
   run->scan_rows.resize(static_cast<size_t>(run->txn->ltx().read_area_size()));
   run->started_us = NowMicros();
-  std::lock_guard<std::mutex> lock(mu_);
-  runs_[run->txn->id()] = std::move(run);
+  std::vector<LtxReadResult> early;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const TxnId id = run->txn->id();
+    runs_[id] = std::move(run);
+    auto it = early_shares_.find(id);
+    if (it != early_shares_.end()) {
+      early = std::move(it->second);
+      early_shares_.erase(it);
+    }
+  }
+  for (LtxReadResult& share : early) Absorb(std::move(share));
 }
 
 void LtxExecutor::Forget(TxnId id) {
   std::lock_guard<std::mutex> lock(mu_);
   runs_.erase(id);
+  early_shares_.erase(id);
 }
 
 void LtxExecutor::FailScan(TxnId id, const std::string& reason) {
@@ -422,7 +433,15 @@ void LtxExecutor::Absorb(LtxReadResult&& result) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = runs_.find(result.ltx);
-    if (it == runs_.end()) return;  // resolved, or never ours: nothing waits for it
+    if (it == runs_.end()) {
+      // Resolved, or never ours: nothing waits for it. Or a scan's share
+      // ahead of its StartScan here: kept for it.
+      if (result.summarized && result.error.empty() && result.round == 1) {
+        if (early_shares_.size() >= kMaxEarlyShares) early_shares_.erase(early_shares_.begin());
+        early_shares_[result.ltx].push_back(std::move(result));
+      }
+      return;
+    }
     run = it->second;
     const PartitionId from = result.from;
     if (run->finished || result.round != run->round || !run->waiting()) return;

@@ -236,6 +236,13 @@ class LtxExecutor {
   std::multiset<Epoch> serving_;
   std::set<const Task*> running_serves_;  // serves taken off the queue, not done
   std::map<TxnId, std::shared_ptr<Run>> runs_;
+  // Summarized scan shares that came before their scan started here: a
+  // participant serves its share from the log at its own pace, and a
+  // summary (tens of ms of work, a small message) can beat the origin's
+  // StartScan. Taken by StartScan; the oldest ids
+  // go first past kMaxEarlyShares (shares of scans already over). mu_.
+  static constexpr size_t kMaxEarlyShares = 256;
+  std::map<TxnId, std::vector<LtxReadResult>> early_shares_;
   uint64_t next_sequence_ = 0;
   bool stop_ = false;
   std::vector<std::thread> threads_;
