@@ -139,6 +139,11 @@ class LtxReads {
   }
   void AddScan(Rows rows) { scans_.push_back(std::move(rows)); }
   size_t points() const { return count_; }
+  // Pushed-down scans (Application::SummarizesScans): one summary per
+  // partition that summarized its share, in partition order. Its rows are
+  // then not in Scan(i).
+  void AddSummary(std::string summary) { summaries_.push_back(std::move(summary)); }
+  const std::vector<std::string>& summaries() const { return summaries_; }
 
  private:
   // Values live back to back in `data_` (an LTX reads thousands of keys:
@@ -161,7 +166,14 @@ class LtxReads {
   size_t count_ = 0;
   std::string data_;
   std::vector<Rows> scans_;
+  std::vector<std::string> summaries_;
 };
+
+// A share of a long scan's rows, for Application::SummarizeScans: visit(i,
+// row) calls row(key, value) for each row of scan i (of the declared
+// ranges) in the share, ascending; the value is valid during the call only.
+using ScanRow = std::function<void(Key key, std::string_view value)>;
+using ScanVisit = std::function<void(size_t scan, const ScanRow& row)>;
 
 // One round of a long txn's procedure: more reads, or the end (writes and
 // deletes, or an abort, with what to tell the client).
@@ -244,6 +256,18 @@ class Application {
   virtual void OnGeneratedResult(const Txn& txn, const TxnOutcome& outcome) const {}
   virtual void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                            LtxRound* out) const;
+  // Push-down: a long scan (an LTX_SCAN of one round over its declared
+  // ranges) whose result combines summaries of disjoint shares of its rows.
+  // In paxflow mode each partition then summarizes its own share where it
+  // reads it (SummarizeScans) and replies with the summary, not the rows;
+  // the procedure's round 1 finds them in LtxReads::summaries(). Engines
+  // that gather rows (calvin mode, the oracle, replay) pass rows as before,
+  // and the procedure summarizes them itself, so its result must not depend
+  // on how its rows were split into shares. Deterministic, any thread.
+  virtual bool SummarizesScans(const Txn& txn) const { return false; }
+  virtual std::string SummarizeScans(const Txn& txn, const ScanVisit& visit) const {
+    return "";
+  }
 };
 
 }  // namespace paxflow

@@ -46,6 +46,12 @@ class WithKvProcedures : public Application {
   }
   void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                    LtxRound* out) const override;
+  bool SummarizesScans(const Txn& txn) const override {
+    return txn.procedure() != kLongKv && inner_->SummarizesScans(txn);
+  }
+  std::string SummarizeScans(const Txn& txn, const ScanVisit& visit) const override {
+    return inner_->SummarizeScans(txn, visit);
+  }
   const Application& inner() const { return *inner_; }
 
  private:

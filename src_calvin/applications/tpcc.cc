@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "applications/ch_queries.h"
 #include "common/hash.h"
 #include "common/random.h"
 
@@ -1004,205 +1005,23 @@ void TpccApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads
 
 bool TpccApplication::RunQuery(const Txn& txn, const LtxReads& reads, std::string* result,
                                std::string* why) const {
-  const uint32_t warehouses = keys_.warehouses();
-  // The planned order ids of each district (its order-line range ends there).
-  std::vector<uint32_t> planned_hi(kDistricts, 0);
-  for (const KeyRange& range : txn.ltx().read_area()) {
-    if (keys_.TableOf(range.lo()) != kOrderLine) continue;
-    planned_hi[keys_.DistrictOf(range.lo())] = static_cast<uint32_t>(keys_.IdOf(range.hi()) >> 4);
+  // Pushed down (paxflow mode): each partition's summary came instead of
+  // its rows. Rows gathered here (calvin mode, the oracle, replay) are
+  // summarized as one more share: the same computation.
+  std::vector<std::string> shares = reads.summaries();
+  bool rows = false;
+  for (size_t s = 0; s < reads.scans(); ++s) rows |= !reads.Scan(s).empty();
+  if (rows || shares.empty()) {
+    shares.push_back(SummarizeScans(txn, [&](size_t s, const ScanRow& row) {
+      if (s >= reads.scans()) return;
+      for (const auto& [k, value] : reads.Scan(s)) row(k, value);
+    }));
   }
-  // Each district's orders at the snapshot: [1, next).
-  std::vector<uint32_t> next(warehouses * kDistricts, 0);
-  auto at = [&](uint32_t w, uint32_t d) { return size_t{w} * kDistricts + d; };
-  auto in_table = [&](Key k, uint32_t o) {
-    return o < next[at(keys_.WarehouseOf(k), keys_.DistrictOf(k))];
-  };
-  auto id3 = [](uint32_t w, uint32_t d, uint32_t x) {
-    return uint64_t{w} << 40 | uint64_t{d} << 32 | x;
-  };
-  // Rows by table, in key order; customers' last names and stocked items
-  // in arrays (whole tables: no per-row allocation).
-  std::vector<std::pair<Key, std::string_view>> lines, orders;
-  constexpr uint16_t kNoCustomer = 0xffff;
-  std::vector<uint16_t> last_name;  // C_LAST's number by (w, d, c)
-  auto customer_at = [&](uint32_t w, uint32_t d, uint32_t c) {
-    return at(w, d) * (kCustomers + 1) + c;
-  };
-  std::vector<bool> stocked;                         // by w * (kItems + 1) + i
-  std::unordered_map<uint64_t, bool> undelivered;    // (w, d, o) with a new-order row
-  size_t districts = 0;
-  for (size_t s = 0; s < reads.scans(); ++s) {
-    for (const auto& [k, value] : reads.Scan(s)) {
-      const uint32_t w = keys_.WarehouseOf(k), d = keys_.DistrictOf(k);
-      const uint64_t id = keys_.IdOf(k);
-      if (w >= warehouses || d >= kDistricts) continue;
-      switch (keys_.TableOf(k)) {
-        case kDistrict: {
-          DistrictRow row{};
-          if (!Decode(value, &row)) break;
-          next[at(w, d)] = row.next_o_id;
-          ++districts;
-          break;
-        }
-        case kOrderLine: lines.emplace_back(k, value); break;
-        case tpcc::kOrder: orders.emplace_back(k, value); break;
-        case tpcc::kNewOrder: undelivered[id3(w, d, static_cast<uint32_t>(id))] = true; break;
-        case kCustomer: {
-          CustomerRow row{};
-          if (id > kCustomers || !Decode(value, &row)) break;
-          if (last_name.empty()) last_name.assign(customer_at(warehouses, 0, 0), kNoCustomer);
-          last_name[customer_at(w, d, static_cast<uint32_t>(id))] = row.last;
-          break;
-        }
-        case kStock:
-          if (id > kItems) break;
-          if (stocked.empty()) stocked.assign(size_t{warehouses} * (kItems + 1), false);
-          stocked[size_t{w} * (kItems + 1) + id] = true;
-          break;
-        default: break;
-      }
-    }
-  }
-  if (districts != size_t{warehouses} * kDistricts) {
-    *why = "it read " + std::to_string(districts) + " district rows, not " +
-           std::to_string(warehouses * kDistricts);
-    return false;
-  }
-  for (uint32_t w = 0; w < warehouses; ++w) {
-    for (uint32_t d = 0; d < kDistricts; ++d) {
-      const uint32_t last = next[at(w, d)] - 1;
-      if (last > planned_hi[d]) {
-        // New-Orders outran the planned ranges (OLLP's planning was too
-        // early): a wrong answer is never given.
-        *why = "warehouse " + std::to_string(w) + " district " + std::to_string(d) +
-               "'s orders are 1.." + std::to_string(last) + ", past the planned 1.." +
-               std::to_string(planned_hi[d]);
-        return false;
-      }
-    }
-  }
-  auto customer_last = [&](uint32_t w, uint32_t d, uint32_t c) -> uint16_t {
-    return last_name.empty() || c > kCustomers ? kNoCustomer : last_name[customer_at(w, d, c)];
-  };
-  std::ostringstream out;
-  switch (txn.procedure()) {
-    case kQ1: {
-      // CH Q1: delivered lines (ol_delivery_d > date) grouped by ol_number:
-      // sum(quantity), sum(amount), count (the averages follow).
-      struct Group { uint64_t quantity = 0; int64_t amount = 0; uint64_t count = 0; };
-      Group groups[kMaxLines + 1];
-      for (const auto& [k, value] : lines) {
-        const uint64_t id = keys_.IdOf(k);
-        OrderLineRow line{};
-        if (!in_table(k, static_cast<uint32_t>(id >> 4)) || !Decode(value, &line) ||
-            line.delivery_d == 0) {
-          continue;
-        }
-        Group& g = groups[id & 0xf];
-        g.quantity += line.quantity;
-        g.amount += line.amount;
-        g.count++;
-      }
-      out << "q1";
-      for (uint32_t n = 1; n <= kMaxLines; ++n) {
-        if (groups[n].count == 0) continue;
-        out << " " << n << ":" << groups[n].quantity << ":" << groups[n].amount << ":"
-            << groups[n].count;
-      }
-      break;
-    }
-    case kQ6: {
-      // CH Q6: revenue of the delivered lines with quantity 1..100000.
-      int64_t revenue = 0;
-      uint64_t count = 0;
-      for (const auto& [k, value] : lines) {
-        OrderLineRow line{};
-        if (!in_table(k, static_cast<uint32_t>(keys_.IdOf(k) >> 4)) || !Decode(value, &line) ||
-            line.delivery_d == 0 || line.quantity < 1 || line.quantity > 100000) {
-          continue;
-        }
-        revenue += line.amount;
-        count++;
-      }
-      out << "q6 " << revenue << ":" << count;
-      break;
-    }
-    case kQ3: {
-      // CH Q3: undelivered orders (a new-order row) of customers whose last
-      // name's number is below kChQ3Names (CH: c_state LIKE 'A%'), revenue
-      // = sum of their lines' amounts, by revenue desc, entry date, then id.
-      struct Row { int64_t revenue; uint32_t entry_d, w, d, o; };
-      std::unordered_map<uint64_t, size_t> row_of;
-      std::vector<Row> rows;
-      for (const auto& [k, value] : orders) {
-        const uint32_t w = keys_.WarehouseOf(k), d = keys_.DistrictOf(k);
-        const uint32_t o = static_cast<uint32_t>(keys_.IdOf(k));
-        OrderRow order{};
-        if (!in_table(k, o) || !Decode(value, &order) || !undelivered.count(id3(w, d, o))) continue;
-        if (customer_last(w, d, order.c_id) >= kChQ3Names) continue;  // or none
-        row_of[id3(w, d, o)] = rows.size();
-        rows.push_back({0, order.entry_d, w, d, o});
-      }
-      for (const auto& [k, value] : lines) {
-        const uint32_t w = keys_.WarehouseOf(k), d = keys_.DistrictOf(k);
-        auto it = row_of.find(id3(w, d, static_cast<uint32_t>(keys_.IdOf(k) >> 4)));
-        OrderLineRow line{};
-        if (it != row_of.end() && Decode(value, &line)) rows[it->second].revenue += line.amount;
-      }
-      std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-        return std::tie(b.revenue, a.entry_d, a.w, a.d, a.o) <
-               std::tie(a.revenue, b.entry_d, b.w, b.d, b.o);
-      });
-      out << "q3 " << rows.size();
-      for (size_t i = 0; i < rows.size() && i < kChTopRows; ++i) {
-        out << " " << rows[i].w << "." << rows[i].d << "." << rows[i].o << ":" << rows[i].revenue
-            << ":" << rows[i].entry_d;
-      }
-      break;
-    }
-    case kQ5: {
-      // CH Q5: revenue (sum of ol_amount) by nation, of the order lines
-      // whose order's customer and whose stock's supplier (stock: the
-      // line's item in the order's warehouse) are of the same nation, in
-      // region kChQ5Region; by revenue desc, then nation.
-      std::unordered_map<uint64_t, uint32_t> customer_of;  // (w, d, o) -> o_c_id
-      customer_of.reserve(orders.size());
-      for (const auto& [k, value] : orders) {
-        const uint32_t o = static_cast<uint32_t>(keys_.IdOf(k));
-        OrderRow order{};
-        if (!in_table(k, o) || !Decode(value, &order)) continue;
-        customer_of[id3(keys_.WarehouseOf(k), keys_.DistrictOf(k), o)] = order.c_id;
-      }
-      int64_t revenue[kChNations] = {};
-      for (const auto& [k, value] : lines) {
-        const uint32_t w = keys_.WarehouseOf(k), d = keys_.DistrictOf(k);
-        const uint32_t o = static_cast<uint32_t>(keys_.IdOf(k) >> 4);
-        auto order = customer_of.find(id3(w, d, o));
-        OrderLineRow line{};
-        if (order == customer_of.end() || !Decode(value, &line)) continue;
-        const uint16_t last = customer_last(w, d, order->second);
-        if (last == kNoCustomer) continue;
-        const uint32_t nation = last % kChNations;
-        if (nation % kChRegions != kChQ5Region || line.i_id > kItems || stocked.empty() ||
-            !stocked[size_t{w} * (kItems + 1) + line.i_id] ||
-            ChSupplierNation(w, line.i_id) != nation) {
-          continue;
-        }
-        revenue[nation] += line.amount;
-      }
-      std::vector<std::pair<int64_t, uint32_t>> rows;  // -revenue, nation
-      for (uint32_t n = 0; n < kChNations; ++n) {
-        if (revenue[n] != 0) rows.emplace_back(-revenue[n], n);
-      }
-      std::sort(rows.begin(), rows.end());
-      out << "q5 " << rows.size();
-      for (const auto& [minus, n] : rows) out << " " << n << ":" << -minus;
-      break;
-    }
-    default: break;
-  }
-  *result = out.str();
-  return true;
+  return ChCombine(keys_, txn, shares, result, why);
+}
+
+std::string TpccApplication::SummarizeScans(const Txn& txn, const ScanVisit& visit) const {
+  return ChSummarize(keys_, txn, visit);
 }
 
 // ---- Consistency (clause 3.3.2, conditions 1 to 4) ----

@@ -29,6 +29,8 @@ struct LtxExecutor::Run {
   size_t unanswered = 0;
   std::set<PartitionId> scans_unanswered;
   std::vector<LtxReads::Rows> scan_rows;
+  // The round's summarized shares (pushed-down scans), by partition.
+  std::map<PartitionId, std::string> summaries;
   std::vector<KeyRange> round_scans;  // the round in flight's scans (AskAgain)
   bool waiting() const { return unanswered > 0 || !scans_unanswered.empty(); }
   // Marks `key` answered; false if it was not asked in this round or is
@@ -200,13 +202,24 @@ void LtxExecutor::StartScan(std::shared_ptr<const Txn> scan, Epoch snapshot) {
   for (PartitionId p = 0; p < options_.partitions; ++p) run->scans_unanswered.insert(p);
   run->scan_rows.resize(static_cast<size_t>(run->txn->ltx().read_area_size()));
   run->started_us = NowMicros();
-  std::lock_guard<std::mutex> lock(mu_);
-  runs_[run->txn->id()] = std::move(run);
+  std::vector<LtxReadResult> early;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const TxnId id = run->txn->id();
+    runs_[id] = std::move(run);
+    auto it = early_shares_.find(id);
+    if (it != early_shares_.end()) {
+      early = std::move(it->second);
+      early_shares_.erase(it);
+    }
+  }
+  for (LtxReadResult& share : early) Absorb(std::move(share));
 }
 
 void LtxExecutor::Forget(TxnId id) {
   std::lock_guard<std::mutex> lock(mu_);
   runs_.erase(id);
+  early_shares_.erase(id);
 }
 
 void LtxExecutor::FailScan(TxnId id, const std::string& reason) {
@@ -360,6 +373,8 @@ void LtxExecutor::OnReply(LtxReadReply&& reply) {
   result.found.assign(reply.found().begin(), reply.found().end());
   for (const std::string& value : reply.value()) result.AddValue(value);
   result.scans_included = reply.scans_included();
+  result.summarized = reply.scan_summarized();
+  if (result.summarized) result.summary = std::move(*reply.mutable_scan_summary());
   result.read_from.assign(reply.read_from().begin(), reply.read_from().end());
   const int scans = reply.scan_begin_size();
   result.scans.resize(static_cast<size_t>(scans));
@@ -418,7 +433,15 @@ void LtxExecutor::Absorb(LtxReadResult&& result) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = runs_.find(result.ltx);
-    if (it == runs_.end()) return;  // resolved, or never ours: nothing waits for it
+    if (it == runs_.end()) {
+      // Resolved, or never ours: nothing waits for it. Or a scan's share
+      // ahead of its StartScan here: kept for it.
+      if (result.summarized && result.error.empty() && result.round == 1) {
+        if (early_shares_.size() >= kMaxEarlyShares) early_shares_.erase(early_shares_.begin());
+        early_shares_[result.ltx].push_back(std::move(result));
+      }
+      return;
+    }
     run = it->second;
     const PartitionId from = result.from;
     if (run->finished || result.round != run->round || !run->waiting()) return;
@@ -441,6 +464,7 @@ void LtxExecutor::Absorb(LtxReadResult&& result) {
       }
       if (result.scans_included && result.scans.size() == run->scan_rows.size() &&
           run->scans_unanswered.erase(from)) {
+        if (result.summarized) run->summaries[from] = std::move(result.summary);
         for (size_t s = 0; s < result.scans.size(); ++s) {
           LtxReads::Rows& rows = run->scan_rows[s];
           if (rows.empty()) {
@@ -461,6 +485,8 @@ void LtxExecutor::Absorb(LtxReadResult&& result) {
       if (!run->waiting()) {
         for (auto& rows : run->scan_rows) run->reads.AddScan(std::move(rows));
         run->scan_rows.clear();
+        for (auto& [p, summary] : run->summaries) run->reads.AddSummary(std::move(summary));
+        run->summaries.clear();
         if (!run->scan) ++run->round;
         complete = true;
       }
@@ -688,17 +714,16 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
     result.found.push_back(found);
     result.AddValue(found ? value : std::string_view());
   }
-  result.scans.resize(task.scans.size());
-  for (size_t s = 0; s < task.scans.size(); ++s) {
-    // The store's keys at the snapshot, merged (both ascending) with the
-    // values the lane chose: those replace, insert, or delete (not found).
+  // Scan s's rows at the snapshot: the store's keys merged (both ascending)
+  // with the values the lane chose, which replace, insert, or delete (not
+  // found).
+  auto scan_share = [&](size_t s, const ScanRow& row) {
     const auto& chosen = task.scan_values[s];
     auto next_chosen = chosen.begin();
-    LtxReads::Rows& rows = result.scans[s];
     auto take_chosen_below = [&](Key bound, bool inclusive) {
       while (next_chosen != chosen.end() &&
              (next_chosen->first < bound || (inclusive && next_chosen->first == bound))) {
-        if (next_chosen->second.first) rows.emplace_back(next_chosen->first, next_chosen->second.second);
+        if (next_chosen->second.first) row(next_chosen->first, next_chosen->second.second);
         ++next_chosen;
       }
     };
@@ -709,9 +734,23 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
                        take_chosen_below(key, /*inclusive=*/true);
                        return;
                      }
-                     rows.emplace_back(key, value);
+                     row(key, value);
                    });
     if (next_chosen != chosen.end()) take_chosen_below(task.scans[s].hi(), /*inclusive=*/true);
+  };
+  result.scans.resize(task.scans.size());
+  if (task.scan_txn) {
+    // Pushed down: the share's summary travels, its rows stay here (read
+    // in place: no copy of a value).
+    result.summarized = true;
+    result.summary = app_->SummarizeScans(*task.scan_txn, [&](size_t s, const ScanRow& row) {
+      if (s < task.scans.size()) scan_share(s, row);
+    });
+  } else {
+    for (size_t s = 0; s < task.scans.size(); ++s) {
+      LtxReads::Rows& rows = result.scans[s];
+      scan_share(s, [&](Key key, std::string_view value) { rows.emplace_back(key, value); });
+    }
   }
   store_->ExitSnapshot(slot);
   if (task.reply_to == options_.partition) {
@@ -730,6 +769,10 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
         reply.add_value(std::string(result.value(i)));
       }
       reply.set_scans_included(result.scans_included);
+      if (result.summarized) {
+        reply.set_scan_summarized(true);
+        reply.set_scan_summary(std::move(result.summary));
+      }
       reply.mutable_read_from()->Add(result.read_from.begin(), result.read_from.end());
       for (auto& rows : result.scans) {
         reply.add_scan_begin(static_cast<uint32_t>(reply.scan_key_size()));

@@ -54,6 +54,9 @@ struct LtxReadTask {
   std::vector<std::map<Key, std::pair<bool, std::string_view>>> scan_values;
   std::vector<std::shared_ptr<const Txn>> records;  // what the views above point into
   bool long_scan = false;  // a long scan's share: tell the lane when served
+  // A long scan's record (its procedure and ranges): a share it summarizes
+  // (Application::SummarizesScans) is summarized here, not shipped.
+  std::shared_ptr<const Txn> scan_txn;
   int64_t waiting_since_us = 0;  // parked, or waiting for its snapshot: since
   size_t settled_keys = 0;  // waiting for its snapshot: keys[0..this) are settled
   // Waiting for its snapshot: scans[0..settled_scans) are settled, and so
@@ -86,6 +89,9 @@ struct LtxReadResult {
   }
   bool scans_included = false;
   std::vector<LtxReads::Rows> scans;
+  // The scans' share summarized (scans then hold no rows).
+  bool summarized = false;
+  std::string summary;
   std::vector<TxnId> read_from;  // LtxReadTask::read_from
   std::string error;
 };
@@ -230,6 +236,13 @@ class LtxExecutor {
   std::multiset<Epoch> serving_;
   std::set<const Task*> running_serves_;  // serves taken off the queue, not done
   std::map<TxnId, std::shared_ptr<Run>> runs_;
+  // Summarized scan shares that came before their scan started here: a
+  // participant serves its share from the log at its own pace, and a
+  // summary (tens of ms of work, a small message) can beat the origin's
+  // StartScan. Taken by StartScan; the oldest ids
+  // go first past kMaxEarlyShares (shares of scans already over). mu_.
+  static constexpr size_t kMaxEarlyShares = 256;
+  std::map<TxnId, std::vector<LtxReadResult>> early_shares_;
   uint64_t next_sequence_ = 0;
   bool stop_ = false;
   std::vector<std::thread> threads_;

@@ -1273,8 +1273,9 @@ void LtxLane::StartScanShare(const TxnWork& work) {
   const Txn& txn = *work.txn;
   const Epoch snapshot = work.read_version;
   if (!options_.runs_procedures) return;  // only replica 0 answers clients
+  auto record = std::make_shared<const Txn>(txn);
   if (txn.origin_partition() == options_.partition && Acts(work.epoch->epoch)) {
-    executor_.StartScan(std::make_shared<const Txn>(txn), snapshot);
+    executor_.StartScan(record, snapshot);
     scans_here_[txn.id()] = ScanClock{snapshot, snapshot <= published_ ? current_epoch_ : 0};
   }
   auto task = std::make_unique<LtxReadTask>();
@@ -1284,6 +1285,7 @@ void LtxLane::StartScanShare(const TxnWork& work) {
   task->snapshot = snapshot;
   task->scans.assign(txn.ltx().read_area().begin(), txn.ltx().read_area().end());
   task->long_scan = true;
+  if (app_->SummarizesScans(txn)) task->scan_txn = std::move(record);
   scan_share_of_[txn.id()] = snapshot;
   ReadPlan plan;
   plan.snapshot = snapshot;

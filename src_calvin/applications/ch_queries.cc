@@ -1,0 +1,426 @@
+#include "applications/ch_queries.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <tuple>
+
+namespace paxflow {
+namespace tpcc {
+namespace {
+
+using Procedure = TpccApplication::Procedure;
+
+// Q3's result rows: revenue desc, then entry date, then (w, d, o).
+struct Q3Row {
+  int64_t revenue;
+  uint32_t entry_d, w, d, o;
+};
+bool Q3Before(const Q3Row& a, const Q3Row& b) {
+  return std::tie(b.revenue, a.entry_d, a.w, a.d, a.o) <
+         std::tie(a.revenue, b.entry_d, b.w, b.d, b.o);
+}
+
+// What a share contributes. Only the part of its query is filled.
+struct Share {
+  uint64_t districts = 0;  // district rows read
+  // The first district (by w, then d) whose orders 1..last pass the planned
+  // 1..planned; past_w == kNone: none.
+  static constexpr uint32_t kNone = ~0u;
+  uint32_t past_w = kNone, past_d = 0, past_last = 0, past_planned = 0;
+  struct Group {
+    uint64_t quantity = 0;
+    int64_t amount = 0;
+    uint64_t count = 0;
+  };
+  Group groups[kMaxLines + 1];  // Q1, by ol_number
+  int64_t revenue = 0;          // Q6
+  uint64_t count = 0;           // Q6
+  uint64_t q3_rows = 0;         // Q3: qualifying orders
+  std::vector<Q3Row> q3_top;    // Q3: the first kChTopRows of them
+  int64_t nation_revenue[kChNations] = {};  // Q5
+};
+
+// A summary is its fields as little-endian 64-bit words, Q3's rows last.
+class Writer {
+ public:
+  void Word(uint64_t word) { out_.append(reinterpret_cast<const char*>(&word), sizeof(word)); }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+  // False once the summary ran out (the word is then 0).
+  bool Word(uint64_t* word) {
+    *word = 0;
+    if (in_.size() - at_ < sizeof(*word)) return ok_ = false;
+    std::memcpy(word, in_.data() + at_, sizeof(*word));
+    at_ += sizeof(*word);
+    return true;
+  }
+  bool ok() const { return ok_ && at_ == in_.size(); }
+
+ private:
+  const std::string& in_;
+  size_t at_ = 0;
+  bool ok_ = true;
+};
+
+std::string EncodeShare(const Share& s) {
+  Writer w;
+  w.Word(s.districts);
+  w.Word(s.past_w);
+  w.Word(s.past_d);
+  w.Word(s.past_last);
+  w.Word(s.past_planned);
+  for (const Share::Group& g : s.groups) {
+    w.Word(g.quantity);
+    w.Word(static_cast<uint64_t>(g.amount));
+    w.Word(g.count);
+  }
+  w.Word(static_cast<uint64_t>(s.revenue));
+  w.Word(s.count);
+  for (int64_t r : s.nation_revenue) w.Word(static_cast<uint64_t>(r));
+  w.Word(s.q3_rows);
+  w.Word(s.q3_top.size());
+  for (const Q3Row& row : s.q3_top) {
+    w.Word(static_cast<uint64_t>(row.revenue));
+    w.Word(row.entry_d);
+    w.Word(row.w);
+    w.Word(row.d);
+    w.Word(row.o);
+  }
+  return w.Take();
+}
+
+bool DecodeShare(const std::string& in, Share* s) {
+  Reader r(in);
+  uint64_t word = 0;
+  auto u32 = [&](uint32_t* field) {
+    r.Word(&word);
+    *field = static_cast<uint32_t>(word);
+  };
+  auto i64 = [&](int64_t* field) {
+    r.Word(&word);
+    *field = static_cast<int64_t>(word);
+  };
+  r.Word(&s->districts);
+  u32(&s->past_w);
+  u32(&s->past_d);
+  u32(&s->past_last);
+  u32(&s->past_planned);
+  for (Share::Group& g : s->groups) {
+    r.Word(&g.quantity);
+    i64(&g.amount);
+    r.Word(&g.count);
+  }
+  i64(&s->revenue);
+  r.Word(&s->count);
+  for (int64_t& revenue : s->nation_revenue) i64(&revenue);
+  r.Word(&s->q3_rows);
+  uint64_t top = 0;
+  if (!r.Word(&top) || top > kChTopRows) return false;
+  s->q3_top.resize(top);
+  for (Q3Row& row : s->q3_top) {
+    i64(&row.revenue);
+    u32(&row.entry_d);
+    u32(&row.w);
+    u32(&row.d);
+    u32(&row.o);
+  }
+  return r.ok();
+}
+
+bool OnlyOrderLines(const Keys& keys, const KeyRange& range) {
+  return keys.TableOf(range.lo()) == kOrderLine && keys.TableOf(range.hi()) == kOrderLine;
+}
+bool HasOrderLines(const Keys& keys, const KeyRange& range) {
+  return keys.TableOf(range.lo()) <= kOrderLine && keys.TableOf(range.hi()) >= kOrderLine;
+}
+
+}  // namespace
+
+std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit) {
+  const uint32_t warehouses = keys.warehouses();
+  const uint32_t q = txn.procedure();
+  const auto& ranges = txn.ltx().read_area();
+  // The planned order ids of each district (its order-line range ends there).
+  std::vector<uint32_t> planned_hi(kDistricts, 0);
+  for (const KeyRange& range : ranges) {
+    if (keys.TableOf(range.lo()) != kOrderLine) continue;
+    planned_hi[keys.DistrictOf(range.lo())] = static_cast<uint32_t>(keys.IdOf(range.hi()) >> 4);
+  }
+  auto at = [&](uint32_t w, uint32_t d) { return size_t{w} * kDistricts + d; };
+  Share share;
+  // Each district's orders at the snapshot: [1, next).
+  std::vector<uint32_t> next(size_t{warehouses} * kDistricts, 0);
+  std::vector<bool> seen(next.size(), false);
+  auto in_table = [&](uint32_t w, uint32_t d, uint32_t o) { return o < next[at(w, d)]; };
+  // Customers' last names and stocked items in arrays (whole tables of
+  // this share's warehouses, no allocation per row).
+  constexpr uint16_t kNoCustomer = 0xffff;
+  std::vector<uint16_t> last_name;  // C_LAST's number by (w, d, c)
+  auto customer_at = [&](uint32_t w, uint32_t d, uint32_t c) {
+    return at(w, d) * (kCustomers + 1) + c;
+  };
+  auto customer_last = [&](uint32_t w, uint32_t d, uint32_t c) -> uint16_t {
+    return last_name.empty() || c > kCustomers ? kNoCustomer : last_name[customer_at(w, d, c)];
+  };
+  std::vector<bool> stocked;  // by w * (kItems + 1) + i
+  // Orders by (w, d), indexed by order id up to the planned ids (one
+  // array a district, made when its first order or new-order row comes).
+  struct Order {
+    uint32_t c_id = 0, entry_d = 0;
+    bool exists = false;       // its order row decoded
+    bool undelivered = false;  // it has a new-order row
+    bool q3 = false;           // one of Q3's rows
+    int64_t revenue = 0;       // Q3: its lines' amounts
+  };
+  std::vector<std::vector<Order>> orders(next.size());
+  auto order_at = [&](uint32_t w, uint32_t d, uint64_t o) -> Order* {
+    if (o > planned_hi[d]) return nullptr;  // past the plan: never in the table
+    std::vector<Order>& district = orders[at(w, d)];
+    if (district.empty()) district.resize(size_t{planned_hi[d]} + 1);
+    return &district[o];
+  };
+  auto find_order = [&](uint32_t w, uint32_t d, uint32_t o) -> Order* {
+    std::vector<Order>& district = orders[at(w, d)];
+    return o < district.size() ? &district[o] : nullptr;
+  };
+
+  // Pass 1: every table but the order lines.
+  for (int i = 0; i < ranges.size(); ++i) {
+    if (OnlyOrderLines(keys, ranges[i])) continue;
+    visit(static_cast<size_t>(i), [&](Key k, std::string_view value) {
+      const uint32_t w = keys.WarehouseOf(k), d = keys.DistrictOf(k);
+      const uint64_t id = keys.IdOf(k);
+      if (w >= warehouses || d >= kDistricts) return;
+      switch (keys.TableOf(k)) {
+        case kDistrict: {
+          DistrictRow row{};
+          if (!Decode(value, &row)) break;
+          next[at(w, d)] = row.next_o_id;
+          seen[at(w, d)] = true;
+          ++share.districts;
+          break;
+        }
+        case kOrder: {
+          OrderRow row{};
+          if (!Decode(value, &row)) break;
+          if (Order* order = order_at(w, d, static_cast<uint32_t>(id))) {
+            order->exists = true;
+            order->c_id = row.c_id;
+            order->entry_d = row.entry_d;
+          }
+          break;
+        }
+        case kNewOrder:
+          if (Order* order = order_at(w, d, static_cast<uint32_t>(id))) order->undelivered = true;
+          break;
+        case kCustomer: {
+          CustomerRow row{};
+          if (id > kCustomers || !Decode(value, &row)) break;
+          if (last_name.empty()) last_name.assign(customer_at(warehouses, 0, 0), kNoCustomer);
+          last_name[customer_at(w, d, static_cast<uint32_t>(id))] = row.last;
+          break;
+        }
+        case kStock:
+          if (id > kItems) break;
+          if (stocked.empty()) stocked.assign(size_t{warehouses} * (kItems + 1), false);
+          stocked[size_t{w} * (kItems + 1) + id] = true;
+          break;
+        default: break;
+      }
+    });
+  }
+  for (uint32_t w = 0; w < warehouses && share.past_w == Share::kNone; ++w) {
+    for (uint32_t d = 0; d < kDistricts; ++d) {
+      const uint32_t last = next[at(w, d)] - 1;
+      if (seen[at(w, d)] && last > planned_hi[d]) {
+        share.past_w = w;
+        share.past_d = d;
+        share.past_last = last;
+        share.past_planned = planned_hi[d];
+        break;
+      }
+    }
+  }
+  if (share.past_w != Share::kNone) return EncodeShare(share);  // the query fails: no need to go on
+  if (q == TpccApplication::kQ3) {
+    // CH Q3's rows: undelivered orders (a new-order row) of customers whose
+    // last name's number is below kChQ3Names (CH: c_state LIKE 'A%').
+    for (uint32_t w = 0; w < warehouses; ++w) {
+      for (uint32_t d = 0; d < kDistricts; ++d) {
+        std::vector<Order>& district = orders[at(w, d)];
+        for (uint32_t o = 0; o < district.size(); ++o) {
+          Order& order = district[o];
+          order.q3 = order.exists && order.undelivered && in_table(w, d, o) &&
+                     customer_last(w, d, order.c_id) < kChQ3Names;  // or none
+          share.q3_rows += order.q3;
+        }
+      }
+    }
+  }
+
+  // Pass 2: the order lines.
+  for (int i = 0; i < ranges.size(); ++i) {
+    if (!HasOrderLines(keys, ranges[i])) continue;
+    visit(static_cast<size_t>(i), [&](Key k, std::string_view value) {
+      const uint32_t w = keys.WarehouseOf(k), d = keys.DistrictOf(k);
+      if (w >= warehouses || d >= kDistricts || keys.TableOf(k) != kOrderLine) return;
+      const uint64_t id = keys.IdOf(k);
+      const uint32_t o = static_cast<uint32_t>(id >> 4);
+      OrderLineRow line{};
+      if (!Decode(value, &line)) return;
+      switch (q) {
+        case TpccApplication::kQ1: {
+          // CH Q1: delivered lines (ol_delivery_d > date) grouped by
+          // ol_number: sum(quantity), sum(amount), count.
+          if (!in_table(w, d, o) || line.delivery_d == 0) break;
+          Share::Group& g = share.groups[id & 0xf];
+          g.quantity += line.quantity;
+          g.amount += line.amount;
+          g.count++;
+          break;
+        }
+        case TpccApplication::kQ6:
+          // CH Q6: revenue of the delivered lines with quantity 1..100000.
+          if (!in_table(w, d, o) || line.delivery_d == 0 || line.quantity < 1 ||
+              line.quantity > 100000) {
+            break;
+          }
+          share.revenue += line.amount;
+          share.count++;
+          break;
+        case TpccApplication::kQ3: {
+          Order* order = find_order(w, d, o);
+          if (order != nullptr && order->q3) order->revenue += line.amount;
+          break;
+        }
+        case TpccApplication::kQ5: {
+          // CH Q5: the lines whose order's customer and whose stock's
+          // supplier (stock: the line's item in the order's warehouse) are
+          // of the same nation, in region kChQ5Region.
+          const Order* order = find_order(w, d, o);
+          if (order == nullptr || !order->exists || !in_table(w, d, o)) break;
+          const uint16_t last = customer_last(w, d, order->c_id);
+          if (last == kNoCustomer) break;
+          const uint32_t nation = last % kChNations;
+          if (nation % kChRegions != kChQ5Region || line.i_id > kItems || stocked.empty() ||
+              !stocked[size_t{w} * (kItems + 1) + line.i_id] ||
+              ChSupplierNation(w, line.i_id) != nation) {
+            break;
+          }
+          share.nation_revenue[nation] += line.amount;
+          break;
+        }
+        default: break;
+      }
+    });
+  }
+  if (q == TpccApplication::kQ3) {
+    for (uint32_t w = 0; w < warehouses; ++w) {
+      for (uint32_t d = 0; d < kDistricts; ++d) {
+        const std::vector<Order>& district = orders[at(w, d)];
+        for (uint32_t o = 0; o < district.size(); ++o) {
+          if (district[o].q3) {
+            share.q3_top.push_back({district[o].revenue, district[o].entry_d, w, d, o});
+          }
+        }
+      }
+    }
+    const size_t top = std::min<size_t>(share.q3_top.size(), kChTopRows);
+    std::partial_sort(share.q3_top.begin(), share.q3_top.begin() + static_cast<std::ptrdiff_t>(top),
+                      share.q3_top.end(), Q3Before);
+    share.q3_top.resize(top);
+  }
+  return EncodeShare(share);
+}
+
+bool ChCombine(const Keys& keys, const Txn& txn, const std::vector<std::string>& summaries,
+               std::string* result, std::string* why) {
+  const uint32_t warehouses = keys.warehouses();
+  Share all;
+  for (const std::string& summary : summaries) {
+    Share s;
+    if (!DecodeShare(summary, &s)) {
+      *why = "a share's summary is malformed";
+      return false;
+    }
+    all.districts += s.districts;
+    if (s.past_w != Share::kNone &&
+        std::tie(s.past_w, s.past_d) < std::tie(all.past_w, all.past_d)) {
+      all.past_w = s.past_w;
+      all.past_d = s.past_d;
+      all.past_last = s.past_last;
+      all.past_planned = s.past_planned;
+    }
+    for (uint32_t n = 0; n <= kMaxLines; ++n) {
+      all.groups[n].quantity += s.groups[n].quantity;
+      all.groups[n].amount += s.groups[n].amount;
+      all.groups[n].count += s.groups[n].count;
+    }
+    all.revenue += s.revenue;
+    all.count += s.count;
+    for (uint32_t n = 0; n < kChNations; ++n) all.nation_revenue[n] += s.nation_revenue[n];
+    all.q3_rows += s.q3_rows;
+    all.q3_top.insert(all.q3_top.end(), s.q3_top.begin(), s.q3_top.end());
+  }
+  if (all.districts != uint64_t{warehouses} * kDistricts) {
+    *why = "it read " + std::to_string(all.districts) + " district rows, not " +
+           std::to_string(warehouses * kDistricts);
+    return false;
+  }
+  if (all.past_w != Share::kNone) {
+    // New-Orders outran the planned ranges (OLLP's planning was too
+    // early): a wrong answer is never given.
+    *why = "warehouse " + std::to_string(all.past_w) + " district " + std::to_string(all.past_d) +
+           "'s orders are 1.." + std::to_string(all.past_last) + ", past the planned 1.." +
+           std::to_string(all.past_planned);
+    return false;
+  }
+  std::ostringstream out;
+  switch (txn.procedure()) {
+    case TpccApplication::kQ1:
+      // The averages follow from the sums and the count.
+      out << "q1";
+      for (uint32_t n = 1; n <= kMaxLines; ++n) {
+        const Share::Group& g = all.groups[n];
+        if (g.count == 0) continue;
+        out << " " << n << ":" << g.quantity << ":" << g.amount << ":" << g.count;
+      }
+      break;
+    case TpccApplication::kQ6: out << "q6 " << all.revenue << ":" << all.count; break;
+    case TpccApplication::kQ3: {
+      std::sort(all.q3_top.begin(), all.q3_top.end(), Q3Before);
+      out << "q3 " << all.q3_rows;
+      for (size_t i = 0; i < all.q3_top.size() && i < kChTopRows; ++i) {
+        const Q3Row& row = all.q3_top[i];
+        out << " " << row.w << "." << row.d << "." << row.o << ":" << row.revenue << ":"
+            << row.entry_d;
+      }
+      break;
+    }
+    case TpccApplication::kQ5: {
+      // Revenue by nation, desc, then nation.
+      std::vector<std::pair<int64_t, uint32_t>> rows;  // -revenue, nation
+      for (uint32_t n = 0; n < kChNations; ++n) {
+        if (all.nation_revenue[n] != 0) rows.emplace_back(-all.nation_revenue[n], n);
+      }
+      std::sort(rows.begin(), rows.end());
+      out << "q5 " << rows.size();
+      for (const auto& [minus, n] : rows) out << " " << n << ":" << -minus;
+      break;
+    }
+    default: break;
+  }
+  *result = out.str();
+  return true;
+}
+
+}  // namespace tpcc
+}  // namespace paxflow
