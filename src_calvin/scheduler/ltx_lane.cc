@@ -69,7 +69,7 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
                                " epochs of its begin (epoch " +
                                std::to_string(entry->begin_epoch) + "), aborted at epoch " +
                                std::to_string(epoch);
-    NoteOutcome(*entry->begin, entry->origin_here, LtxAbortOutcome(reason));
+    NoteResolved(*entry->begin, LtxAbortOutcome(reason));
     if (entry->origin_here && Acts(epoch)) {
       ReportAbort(*entry->begin, reason, entry->begin_epoch);
     }
@@ -244,10 +244,10 @@ void LtxLane::Begin(const Txn& txn, Epoch epoch) {
            " keys, too many to lock in place";
     code = kAbortProcedure;
   }
-  if (origin_here && txn.client_id() != 0) outcomes_.Began(txn.id());
+  NoteBegan(txn);
   if (!busy.empty()) {
     const std::string reason = std::string(LtxAbortReasonName(code)) + ": " + busy;
-    NoteOutcome(txn, origin_here, LtxAbortOutcome(reason));
+    NoteResolved(txn, LtxAbortOutcome(reason));
     if (origin_here && Acts(epoch)) ReportAbort(txn, reason, epoch);
     return;
   }
@@ -436,7 +436,7 @@ void LtxLane::InstallOrCascade(Entry* entry, Epoch epoch, uint64_t anchor, uint6
     const std::string reason =
         std::string(LtxAbortReasonName(kAbortCascade)) + ": it read the writes of LTX " +
         TxnIdString(culprit) + " before that LTX was resolved, and that LTX was aborted; try again";
-    NoteOutcome(*entry->begin, entry->origin_here, LtxAbortOutcome(reason));
+    NoteResolved(*entry->begin, LtxAbortOutcome(reason));
     if (entry->origin_here && Acts(epoch)) ReportAbort(*entry->begin, reason, entry->begin_epoch);
     Resolve(entry, /*install=*/false, epoch, anchor, chain, actions);
     return;
@@ -447,7 +447,7 @@ void LtxLane::InstallOrCascade(Entry* entry, Epoch epoch, uint64_t anchor, uint6
 void LtxLane::Abort(TxnId id, const std::string& reason, Epoch epoch, uint64_t anchor,
                     std::vector<Action>* actions) {
   Entry* entry = Find(id);
-  NoteOutcome(*entry->begin, entry->origin_here, LtxAbortOutcome(reason));
+  NoteResolved(*entry->begin, LtxAbortOutcome(reason));
   if (entry->origin_here && Acts(epoch)) {
     ReportAbort(*entry->begin, reason, entry->begin_epoch);
   }
@@ -576,7 +576,7 @@ void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
   TxnOutcome outcome;
   outcome.checksum = entry->commit->ltx().checksum();
   outcome.position = SerialPosition{entry->begin_epoch + 1, 0, 0, entry->id};
-  NoteOutcome(*entry->begin, entry->origin_here, outcome);
+  NoteResolved(*entry->begin, outcome);
   if (entry->local_writes.empty()) {
     if (report) {
       WorkerStats& stats = stats_->worker(stats_slot_);
@@ -650,10 +650,10 @@ void LtxLane::Settle(Entry* entry) {
     install.outcome.checksum = entry->commit->ltx().checksum();
     install.outcome.position = SerialPosition{entry->begin_epoch + 1, 0, 0, entry->id};
     install.commit_seen_us = entry->finished_us;
-    NoteOutcome(*entry->begin, entry->origin_here, install.outcome);
+    NoteResolved(*entry->begin, install.outcome);
   } else {
     entry->state = State::kAborted;
-    NoteOutcome(*entry->begin, entry->origin_here, LtxAbortOutcome(entry->abort_reason));
+    NoteResolved(*entry->begin, LtxAbortOutcome(entry->abort_reason));
     if (report) ReportAbort(*entry->begin, entry->abort_reason, entry->begin_epoch);
   }
   install.awaiting_writes = false;
@@ -788,9 +788,9 @@ void LtxLane::OnLockedRunDone(const TxnWork& work) {
   if (commit) {
     TxnOutcome outcome = install.outcome;
     outcome.checksum = install.record->ltx().checksum();
-    NoteOutcome(*entry->begin, entry->origin_here, outcome);
+    NoteResolved(*entry->begin, outcome);
   } else {
-    NoteOutcome(*entry->begin, entry->origin_here, LtxAbortOutcome(entry->abort_reason));
+    NoteResolved(*entry->begin, LtxAbortOutcome(entry->abort_reason));
   }
   if (!commit && entry->origin_here && Acts(entry->resolved_epoch)) {
     ReportAbort(*entry->begin, entry->abort_reason, entry->begin_epoch);
@@ -812,12 +812,20 @@ void LtxLane::OnGivenBack(TxnWork* work) {
   StartInPlace(*entry);
 }
 
-void LtxLane::NoteOutcome(const Txn& begin, bool origin_here, const TxnOutcome& outcome) {
-  if (origin_here && begin.client_id() != 0) outcomes_.Resolved(begin.id(), outcome);
+void LtxLane::NoteBegan(const Txn& begin) {
+  if (begin.client_id() != 0 && begin.origin_partition() == options_.partition) {
+    outcomes_.Began(begin.id());
+  }
+}
+
+void LtxLane::NoteResolved(const Txn& begin, const TxnOutcome& outcome) {
+  if (begin.client_id() != 0 && begin.origin_partition() == options_.partition) {
+    outcomes_.Resolved(begin.id(), outcome);
+  }
 }
 
 void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch snapshot) {
-  const int code = LtxAbortReasonCode(reason);
+  const int code = LtxAbortReasonOf(reason);
   LtxCounters::Add(stats_->ltx().aborts[code]);
   WorkerStats& stats = stats_->worker(stats_slot_);
   const int64_t latency = NowMicros() - begin.submit_time_us();

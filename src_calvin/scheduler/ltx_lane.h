@@ -257,6 +257,13 @@ class LtxLane {
   // The outcomes of LTXs begun here under a client request id, for their
   // clients' retries (ltx_outcomes.h): Ask from any thread.
   LtxOutcomes& outcomes() { return outcomes_; }
+  // An LTX begun at this partition under a request id, in log order, and
+  // its resolution: kept for its client's retries (on every replica,
+  // whether it acts or not). NoteBegan on the scheduler thread;
+  // NoteResolved there too, or on the worker that ran an LTX locked at its
+  // begin (the table has its own lock).
+  void NoteBegan(const Txn& begin);
+  void NoteResolved(const Txn& begin, const TxnOutcome& outcome);
 
   size_t active() const { return unresolved_.size() + placed_.size(); }
   // LTXs and long scans begun at this partition, not resolved yet.
@@ -399,9 +406,6 @@ class LtxLane {
   // and let LTX reads parked on it go on.
   void MarkFinished(Entry* entry);
   void ReportAbort(const Txn& begin, const std::string& reason, Epoch snapshot);
-  // An LTX begun here resolved: under a request id, its outcome is kept
-  // for its client's retries (on every replica, whether it acts or not).
-  void NoteOutcome(const Txn& begin, bool origin_here, const TxnOutcome& outcome);
   void ReportLocalInstall(Entry* entry);
 
   // The read rule.

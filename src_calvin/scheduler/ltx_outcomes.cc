@@ -2,14 +2,6 @@
 
 namespace paxflow {
 
-int LtxAbortReasonCode(const std::string& reason) {
-  for (int code = 0; code < kLtxAbortReasons; ++code) {
-    const std::string name = LtxAbortReasonName(code);
-    if (reason.compare(0, name.size(), name) == 0) return code;
-  }
-  return kAbortProcedure;
-}
-
 bool LtxAbortRetryable(int code) {
   return code == kAbortBusy || code == kAbortTimeout || code == kAbortRestart ||
          code == kAbortGuard || code == kAbortRecon || code == kAbortCascade ||
@@ -21,7 +13,7 @@ TxnOutcome LtxAbortOutcome(const std::string& reason) {
   outcome.committed = false;
   outcome.aborted = true;
   outcome.abort_reason = reason;
-  outcome.retryable = LtxAbortRetryable(LtxAbortReasonCode(reason));
+  outcome.retryable = LtxAbortRetryable(LtxAbortReasonOf(reason));
   return outcome;
 }
 

@@ -86,10 +86,10 @@ class LtxOutcomes {
   std::unordered_map<TxnId, std::vector<Answer>> waiters_;
 };
 
-// An abort reason (its name, then ": " and why): its code (types.h), whether
-// a new attempt may succeed, and the outcome the LTX's client is told (by
-// the lane's report, and to a retry of the same request id).
-int LtxAbortReasonCode(const std::string& reason);
+// An abort reason (its name, then ": " and why; its code is types.h's
+// LtxAbortReasonOf): whether a new attempt may succeed, and the outcome
+// the LTX's client is told (by the lane's report, and to a retry of the
+// same request id).
 bool LtxAbortRetryable(int code);
 TxnOutcome LtxAbortOutcome(const std::string& reason);
 

@@ -66,11 +66,9 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
                    [this](TxnWork* work, bool finished) { PostDone(work, finished); },
                    [this] { Wake(); },
                    [this](const Txn& begin, const TxnOutcome& outcome) {
-                     // Only LTXs locked at their begin were noted (below);
-                     // calvin mode keeps no outcomes.
-                     if (begin.client_id() != 0 && options_.mode == Mode::kPaxflow) {
-                       ltx_lane_.outcomes().Resolved(begin.id(), outcome);
-                     }
+                     // Kept only for LTXs locked at their begin, whose
+                     // begin was noted (below); calvin mode notes none.
+                     ltx_lane_.NoteResolved(begin, outcome);
                    }}) {
   merger_.set_window(options.max_buffered_epochs);
   ltx_lane_.SetSettledCheck([this](Key key, Epoch epoch) { return rw_lane_.Settled(key, epoch); });
@@ -565,10 +563,7 @@ void Scheduler::DispatchLtxRecord(TxnWork* work) {
     work->epoch->has_rw = true;
     // Its outcome answers a client's retry of it like any LTX's, in log
     // order on every replica (the worker notes how it resolved).
-    const Txn& begin = *work->txn;
-    if (begin.client_id() != 0 && begin.origin_partition() == options_.partition) {
-      ltx_lane_.outcomes().Began(begin.id());
-    }
+    ltx_lane_.NoteBegan(*work->txn);
     DispatchLockedLtx(work);
     return;
   }
