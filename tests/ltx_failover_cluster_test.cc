@@ -49,13 +49,13 @@ constexpr int kUnansweredMs = 15000;
 // LTX timeout, LTXs held while `hold` exists, and a metrics port per node.
 class LtxFailoverCluster {
  public:
-  explicit LtxFailoverCluster(const std::string& name)
+  explicit LtxFailoverCluster(const std::string& name, const std::string& mode = "paxflow")
       : hold_(hold_dir_.path() + "/hold-ltx"),
         cluster_(name, 1, 3,
                  TransferFlags(kAccounts, kInitial,
                                {"--checkpoint_every=0", "--ltx_in_place=false",
                                 "--ltx_timeout=" + std::to_string(kLtxTimeoutEpochs),
-                                "--fault_hold_ltx_file=" + hold_}),
+                                "--fault_hold_ltx_file=" + hold_, "--mode=" + mode}),
                  [](ClusterConfig* config, const std::string& dir) {
                    ReplicatedInput(config, dir);
                    const std::vector<uint32_t> ports =
@@ -527,6 +527,52 @@ TEST(LtxFailoverClusterTest, ARetryOfAnUnresolvedLtxWaitsForItsCommitAndIsToldIt
   EXPECT_TRUE(AuditHolds(audit, &why)) << why;
   ExpectDigestsAgree(c.cluster(), s.survivors, kTimeoutMs);
   StopCluster(c, &s);
+}
+
+// Calvin mode runs an LTX as one locked txn, outside the LTX lane, yet its
+// retry after a failover is answered like paxflow's: the origin notes the
+// begin and the worker that ran it notes the outcome, on every replica
+// from the log, so the new leader tells the retry that the LTX committed
+// (already applied) and it moves nothing again.
+TEST(LtxFailoverClusterTest, InCalvinModeARetryAfterTheLeaderDiedIsToldItsLtxCommitted) {
+  LtxFailoverCluster c("ltx-calvin-retry", "calvin");
+  TestCluster& cluster = c.cluster();
+  cluster.Start();
+  HeldLtx s;
+  StatusReply status;
+  s.leader = WaitGroupLeader(cluster, {0, 1, 2}, &status, kTimeoutMs);
+  ASSERT_GE(s.leader, 0) << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
+  for (int i = 0; i < 3; ++i) {
+    if (i != s.leader) s.survivors.push_back(i);
+  }
+  const ClientRequest first = TransferLtxWithId(1);
+  ClientReply committed;
+  {
+    FailoverClient client(ReplicasFrom(cluster, {s.leader}));
+    ASSERT_EQ(client.Call(first, &committed), "");
+  }
+  ASSERT_EQ(committed.status(), OK) << committed.error();
+  ASSERT_TRUE(committed.txn().committed()) << committed.txn().ShortDebugString();
+  EXPECT_FALSE(committed.txn().already_applied());
+  // Every replica has run it once it answered (the group committed its
+  // epoch first); wait for the survivors to have run the epoch too.
+  ExpectDigestsAgree(cluster, {0, 1, 2}, kTimeoutMs);
+  ASSERT_NO_FATAL_FAILURE(KillLeader(c, s));
+  FailoverClient retry(ReplicasFrom(cluster, s.survivors));
+  ClientReply resent;
+  ASSERT_EQ(retry.Call(first, &resent), "");
+  ASSERT_EQ(resent.status(), OK) << resent.error();
+  EXPECT_TRUE(resent.txn().committed()) << resent.txn().ShortDebugString();
+  EXPECT_TRUE(resent.txn().already_applied()) << resent.txn().ShortDebugString();
+  EXPECT_FALSE(resent.txn().aborted());
+  EXPECT_EQ(resent.txn().txn_id(), committed.txn().txn_id());
+  EXPECT_NE(resent.txn().detail().find("did not begin another"), std::string::npos)
+      << resent.txn().detail();
+  const int next = NewLeader(c, s);
+  ASSERT_GE(next, 0);
+  EXPECT_EQ(Balances67(cluster, {next}), std::vector<int64_t>({kInitial - 1, kInitial + 1}))
+      << "the LTX did not move 1 exactly once";
+  AuditAgreeAndStop(c, &s, {next});
 }
 
 }  // namespace

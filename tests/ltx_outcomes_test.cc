@@ -282,6 +282,42 @@ TEST(LtxOutcomesLaneTest, InPlaceAnLtxWhoseProcedureAbortedIsToldSoNotApplied) {
   EXPECT_FALSE(fine.outcome.aborted);
 }
 
+TEST(LtxOutcomesLaneTest, InCalvinModeAnLtxIsToldItsOutcomeFromTheWorkerThatRanItLocked) {
+  // Calvin mode runs every LTX as one locked txn at its begin position,
+  // outside the lane's protocol; its origin still notes the begin and the
+  // worker that ran it the outcome, so a retry after a failover is told
+  // what happened rather than "unknown".
+  LtxBenchOptions options = TwoPartitions();
+  options.mode = Mode::kCalvin;
+  LtxBench bench(options);
+  // Across partitions, reading outside its area (paxflow mode would take
+  // the record protocol): committed.
+  const TxnId ltx = bench.Sequence(1, {WithRequestId(LtxBench::Long({1}, {4, 5}), 1)}, 1)[0];
+  Told told;
+  bench.scheduler(1).ltx_outcomes().Ask(ltx, told.Callback());
+  bench.Drain();
+  EXPECT_TRUE(bench.TakeRecords().empty()) << "calvin mode sequenced an LTX record";
+  ASSERT_EQ(told.answers, 1);
+  EXPECT_EQ(told.known, LtxOutcomes::Known::kResolved);
+  EXPECT_TRUE(told.outcome.committed);
+  EXPECT_FALSE(told.outcome.aborted);
+  EXPECT_EQ(bench.scheduler(0).ltx_outcomes().size(), 0u) << "only its origin keeps it";
+  // Its procedure writing outside its write area: aborted, never applied.
+  const TxnId bad = bench.Sequence(
+      2, {WithRequestId(LtxBench::LongKv({}, {{9, "x"}}, {{1, 2}}), 2)}, 1)[0];
+  bench.Drain();
+  Told refused;
+  bench.scheduler(1).ltx_outcomes().Ask(bad, refused.Callback());
+  ASSERT_EQ(refused.answers, 1);
+  EXPECT_EQ(refused.known, LtxOutcomes::Known::kResolved);
+  EXPECT_TRUE(refused.outcome.aborted) << refused.outcome.abort_reason;
+  EXPECT_FALSE(refused.outcome.committed);
+  // A long scan writes nothing: its retry runs again, and nothing is kept.
+  bench.Sequence(3, {WithRequestId(LtxBench::Scan(0, 20), 3)}, 1);
+  bench.Drain();
+  EXPECT_EQ(bench.scheduler(1).ltx_outcomes().size(), 2u);
+}
+
 TEST(LtxOutcomesLaneTest, APartitionRestoredFromACheckpointAnswersAsTheOneThatNeverStopped) {
   // Live: one LTX committed before the checkpoint, one active at it whose
   // commit record comes after.

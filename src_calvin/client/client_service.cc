@@ -253,9 +253,8 @@ void ClientService::AnswerLtxRetry(const Txn& txn, TxnId original, bool known,
   if (!known) {
     AnswerDroppedError(txn, BAD_REQUEST,
                        began + ". The partition does not know how that LTX resolved (older "
-                               "than the LTX outcomes it keeps, before the checkpoint it "
-                               "restarted from, or calvin mode, which keeps none): read the "
-                               "keys to know");
+                               "than the LTX outcomes it keeps, or before the checkpoint "
+                               "it restarted from): read the keys to know");
     return;
   }
   // The first attempt's outcome, as its own reply would have said it.

@@ -218,10 +218,6 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
   for (const RequestDedup::Dropped& d : dropped) {
     if (d.verdict == RequestDedup::Verdict::kTooOld) {
       clients_->AnswerDropped(d.txn, ClientService::DroppedAs::kTooOld, d.original);
-    } else if (d.txn.txn_class() == LTX && options_.params.engine.mode == Mode::kCalvin) {
-      // Calvin mode runs an LTX as one locked txn, outside the LTX lane: no
-      // outcome is kept for its retries.
-      clients_->AnswerLtxRetry(d.txn, d.original, /*known=*/false, TxnOutcome{});
     } else if (d.txn.txn_class() == LTX) {
       // The LTX its request id began may still be running, or may have
       // aborted: the answer is its outcome, from the lane's table (the same

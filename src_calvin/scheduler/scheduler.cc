@@ -66,8 +66,8 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
                    [this](TxnWork* work, bool finished) { PostDone(work, finished); },
                    [this] { Wake(); },
                    [this](const Txn& begin, const TxnOutcome& outcome) {
-                     // Kept only for LTXs locked at their begin, whose
-                     // begin was noted (below); calvin mode notes none.
+                     // For LTXs run as one locked txn (calvin mode's, and
+                     // paxflow's locked at their begin), noted at dispatch.
                      ltx_lane_.NoteResolved(begin, outcome);
                    }}) {
   merger_.set_window(options.max_buffered_epochs);
@@ -561,9 +561,6 @@ void Scheduler::DispatchLtxRecord(TxnWork* work) {
   // decides alike, from the log).
   if (ltx_lane_.LocksAtBegin(*work->txn)) {
     work->epoch->has_rw = true;
-    // Its outcome answers a client's retry of it like any LTX's, in log
-    // order on every replica (the worker notes how it resolved).
-    ltx_lane_.NoteBegan(*work->txn);
     DispatchLockedLtx(work);
     return;
   }
@@ -581,6 +578,12 @@ void Scheduler::DispatchLockedLtx(TxnWork* work) {
     FinishAtOnce(work);  // calvin mode sequences no other LTX records
     return;
   }
+  // Its outcome answers a client's retry of it like any LTX's, in log
+  // order on every replica: noted here, resolved by the worker that runs
+  // it (or below, if it cannot be locked). A long scan writes nothing, and
+  // its retry simply runs again.
+  const bool noted = record.kind() == LTX_BEGIN;
+  if (noted) ltx_lane_.NoteBegan(begin);
   // Every key of its areas, on every partition (to know the participants),
   // locked like a short txn's: the write area exclusively.
   const KeyArea write_area(record.write_area());
@@ -593,14 +596,15 @@ void Scheduler::DispatchLockedLtx(TxnWork* work) {
   }
   if (fits && writes.size() + reads.size() > options_.max_locked_ltx_keys) fits = false;
   if (!fits) {
+    TxnOutcome outcome;
+    outcome.committed = false;
+    outcome.aborted = true;
+    outcome.abort_reason = std::string(LtxAbortReasonName(kAbortProcedure)) +
+                           ": its areas hold more than " +
+                           std::to_string(options_.max_locked_ltx_keys) +
+                           " keys, too many to lock in calvin mode";
+    if (noted) ltx_lane_.NoteResolved(begin, outcome);
     if (begin.origin_partition() == options_.partition && options_.runs_procedures) {
-      TxnOutcome outcome;
-      outcome.committed = false;
-      outcome.aborted = true;
-      outcome.abort_reason = std::string(LtxAbortReasonName(kAbortProcedure)) +
-                             ": its areas hold more than " +
-                             std::to_string(options_.max_locked_ltx_keys) +
-                             " keys, too many to lock in calvin mode";
       // Workers count calvin-mode LTX aborts too (worker.cc): fetch_add.
       stats_->ltx().aborts[kAbortProcedure].fetch_add(1, std::memory_order_relaxed);
       WorkerStats::Add(stats_->worker(options_.workers).aborted[kKindLong]);
