@@ -115,6 +115,9 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
 
 void LtxLane::EndEpoch(Epoch epoch) {
   ended_epoch_ = epoch;
+  // Once an epoch, not per LTX: the next LTX's keys refill the tables.
+  areas_.Compact();
+  written_.Compact();
   for (TxnId id : begun_this_epoch_) {
     Entry* entry = Find(id);
     if (!entry) continue;
@@ -333,21 +336,21 @@ void LtxLane::IndexWrites(Entry* entry) {
   if (entry->indexed) return;
   entry->indexed = true;
   // Ascending LTX order per key: an LTX may finish before an earlier one.
-  for (const auto& [key, write] : entry->local_writes) {
-    std::vector<TxnId>& writers = written_[key];
-    writers.insert(std::upper_bound(writers.begin(), writers.end(), entry->id), entry->id);
-  }
+  for (const auto& [key, write] : entry->local_writes) written_[key].Insert(entry->id);
 }
 
 void LtxLane::UnindexWrites(Entry* entry) {
   if (!entry->indexed) return;
   entry->indexed = false;
-  for (const auto& [key, write] : entry->local_writes) {
-    auto writers = written_.find(key);
-    if (writers == written_.end()) continue;
-    auto& ltxs = writers->second;
-    ltxs.erase(std::remove(ltxs.begin(), ltxs.end(), entry->id), ltxs.end());
-    if (ltxs.empty()) written_.erase(writers);
+  DropWrites(*entry);
+}
+
+void LtxLane::DropWrites(const Entry& entry) {
+  for (const auto& [key, write] : entry.local_writes) {
+    SmallIdList* writers = written_.Find(key);
+    if (!writers) continue;
+    writers->Remove(entry.id);
+    if (writers->empty()) written_.Erase(key);
   }
 }
 
@@ -963,10 +966,10 @@ bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::strin
 const LtxWrite* LtxLane::ChosenWrite(Key key, const ReadPlan& plan, const Entry** from,
                                      std::vector<TxnId>* read_from) const {
   // The last LTX (in LTX order) pending for the reader that wrote the key.
-  auto writers = written_.find(key);
-  if (writers == written_.end()) return nullptr;
-  for (auto it = writers->second.rbegin(); it != writers->second.rend(); ++it) {
-    const Entry& entry = ltxs_.at(*it);
+  const SmallIdList* writers = written_.Find(key);
+  if (!writers) return nullptr;
+  for (const TxnId* it = writers->end(); it != writers->begin();) {
+    const Entry& entry = ltxs_.at(*--it);
     if (!IsPendingFor(entry, plan) || !WritesVisible(entry, plan)) continue;
     // Writes of an LTX in place are final once known: no need to name it.
     if (read_from && entry.state != State::kInstalled && !options_.in_place) {
@@ -1354,13 +1357,7 @@ void LtxLane::Forget(Epoch read_only_snapshot) {
     const Entry& entry = it->second;
     const bool resolved = entry.state == State::kInstalled || entry.state == State::kAborted;
     if (resolved && entry.resolved_epoch <= needed && !waiters_.count(entry.id)) {
-      for (const auto& [key, write] : entry.local_writes) {
-        auto writers = written_.find(key);
-        if (writers == written_.end()) continue;
-        auto& ltxs = writers->second;
-        ltxs.erase(std::remove(ltxs.begin(), ltxs.end(), entry.id), ltxs.end());
-        if (ltxs.empty()) written_.erase(writers);
-      }
+      DropWrites(entry);
       it = ltxs_.erase(it);
     } else {
       ++it;
