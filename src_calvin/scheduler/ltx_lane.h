@@ -150,7 +150,8 @@ class LtxLane {
   // A function of the log (the record, the application, the lane's state
   // here), so every partition, replica and replay decides alike.
   bool LocksAtBegin(const Txn& begin) const;
-  // An LTX record at its place in the log (`work` stays the scheduler's).
+  // An LTX record at its place in the log (`work` stays the scheduler's,
+  // but a begin's Txn is taken out of its batch: the lane keeps it).
   void OnRecord(const TxnWork& work, std::vector<Action>* actions);
   // A short RW txn at its position: true if an active LTX's WP area covers
   // one of its keys; then the caller hands it over with Defer.
@@ -346,7 +347,7 @@ class LtxLane {
   };
 
   // Record handlers.
-  void Begin(const Txn& txn, Epoch epoch);
+  void Begin(std::shared_ptr<const Txn> begin, Epoch epoch);
   void Commit(const Txn& record, Epoch epoch, std::vector<Action>* actions);
   void Abort(TxnId id, const std::string& reason, Epoch epoch, uint64_t anchor,
              std::vector<Action>* actions);
