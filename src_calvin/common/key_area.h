@@ -18,6 +18,7 @@ class KeyArea {
  public:
   KeyArea() = default;
   explicit KeyArea(const google::protobuf::RepeatedPtrField<KeyRange>& ranges) {
+    ranges_.reserve(static_cast<size_t>(ranges.size()));
     for (const KeyRange& range : ranges) Add(range.lo(), range.hi());
     Normalize();
   }
@@ -106,7 +107,18 @@ class KeyArea {
   void Add(Key lo, Key hi) {
     if (lo <= hi) ranges_.emplace_back(lo, hi);
   }
+  // Already disjoint, ascending and not adjacent: what every area a node
+  // built (OfKeys) and sent on looks like, read again at each step of an
+  // LTX's life; checking costs one pass where sorting 4,000 ranges did not.
+  bool Normal() const {
+    for (size_t i = 1; i < ranges_.size(); ++i) {
+      const Key end = ranges_[i - 1].second;
+      if (end == UINT64_MAX || ranges_[i].first <= end + 1) return false;
+    }
+    return true;
+  }
   void Normalize() {
+    if (Normal()) return;
     std::sort(ranges_.begin(), ranges_.end());
     std::vector<std::pair<Key, Key>> merged;
     for (const auto& range : ranges_) {

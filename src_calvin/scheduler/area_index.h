@@ -9,9 +9,9 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
+#include "common/flat_key_map.h"
 #include "common/key_area.h"
 #include "common/types.h"
 
@@ -58,8 +58,8 @@ class AreaIndex {
     for (const auto& [lo, hi] : area.ranges()) {
       if (hi - lo >= kExpandUpTo) continue;
       for (Key key = lo;; ++key) {
-        auto it = points_.find(key);
-        if (it != points_.end() && (it->second &= ~bit) == 0) points_.erase(it);
+        uint64_t* bits = points_.Find(key);
+        if (bits && (*bits &= ~bit) == 0) points_.Erase(key);
         if (key == hi) break;
       }
     }
@@ -72,9 +72,8 @@ class AreaIndex {
   template <typename Visit>
   void ForEachCovering(Key key, Visit&& visit) const {
     if (!points_.empty()) {
-      auto it = points_.find(key);
-      if (it != points_.end()) {
-        for (uint64_t bits = it->second; bits; bits &= bits - 1) {
+      if (const uint64_t* found = points_.Find(key)) {
+        for (uint64_t bits = *found; bits; bits &= bits - 1) {
           visit(slot_ltx_[__builtin_ctzll(bits)]);
         }
       }
@@ -87,6 +86,8 @@ class AreaIndex {
     }
   }
   bool empty() const { return points_.empty() && wide_.empty() && overflow_.empty(); }
+  // Gives back the memory of areas removed since (FlatKeyMap::Compact).
+  void Compact() { points_.Compact(); }
 
  private:
   static constexpr int kSlots = 64;
@@ -101,7 +102,7 @@ class AreaIndex {
     const KeyArea* area;  // the LTX lane's; outlives the entry here
   };
   TxnId slot_ltx_[kSlots] = {};  // 0: free (txn ids are never 0: epochs start at 1)
-  std::unordered_map<Key, uint64_t> points_;
+  FlatKeyMap<uint64_t> points_;  // key -> bitmask of the slots covering it
   std::vector<Wide> wide_;
   std::vector<Overflow> overflow_;
 };

@@ -115,6 +115,9 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
 
 void LtxLane::EndEpoch(Epoch epoch) {
   ended_epoch_ = epoch;
+  // Once an epoch, not per LTX: the next LTX's keys refill the tables.
+  areas_.Compact();
+  written_.Compact();
   for (TxnId id : begun_this_epoch_) {
     Entry* entry = Find(id);
     if (!entry) continue;
@@ -152,9 +155,16 @@ void LtxLane::OnRecord(const TxnWork& work, std::vector<Action>* actions) {
   const Txn& txn = *work.txn;
   const Epoch epoch = work.epoch->epoch;
   switch (txn.ltx().kind()) {
-    case LTX_BEGIN:
-      Begin(txn, epoch);
+    case LTX_BEGIN: {
+      // The lane keeps the begin for the LTX's life. Taken from the batch,
+      // not copied: its areas are a message per range (8,000 under long's
+      // 8,000-op LTXs), and nothing reads the batch's copy after dispatch
+      // (the batch keeps an empty Txn in its place, as Scheduler::Detach).
+      auto begin = std::make_shared<Txn>();
+      begin->Swap(const_cast<Txn*>(work.txn));
+      Begin(std::move(begin), epoch);
       return;
+    }
     case LTX_COMMIT:
       Commit(txn, epoch, actions);
       return;
@@ -217,7 +227,8 @@ bool LtxLane::LocksAtBegin(const Txn& begin) const {
   return true;
 }
 
-void LtxLane::Begin(const Txn& txn, Epoch epoch) {
+void LtxLane::Begin(std::shared_ptr<const Txn> begin, Epoch epoch) {
+  const Txn& txn = *begin;
   const bool origin_here = txn.origin_partition() == options_.partition;
   KeyArea area(txn.ltx().write_area());
   // Busy and guard aborts are counted apart: the share of LTXs that guards
@@ -255,7 +266,7 @@ void LtxLane::Begin(const Txn& txn, Epoch epoch) {
   entry.lock_keys = std::move(lock_keys);
   entry.id = txn.id();
   entry.begin_epoch = epoch;
-  entry.begin = std::make_shared<const Txn>(txn);
+  entry.begin = std::move(begin);
   entry.area = std::move(area);
   entry.origin_here = origin_here;
   PlanLockedRun(&entry);
@@ -333,21 +344,21 @@ void LtxLane::IndexWrites(Entry* entry) {
   if (entry->indexed) return;
   entry->indexed = true;
   // Ascending LTX order per key: an LTX may finish before an earlier one.
-  for (const auto& [key, write] : entry->local_writes) {
-    std::vector<TxnId>& writers = written_[key];
-    writers.insert(std::upper_bound(writers.begin(), writers.end(), entry->id), entry->id);
-  }
+  for (const auto& [key, write] : entry->local_writes) written_[key].Insert(entry->id);
 }
 
 void LtxLane::UnindexWrites(Entry* entry) {
   if (!entry->indexed) return;
   entry->indexed = false;
-  for (const auto& [key, write] : entry->local_writes) {
-    auto writers = written_.find(key);
-    if (writers == written_.end()) continue;
-    auto& ltxs = writers->second;
-    ltxs.erase(std::remove(ltxs.begin(), ltxs.end(), entry->id), ltxs.end());
-    if (ltxs.empty()) written_.erase(writers);
+  DropWrites(*entry);
+}
+
+void LtxLane::DropWrites(const Entry& entry) {
+  for (const auto& [key, write] : entry.local_writes) {
+    SmallIdList* writers = written_.Find(key);
+    if (!writers) continue;
+    writers->Remove(entry.id);
+    if (writers->empty()) written_.Erase(key);
   }
 }
 
@@ -963,10 +974,10 @@ bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::strin
 const LtxWrite* LtxLane::ChosenWrite(Key key, const ReadPlan& plan, const Entry** from,
                                      std::vector<TxnId>* read_from) const {
   // The last LTX (in LTX order) pending for the reader that wrote the key.
-  auto writers = written_.find(key);
-  if (writers == written_.end()) return nullptr;
-  for (auto it = writers->second.rbegin(); it != writers->second.rend(); ++it) {
-    const Entry& entry = ltxs_.at(*it);
+  const SmallIdList* writers = written_.Find(key);
+  if (!writers) return nullptr;
+  for (const TxnId* it = writers->end(); it != writers->begin();) {
+    const Entry& entry = ltxs_.at(*--it);
     if (!IsPendingFor(entry, plan) || !WritesVisible(entry, plan)) continue;
     // Writes of an LTX in place are final once known: no need to name it.
     if (read_from && entry.state != State::kInstalled && !options_.in_place) {
@@ -1354,13 +1365,7 @@ void LtxLane::Forget(Epoch read_only_snapshot) {
     const Entry& entry = it->second;
     const bool resolved = entry.state == State::kInstalled || entry.state == State::kAborted;
     if (resolved && entry.resolved_epoch <= needed && !waiters_.count(entry.id)) {
-      for (const auto& [key, write] : entry.local_writes) {
-        auto writers = written_.find(key);
-        if (writers == written_.end()) continue;
-        auto& ltxs = writers->second;
-        ltxs.erase(std::remove(ltxs.begin(), ltxs.end(), entry.id), ltxs.end());
-        if (ltxs.empty()) written_.erase(writers);
-      }
+      DropWrites(entry);
       it = ltxs_.erase(it);
     } else {
       ++it;

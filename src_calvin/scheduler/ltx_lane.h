@@ -70,7 +70,9 @@
 
 #include "applications/application.h"
 #include "backend/store.h"
+#include "common/flat_key_map.h"
 #include "common/key_area.h"
+#include "common/small_id_list.h"
 #include "common/stats.h"
 #include "ltx_state.pb.h"
 #include "scheduler/area_index.h"
@@ -148,7 +150,8 @@ class LtxLane {
   // A function of the log (the record, the application, the lane's state
   // here), so every partition, replica and replay decides alike.
   bool LocksAtBegin(const Txn& begin) const;
-  // An LTX record at its place in the log (`work` stays the scheduler's).
+  // An LTX record at its place in the log (`work` stays the scheduler's,
+  // but a begin's Txn is taken out of its batch: the lane keeps it).
   void OnRecord(const TxnWork& work, std::vector<Action>* actions);
   // A short RW txn at its position: true if an active LTX's WP area covers
   // one of its keys; then the caller hands it over with Defer.
@@ -344,7 +347,7 @@ class LtxLane {
   };
 
   // Record handlers.
-  void Begin(const Txn& txn, Epoch epoch);
+  void Begin(std::shared_ptr<const Txn> begin, Epoch epoch);
   void Commit(const Txn& record, Epoch epoch, std::vector<Action>* actions);
   void Abort(TxnId id, const std::string& reason, Epoch epoch, uint64_t anchor,
              std::vector<Action>* actions);
@@ -395,6 +398,7 @@ class LtxLane {
                         std::vector<Action>* actions);
   void IndexWrites(Entry* entry);
   void UnindexWrites(Entry* entry);
+  void DropWrites(const Entry& entry);  // from written_, whether indexed or not
   void TakeLocalWrites(Entry* entry, std::shared_ptr<const Txn> record);
   // `entry`'s local write of `key`, or null.
   static const LtxWrite* LocalWrite(const Entry& entry, Key key);
@@ -500,7 +504,7 @@ class LtxLane {
   AreaIndex areas_;                       // the WP areas of unresolved LTXs
   // For each key a known installed LTX wrote on this partition, those
   // LTXs (ascending): where readers look for the values they must see.
-  std::unordered_map<Key, std::vector<TxnId>> written_;
+  FlatKeyMap<SmallIdList> written_;
   std::map<TxnId, std::vector<uint64_t>> waiters_;  // LTX -> waiter ids (deferred, parked)
   std::map<uint64_t, Deferred> deferred_;           // waiter id -> deferred txn
   std::map<uint64_t, ParkedRead> parked_;           // waiter id -> parked reader
