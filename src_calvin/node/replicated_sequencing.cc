@@ -3,6 +3,8 @@
 #include <glog/logging.h>
 #include <google/protobuf/io/coded_stream.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 
 #include "common/clock.h"
@@ -72,7 +74,10 @@ std::string ReplicatedSequencing::Start() {
            std::to_string(self->consensus_port()) + ", " + raft.data_dir + "): " + error;
   }
   leaderless_since_us_ = NowMicros();
-  consumer_ = std::thread([this] { Consume(); });
+  consumer_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "px-consumer");
+    Consume();
+  });
   return "";
 }
 

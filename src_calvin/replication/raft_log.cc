@@ -19,6 +19,7 @@ extern "C" {  // libraft's headers do not say so themselves
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -31,7 +32,7 @@ namespace {
 
 constexpr uint64_t kSnapshotMagic = 0x314e535246584150ULL;  // "PAXFRSN1"
 constexpr size_t kSnapshotBytes = 3 * sizeof(uint64_t);     // magic, index, covered
-constexpr unsigned kNever = UINT_MAX;
+constexpr unsigned kNever = UINT_MAX;  // snapshot threshold: no automatic snapshots
 // A member below its vote floor (RaftLogOptions::vote_floor_term) does not
 // stand for election: a day, in effect never.
 constexpr unsigned kHeldElectionTimeoutMs = 24u * 3600 * 1000;
@@ -42,7 +43,33 @@ constexpr unsigned kHeldElectionTimeoutMs = 24u * 3600 * 1000;
 // true length, and a format should the entry ever change.
 constexpr uint8_t kEntryFormat = 1;
 constexpr size_t kEntryHeader = 8;
-size_t EntrySize(size_t bytes) { return kEntryHeader + (bytes + 7) / 8 * 8; }  // snapshot threshold: no automatic snapshots
+size_t EntrySize(size_t bytes) { return kEntryHeader + (bytes + 7) / 8 * 8; }
+
+// `bytes` as an entry in a buffer of libraft's heap (libraft frees it once
+// it took it). Empty base and `error` set if it cannot be.
+struct raft_buffer EncodeEntry(const std::string& bytes, std::string* error) {
+  struct raft_buffer buf{};
+  if (bytes.size() > UINT32_MAX) {
+    *error = "an entry of " + std::to_string(bytes.size()) + " bytes: 4 GB at most";
+    return buf;
+  }
+  const size_t len = EntrySize(bytes.size());
+  auto* entry = static_cast<uint8_t*>(raft_malloc(len));
+  if (entry == nullptr) {
+    *error = "out of memory for a " + std::to_string(len) + "-byte entry";
+    return buf;
+  }
+  // The header, and the padding zeroed (the bytes between are copied).
+  std::memset(entry, 0, kEntryHeader);
+  std::memset(entry + len - 8, 0, 8);
+  entry[0] = kEntryFormat;
+  const uint32_t length = static_cast<uint32_t>(bytes.size());
+  for (int b = 0; b < 4; ++b) entry[4 + b] = static_cast<uint8_t>(length >> (8 * b));
+  std::memcpy(entry + kEntryHeader, bytes.data(), bytes.size());
+  buf.base = entry;
+  buf.len = len;
+  return buf;
+}
 
 // libraft names these structs like its functions.
 using ApplyRequest = struct raft_apply;
@@ -78,8 +105,15 @@ class RaftLog : public ReplicatedLog {
 
  private:
   struct Command {
+    Command() = default;
+    Command(const Command&) = delete;
+    Command& operator=(const Command&) = delete;
+    ~Command() { raft_free(entry.base); }  // unless libraft took it
     enum class Kind { kPropose, kReplace, kTrim, kHandOff, kRejoin } kind = Kind::kPropose;
     std::string bytes;
+    // Propose: `bytes` as libraft's entry, built on the proposer's thread
+    // (EncodeEntry), so that the loop thread only appends it.
+    struct raft_buffer entry{};
     uint64_t index = 0;  // trim: up to where; replace: the old member
     Member fresh;        // replace
     std::promise<ProposeResult> done;
@@ -138,6 +172,12 @@ class RaftLog : public ReplicatedLog {
   // The committed entry at `index` out of `buf`, into `event`; false (and
   // a line on stderr) if it is not one of ours.
   bool Decode(const struct raft_buffer& buf, uint64_t index, LogEvent* event) const;
+  // The entry at `index`, about to be applied, as this member proposed it,
+  // into `event`, if it leads in the term it proposed it in: a leader's
+  // log holds its own entries of its term, never another's. False if it
+  // has none there (it follows, or the entry is another term's); kept
+  // entries up to `index` are dropped either way.
+  bool TakeKept(uint64_t index, LogEvent* event);
   // Open, after raft_start on a data dir that held a snapshot: hands out
   // the entries its log kept up to the snapshot (libraft applies only
   // those after it).
@@ -157,7 +197,29 @@ class RaftLog : public ReplicatedLog {
   uv_loop_t loop_{};
   uv_async_t wake_{};
   uv_check_t check_{};
-  struct raft_uv_transport transport_{};
+  // libraft's TCP transport, its connections made with TCP_NODELAY (see
+  // SetNoDelay in the .cc).
+  struct NoDelayTransport {
+    struct raft_uv_transport transport{};  // first: libraft's pointer to it is ours
+    int (*listen)(struct raft_uv_transport*, raft_uv_accept_cb) = nullptr;  // libraft's
+    int (*connect)(struct raft_uv_transport*, struct raft_uv_connect*, raft_id, const char*,
+                   raft_uv_connect_cb) = nullptr;  // libraft's
+    raft_uv_accept_cb accepted = nullptr;  // libraft's io, for an accepted connection
+  };
+  struct NoDelayConnect {
+    struct raft_uv_connect inner{};  // the request the transport is given
+    struct raft_uv_connect* outer = nullptr;  // libraft's io's
+    raft_uv_connect_cb cb = nullptr;          // libraft's io's
+  };
+  static int ListenNoDelay(struct raft_uv_transport* t, raft_uv_accept_cb cb);
+  static void OnAcceptedNoDelay(struct raft_uv_transport* t, raft_id id, const char* address,
+                                struct uv_stream_s* stream);
+  static int ConnectNoDelay(struct raft_uv_transport* t, struct raft_uv_connect* req, raft_id id,
+                            const char* address, raft_uv_connect_cb cb);
+  static void OnConnectedNoDelay(struct raft_uv_connect* req, struct uv_stream_s* stream,
+                                 int status);
+  NoDelayTransport tcp_;
+  struct raft_uv_transport& transport_ = tcp_.transport;
   struct raft_io io_{};
   struct raft_fsm fsm_{};
   struct raft raft_{};
@@ -182,6 +244,13 @@ class RaftLog : public ReplicatedLog {
   bool held_ = false;                    // below vote_floor_term: no candidacy
   uint64_t refused_votes_ = 0;
   uint64_t nudged_commits_ = 0;   // times CommitWhatAMajorityHolds moved the commit index
+  // The leader's own entries, by index, as proposed: handed out at their
+  // commit instead of a copy decoded from libraft's buffer (FsmApply).
+  struct Kept {
+    uint64_t term = 0;  // the term it was appended in
+    std::string bytes;
+  };
+  std::map<uint64_t, Kept> kept_;
 
   std::thread thread_;
   std::mutex join_mu_;  // Stop's join and loop close
@@ -241,6 +310,10 @@ std::string RaftLog::Open() {
   if (int rv = raft_uv_tcp_init(&transport_, &loop_); rv != 0)
     return fail(std::string("tcp transport: ") + raft_strerror(rv));
   transport_ready_ = true;
+  tcp_.listen = transport_.listen;
+  tcp_.connect = transport_.connect;
+  transport_.listen = ListenNoDelay;
+  transport_.connect = ConnectNoDelay;
   if (int rv = raft_uv_init(&io_, &loop_, options_.data_dir.c_str(), &transport_); rv != 0)
     return fail(std::string("raft_uv_init: ") + io_.errmsg);
   io_ready_ = true;
@@ -306,7 +379,10 @@ std::string RaftLog::Open() {
   sigemptyset(&pipe);
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, &before);
-  thread_ = std::thread([this] { uv_run(&loop_, UV_RUN_DEFAULT); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "px-raft-loop");
+    uv_run(&loop_, UV_RUN_DEFAULT);
+  });
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
   return "";
 }
@@ -339,6 +415,13 @@ void RaftLog::Send(std::unique_ptr<Command> command) {
 
 ProposeResult RaftLog::Propose(std::string bytes) {
   auto command = std::make_unique<Command>();
+  std::string error;
+  command->entry = EncodeEntry(bytes, &error);
+  if (command->entry.base == nullptr) {
+    ProposeResult failed;
+    failed.error = error;
+    return failed;
+  }
   command->bytes = std::move(bytes);
   return Ask(std::move(command));
 }
@@ -540,6 +623,52 @@ void RaftLog::AppendFailed(int status) {
   events_.Push(std::move(event));
 }
 
+// libraft 0.15's TCP transport leaves Nagle's algorithm on. Its messages
+// are an epoch's entry (a full segment or more, then a partial one) and
+// small replies: with Nagle a partial segment, or a follower's reply sent
+// while its previous one is unacknowledged, waits for the peer's ACK,
+// which the peer delays (to the next message it sends: the next epoch's,
+// 10 ms on) or up to 40 ms. Every commit waits for a reply. So each
+// connection, accepted or made, gets TCP_NODELAY before libraft uses it.
+void SetNoDelay(struct uv_stream_s* stream) {
+  if (stream != nullptr && stream->type == UV_TCP)
+    uv_tcp_nodelay(reinterpret_cast<uv_tcp_t*>(stream), 1);
+}
+
+int RaftLog::ListenNoDelay(struct raft_uv_transport* t, raft_uv_accept_cb cb) {
+  auto* tcp = reinterpret_cast<NoDelayTransport*>(t);
+  tcp->accepted = cb;
+  return tcp->listen(t, OnAcceptedNoDelay);
+}
+
+void RaftLog::OnAcceptedNoDelay(struct raft_uv_transport* t, raft_id id, const char* address,
+                                struct uv_stream_s* stream) {
+  SetNoDelay(stream);
+  reinterpret_cast<NoDelayTransport*>(t)->accepted(t, id, address, stream);
+}
+
+int RaftLog::ConnectNoDelay(struct raft_uv_transport* t, struct raft_uv_connect* req, raft_id id,
+                            const char* address, raft_uv_connect_cb cb) {
+  auto* connect = new NoDelayConnect{};
+  connect->inner.data = connect;
+  connect->outer = req;
+  connect->cb = cb;
+  req->cb = cb;  // as the transport would set it
+  const int rv =
+      reinterpret_cast<NoDelayTransport*>(t)->connect(t, &connect->inner, id, address,
+                                                      OnConnectedNoDelay);
+  if (rv != 0) delete connect;
+  return rv;
+}
+
+void RaftLog::OnConnectedNoDelay(struct raft_uv_connect* req, struct uv_stream_s* stream,
+                                 int status) {
+  auto* connect = static_cast<NoDelayConnect*>(req->data);
+  if (status == 0) SetNoDelay(stream);
+  connect->cb(connect->outer, stream, status);
+  delete connect;
+}
+
 void RaftLog::OnRaftClosed(struct raft* raft) {
   auto* self = static_cast<RaftLog*>(raft->data);
   raft_uv_close(&self->io_);
@@ -555,30 +684,11 @@ void RaftLog::HandlePropose(Command* command) {
     command->done.set_value(result);
     return;
   }
-  const std::string& bytes = command->bytes;
-  if (bytes.size() > UINT32_MAX) {
-    result.error = "an entry of " + std::to_string(bytes.size()) + " bytes: 4 GB at most";
-    command->done.set_value(result);
-    return;
-  }
-  struct raft_buffer buf;
-  buf.len = EntrySize(bytes.size());
-  buf.base = raft_calloc(1, buf.len);
-  if (buf.base == nullptr) {
-    result.error = "out of memory for a " + std::to_string(buf.len) + "-byte entry";
-    command->done.set_value(result);
-    return;
-  }
-  auto* entry = static_cast<uint8_t*>(buf.base);
-  entry[0] = kEntryFormat;
-  const uint32_t length = static_cast<uint32_t>(bytes.size());
-  for (int b = 0; b < 4; ++b) entry[4 + b] = static_cast<uint8_t>(length >> (8 * b));
-  std::memcpy(entry + kEntryHeader, bytes.data(), bytes.size());
+  struct raft_buffer buf = command->entry;
   auto* req = new ApplyRequest{};
   req->data = this;
   if (int rv = raft_apply(&raft_, req, &buf, 1, OnApplied); rv != 0) {
-    raft_free(buf.base);
-    delete req;
+    delete req;  // the command frees the entry
     result.status = rv == RAFT_NOTLEADER ? ProposeResult::Status::kNotLeader
                                          : ProposeResult::Status::kFailed;
     result.leader = published_.leader;
@@ -586,6 +696,8 @@ void RaftLog::HandlePropose(Command* command) {
   } else {
     result.status = ProposeResult::Status::kAppended;
     result.index = raft_last_index(&raft_);
+    command->entry = {};  // libraft's now
+    kept_[result.index] = Kept{raft_.current_term, std::move(command->bytes)};
   }
   command->done.set_value(result);
 }
@@ -846,12 +958,32 @@ void RaftLog::HandOutKeptEntries() {
   }
 }
 
+bool RaftLog::TakeKept(uint64_t index, LogEvent* event) {
+  while (!kept_.empty() && kept_.begin()->first < index) kept_.erase(kept_.begin());
+  auto it = kept_.find(index);
+  if (it == kept_.end()) return false;
+  const bool own = raft_state(&raft_) == RAFT_LEADER && raft_.current_term == it->second.term;
+  if (own) {
+    event->kind = LogEvent::Kind::kCommitted;
+    event->index = index;
+    event->committed_us = NowMicros();
+    event->bytes = std::move(it->second.bytes);
+  }
+  kept_.erase(it);
+  return own;
+}
+
 int RaftLog::FsmApply(struct raft_fsm* fsm, const struct raft_buffer* buf, void** result) {
   auto* self = static_cast<RaftLog*>(fsm->data);
   *result = nullptr;
   LogEvent event;
   // libraft applies in order.
-  if (!self->Decode(*buf, raft_last_applied(&self->raft_) + 1, &event)) {
+  const uint64_t index = raft_last_applied(&self->raft_) + 1;
+  if (self->TakeKept(index, &event)) {
+    self->events_.Push(std::move(event));
+    return 0;
+  }
+  if (!self->Decode(*buf, index, &event)) {
     return RAFT_MALFORMED;  // this member stops applying; the others go on
   }
   self->events_.Push(std::move(event));

@@ -6,9 +6,14 @@
 //
 // Threads: libraft and its libuv loop run on one thread of RaftLog's own,
 // and only there. Calls come in through a mutex-guarded inbox and a
-// uv_async_t that wakes the loop; Propose waits for the loop to have
-// appended (or refused) its entry. Events go out through a blocking queue
-// (common/blocking_queue.h) the consumer parks on. Leadership is read after
+// uv_async_t that wakes the loop; Propose builds libraft's entry on the
+// caller's thread and waits for the loop to have appended (or refused) it.
+// The leader keeps what it proposed and hands that out at the commit
+// instead of copying the entry back out of libraft's buffer. libraft's TCP
+// connections get TCP_NODELAY (libraft 0.15 leaves Nagle's algorithm on).
+// Events go out through a blocking queue (common/blocking_queue.h) the
+// consumer parks on. The loop thread is named px-raft-loop (for perf and
+// top; libuv's disk threads inherit the name). Leadership is read after
 // every loop iteration (a uv_check_t: libraft 0.15 has no callback for it);
 // a newly elected leader first commits a barrier, so it reports `leading`
 // only once every entry of earlier terms has gone out before that event.

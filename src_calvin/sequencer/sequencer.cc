@@ -1,6 +1,7 @@
 #include "sequencer/sequencer.h"
 
 #include <glog/logging.h>
+#include <pthread.h>
 
 #include <chrono>
 
@@ -173,6 +174,7 @@ bool SequencerRunner::WaitForLimit(Epoch epoch) {
 }
 
 void SequencerRunner::Run() {
+  pthread_setname_np(pthread_self(), "px-sequencer");
   const auto period = std::chrono::milliseconds(epoch_ms_);
   bool ended = false;  // the load has ended; draining what is owed
   // Epoch e closes at anchor + (e - anchor_epoch) periods.
