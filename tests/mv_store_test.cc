@@ -148,6 +148,36 @@ TEST_P(MultiVersionStoreTest, WritesReuseAHeadNoPinNeeds) {
   EXPECT_EQ(ReadAt(2, 5000), Value(2, 5000));
 }
 
+// With a reader always one epoch behind, each write must keep the head (the
+// reader's version) but the version below it is garbage: its block becomes
+// the new head, so the chain stays at two blocks and nothing is allocated.
+TEST_P(MultiVersionStoreTest, WritesRecycleTheGarbageBelowAPinnedHead) {
+  store_.SetSnapshotPins({5});
+  store_.Write(slot_, 2, Value(2, 5), 5);
+  store_.SetSnapshotPins({5, 6});
+  store_.Write(slot_, 2, Value(2, 6), 6);  // 5 is pinned: a second block
+  ASSERT_EQ(store_.ChainLength(2), 2u);
+  const uint64_t pool = store_.pool_bytes();
+  const uint64_t reclaimed = store_.Metrics().reclaimed_versions;
+  for (Epoch epoch = 7; epoch < 5000; ++epoch) {
+    store_.SetSnapshotPins({epoch - 1, epoch});
+    store_.Write(slot_, 2, Value(2, epoch), epoch);
+    ASSERT_EQ(store_.ChainLength(2), 2u);
+    ASSERT_EQ(ReadAt(2, epoch - 1), Value(2, epoch - 1));
+  }
+  EXPECT_EQ(ReadAt(2, 4999), Value(2, 4999));
+  EXPECT_EQ(store_.pool_bytes(), pool);
+  EXPECT_EQ(store_.Metrics().live_versions, 11u);
+  EXPECT_EQ(store_.Metrics().reclaimed_versions, reclaimed + (5000 - 7));
+  // A pin at the version below the head keeps it: the write allocates.
+  store_.SetSnapshotPins({4998, 4999, 5000});
+  store_.Write(slot_, 2, Value(2, 5000), 5000);
+  EXPECT_EQ(store_.ChainLength(2), 3u);
+  EXPECT_EQ(ReadAt(2, 4998), Value(2, 4998));
+  EXPECT_EQ(ReadAt(2, 4999), Value(2, 4999));
+  EXPECT_EQ(ReadAt(2, 5000), Value(2, 5000));
+}
+
 INSTANTIATE_TEST_SUITE_P(Policies, MultiVersionStoreTest,
                          ::testing::Values(GcPolicy::kBackground, GcPolicy::kEpo,
                                            GcPolicy::kEpoRead),

@@ -34,6 +34,9 @@ void* BlockPool::Allocate(size_t slot, uint16_t size_class, size_t bytes) {
   FreeBlock* block = cache->current[size_class];
   cache->current[size_class] = block->next;
   --cache->count[size_class];
+  // Freed blocks are cold (often freed on another core): fetch the next
+  // one's link now, so the next allocation does not wait for it.
+  __builtin_prefetch(block->next, 1);
   return block;
 }
 

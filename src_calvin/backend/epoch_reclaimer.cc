@@ -61,7 +61,10 @@ void EpochReclaimer::Collect(size_t slot) {
   const uint64_t oldest = OldestActive();
   size_t kept = 0;
   uint64_t freed = 0;
-  for (const Retired& retired : owner.retired) {
+  constexpr size_t kAhead = 8;  // deleters touch the memory: fetch it ahead
+  for (size_t i = 0; i < owner.retired.size(); ++i) {
+    if (i + kAhead < owner.retired.size()) __builtin_prefetch(owner.retired[i + kAhead].pointer, 1);
+    const Retired retired = owner.retired[i];
     if (retired.epoch < oldest) {
       retired.deleter(context_, slot, retired.pointer);
       ++freed;

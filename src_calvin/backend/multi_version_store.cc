@@ -168,6 +168,9 @@ bool MultiVersionStore::ReadLatest(size_t, Key key, std::string_view* value) {
   if (!head) return false;
   // A value spills into the block's second cache line: fetch both at once.
   __builtin_prefetch(reinterpret_cast<const char*>(head) + 64);
+  // A write of this key (most reads under a lock precede one) looks at the
+  // version below the head (Recycle, Prune): fetch it while the txn runs.
+  __builtin_prefetch(head->next.load(std::memory_order_relaxed), 1);
   if (head->tombstone) return false;
   *value = std::string_view(head->data(), head->size);
   return true;
@@ -213,6 +216,9 @@ void MultiVersionStore::Install(size_t slot, Record* record, std::string_view va
       done = true;
     }
   }
+  if (!done && head && head->epoch.load(std::memory_order_relaxed) < epoch) {
+    done = Recycle(slot, record, head, value, epoch, tombstone);
+  }
   if (!done) {
     Version* fresh = NewVersion(slot, epoch, value, tombstone);
     Count(slot, 1, size);
@@ -246,6 +252,38 @@ void MultiVersionStore::Install(size_t slot, Record* record, std::string_view va
     owner.listed.push_back(record);
   }
   Unlock(record, state);
+}
+
+bool MultiVersionStore::Recycle(size_t slot, Record* record, Version* head,
+                                std::string_view value, Epoch epoch, bool tombstone) {
+  Version* older = head->next.load(std::memory_order_relaxed);
+  const size_t size = tombstone ? 0 : value.size();
+  if (!older || older->capacity() < size ||
+      CurrentPins(slot).Needed(older->epoch.load(std::memory_order_relaxed),
+                               head->epoch.load(std::memory_order_relaxed))) {
+    return false;
+  }
+  // No pin lies in [older, head): no snapshot reader reads `older`'s value,
+  // now or later (new pins start at or above the newest). A reader walking
+  // past it (to a version below) may hold it; it reads only its epoch and
+  // link. Both stay sound at every step: the epoch goes from one above the
+  // reader's snapshot to another (`epoch` is unpublished), and the links
+  // change head -> older -> below into older -> head -> below without a
+  // cycle, the unlink first, so a walk that reaches the block again
+  // continues at head and then below. No reader ever sees the value being
+  // written. The block thus skips retirement, the pool and a fresh block's
+  // cache misses: in a write-heavy load this is the common case, a head
+  // still pinned by a reader's snapshot over one that is garbage.
+  head->next.store(older->next.load(std::memory_order_relaxed), std::memory_order_release);
+  Count(slot, 0, static_cast<int64_t>(size) - static_cast<int64_t>(older->size));
+  older->epoch.store(epoch, std::memory_order_relaxed);
+  Fill(older, value, tombstone);
+  older->next.store(head, std::memory_order_release);
+  record->head.store(older, std::memory_order_release);
+  SlotState& counters = *slots_[slot];
+  counters.reclaimed.store(counters.reclaimed.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+  return true;
 }
 
 MultiVersionStore::Version* MultiVersionStore::Visible(size_t slot, Record* record,
@@ -410,7 +448,14 @@ void MultiVersionStore::Sweep(size_t slot) {
   const bool below_oldest_only = gc_.policy == GcPolicy::kBackground;
   uint64_t longest = 1;
   reclaimer_.Enter(slot);
-  for (Record* record : listed) {
+  // Listed records are scattered and cold: fetch a few ahead.
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < listed.size(); ++i) {
+    if (i + kAhead < listed.size()) __builtin_prefetch(listed[i + kAhead], 1);
+    if (i + kAhead / 2 < listed.size()) {
+      __builtin_prefetch(listed[i + kAhead / 2]->head.load(std::memory_order_relaxed));
+    }
+    Record* record = listed[i];
     uint32_t state;
     if (!TryLock(record, &state)) {
       carried_.push_back(record);  // a writer has it; next time

@@ -25,7 +25,11 @@
 // the same epoch overwrites that epoch's version in place (no snapshot
 // reader reads an unpublished epoch), and a write whose older head no pin
 // needs reuses the head's block (it would be garbage the moment the new
-// version is linked).
+// version is linked). A head that a pin still needs stays, but if the
+// version below it is garbage, that version's block becomes the new head
+// (Recycle): under a steady write load with readers about, a key's chain
+// then alternates between two blocks instead of allocating one per write
+// and retiring one per write.
 //
 // Threads: see store.h. The background collector runs on its own thread.
 #pragma once
@@ -144,6 +148,11 @@ class MultiVersionStore : public Store {
   }
   // Writes or deletes under the latch.
   void Install(size_t slot, Record* record, std::string_view value, Epoch epoch, bool tombstone);
+  // Under the latch, for a write above `head` that `head` must survive
+  // (a pin needs it): turns the version below it into the new head if no
+  // pin needs that one and its block is large enough. Returns whether it did.
+  bool Recycle(size_t slot, Record* record, Version* head, std::string_view value, Epoch epoch,
+               bool tombstone);
   // The version a reader at `version` sees (nullptr: none), pruning for
   // EPO-R on the way. Caller is in an EBR section.
   Version* Visible(size_t slot, Record* record, Epoch version);
