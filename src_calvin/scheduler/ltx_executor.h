@@ -243,6 +243,11 @@ class LtxExecutor {
   // go first past kMaxEarlyShares (shares of scans already over). mu_.
   static constexpr size_t kMaxEarlyShares = 256;
   std::map<TxnId, std::vector<LtxReadResult>> early_shares_;
+  // What the application kept from this partition's last summaries
+  // (ScanMemo); an LTX thread takes it out while it summarizes (memo_busy_).
+  // mu_.
+  std::unique_ptr<ScanMemo> memo_;
+  bool memo_busy_ = false;
   uint64_t next_sequence_ = 0;
   bool stop_ = false;
   std::vector<std::thread> threads_;
