@@ -170,12 +170,13 @@ class LtxReads {
 };
 
 // A share of a long scan's rows, for Application::SummarizeScans: visit(i,
-// from, row) calls row(key, value) for each row of scan i (of the declared
-// ranges) in the share whose key is at least `from`, ascending (so a
-// summary that knows a range's start cannot matter skips it unread); the
-// value is valid during the call only.
+// from, to, row) calls row(key, value) for each row of scan i (of the
+// declared ranges) in the share whose key is in [from, to], ascending (so
+// a summary skips unread what it knows cannot matter, and may read a range
+// piece by piece); the value is valid during the call only. Each call
+// costs a positioning in the store: a few per range, not one per row.
 using ScanRow = std::function<void(Key key, std::string_view value)>;
-using ScanVisit = std::function<void(size_t scan, Key from, const ScanRow& row)>;
+using ScanVisit = std::function<void(size_t scan, Key from, Key to, const ScanRow& row)>;
 
 // What a partition keeps from one summary of its share to the next
 // (Application::SummarizeScans), so that rows the application knows can no

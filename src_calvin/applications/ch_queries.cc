@@ -56,16 +56,20 @@ struct Share {
   std::vector<Q3Row> q3_top;    // Q3: the first kChTopRows of them
 };
 
-// A partition's memo (ScanMemo) for Q1, Q6 and Q5: per query and district,
-// the part of its delivered prefix. Delivery delivers a district's oldest
-// undelivered order first, and it is the only txn that writes an order line
-// after New-Order made it; so once orders 1..frozen are delivered, nothing
-// in them changes again, and what their lines add to a query holds at
-// every later snapshot. (Q1 and Q6 read only delivered lines; Q5 reads
-// lines with their order's customer and their stock row, and TPC-C never
-// changes an order's customer, a customer's last name, nor which stock
-// rows exist.) A share then reads only the lines past the prefix, and
-// moves the prefix forward over the delivered orders it read.
+// A partition's memo (ScanMemo). TPC-C's txns change little of what CH's
+// queries read, and the memo keeps what cannot change again:
+// - per query (Q1, Q6, Q5) and district, the part of a prefix of its
+//   orders. Delivery delivers a district's oldest undelivered order first
+//   and is the only txn that writes an order line after New-Order made it
+//   (its delivery date only), so once orders 1..frozen are delivered
+//   nothing Q1 and Q6 read of them changes again; Q5 reads a line's amount
+//   and item with its order's customer and its stock row, which no txn
+//   changes once the order exists, so its prefix is every order in the
+//   table. What the prefix adds holds at every later snapshot: a share
+//   reads only the lines past it, and moves it over the orders it read.
+// - the customers' last names and which stock rows exist (Q3, Q5): TPC-C
+//   never changes a customer's last name nor inserts or deletes a customer
+//   or a stock row.
 struct Prefix {
   uint32_t frozen = 0;  // orders 1..frozen
   Epoch epoch = 0;      // learnt at this snapshot: holds at later ones
@@ -75,7 +79,21 @@ class ChMemo : public ScanMemo {
  public:
   // By query (MemoQuery), then w * kDistricts + d.
   std::vector<Prefix> prefixes[3];
+  // ChSummarize's arrays of the same names, and the (w, d) and w whose
+  // rows they hold.
+  std::vector<uint16_t> last_name;
+  std::vector<bool> names_of;
+  std::vector<bool> stocked;
+  std::vector<bool> stock_of;
 };
+// Whether `known` holds every entry `needed` holds.
+bool Covers(const std::vector<bool>& known, const std::vector<bool>& needed) {
+  if (known.size() != needed.size()) return false;
+  for (size_t i = 0; i < needed.size(); ++i) {
+    if (needed[i] && !known[i]) return false;
+  }
+  return true;
+}
 int MemoQuery(uint32_t q) {
   switch (q) {
     case TpccApplication::kQ1: return 0;
@@ -237,11 +255,15 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
   // prefix (Q1, Q6, Q5), or the orders before the oldest undelivered one
   // (Q3). Their rows are not read.
   std::vector<uint32_t> skip(next.size(), 0);
-  // The memo, for a query it keeps prefixes of.
-  std::vector<Prefix>* prefixes = nullptr;
-  if (use.memo != nullptr && MemoQuery(q) >= 0) {
+  // The memo, and its prefixes for a query it keeps them of.
+  ChMemo* memo = nullptr;
+  if (use.memo != nullptr) {
     if (dynamic_cast<ChMemo*>(use.memo->get()) == nullptr) use.memo->reset(new ChMemo);
-    prefixes = &static_cast<ChMemo*>(use.memo->get())->prefixes[MemoQuery(q)];
+    memo = static_cast<ChMemo*>(use.memo->get());
+  }
+  std::vector<Prefix>* prefixes = nullptr;
+  if (memo != nullptr && MemoQuery(q) >= 0) {
+    prefixes = &memo->prefixes[MemoQuery(q)];
     if (prefixes->size() != next.size()) prefixes->assign(next.size(), Prefix());
     for (size_t i = 0; i < next.size(); ++i) {
       // A prefix learnt at a later snapshot may not hold at this one.
@@ -268,6 +290,22 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
     return last_name.empty() || c > kCustomers ? kNoCustomer : last_name[customer_at(w, d, c)];
   };
   std::vector<bool> stocked;  // by w * (kItems + 1) + i
+  // From the memo, if it holds them for this share's warehouses (the
+  // district rows read tell which); given back (or learnt) at the end.
+  bool names_from_memo = false, stock_from_memo = false;
+  auto give_back = [&](bool learn) {
+    if (memo == nullptr) return;
+    std::vector<bool> stock_of(warehouses, false);
+    for (uint32_t w = 0; w < warehouses; ++w) stock_of[w] = seen[at(w, 0)];
+    if (names_from_memo || (learn && !last_name.empty())) {
+      if (!names_from_memo) memo->names_of = seen;
+      memo->last_name = std::move(last_name);
+    }
+    if (stock_from_memo || (learn && !stocked.empty())) {
+      if (!stock_from_memo) memo->stock_of = stock_of;
+      memo->stocked = std::move(stocked);
+    }
+  };
   // Orders by (w, d), indexed by order id up to the planned ids (one
   // array a district, made when its first order or new-order row comes).
   struct Order {
@@ -347,7 +385,7 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
     return lo == hi && (lo == kDistrict || (q == TpccApplication::kQ3 && lo == kNewOrder));
   };
   for (int i = 0; i < ranges.size(); ++i) {
-    if (first_pass(ranges[i])) visit(static_cast<size_t>(i), ranges[i].lo(), read_row);
+    if (first_pass(ranges[i])) visit(static_cast<size_t>(i), ranges[i].lo(), ranges[i].hi(), read_row);
   }
   if (q == TpccApplication::kQ3) {
     for (uint32_t w = 0; w < warehouses; ++w) {
@@ -361,10 +399,28 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
       }
     }
   }
-  // Pass 2: every other table but the order lines.
+  // Pass 2: every other table but the order lines (the customers and the
+  // stock from the memo if it has them).
+  if (memo != nullptr && Covers(memo->names_of, seen)) {
+    names_from_memo = true;
+    last_name = std::move(memo->last_name);
+  }
+  if (memo != nullptr) {
+    std::vector<bool> stock_of(warehouses, false);
+    for (uint32_t w = 0; w < warehouses; ++w) stock_of[w] = seen[at(w, 0)];
+    if (Covers(memo->stock_of, stock_of)) {
+      stock_from_memo = true;
+      stocked = std::move(memo->stocked);
+    }
+  }
   for (int i = 0; i < ranges.size(); ++i) {
     if (first_pass(ranges[i]) || OnlyOrderLines(keys, ranges[i])) continue;
-    visit(static_cast<size_t>(i), from_of(ranges[i]), read_row);
+    const Table t = keys.TableOf(ranges[i].lo());
+    if (t == keys.TableOf(ranges[i].hi()) &&
+        ((t == kCustomer && names_from_memo) || (t == kStock && stock_from_memo))) {
+      continue;
+    }
+    visit(static_cast<size_t>(i), from_of(ranges[i]), ranges[i].hi(), read_row);
   }
   for (uint32_t w = 0; w < warehouses && share.past_w == Share::kNone; ++w) {
     for (uint32_t d = 0; d < kDistricts; ++d) {
@@ -378,7 +434,10 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
       }
     }
   }
-  if (share.past_w != Share::kNone) return EncodeShare(share);  // the query fails: no need to go on
+  if (share.past_w != Share::kNone) {
+    give_back(/*learn=*/false);
+    return EncodeShare(share);  // the query fails: no need to go on
+  }
   if (q == TpccApplication::kQ3) {
     // CH Q3's rows: undelivered orders (a new-order row) of customers whose
     // last name's number is below kChQ3Names (CH: c_state LIKE 'A%').
@@ -405,23 +464,32 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
       runs[i].last = skip[i];
     }
   }
-  // Pass 3: the order lines.
-  for (int i = 0; i < ranges.size(); ++i) {
-    if (!HasOrderLines(keys, ranges[i])) continue;
-    visit(static_cast<size_t>(i), from_of(ranges[i]), [&](Key k, std::string_view value) {
+  // Pass 3: the order lines. Q1 and Q6 read a district's lines up to its
+  // first undelivered order only: Delivery delivers the oldest first, so
+  // every later order is undelivered too and adds nothing to them
+  // (`done`: the district's rest is of no use).
+  const bool delivered_only = q == TpccApplication::kQ1 || q == TpccApplication::kQ6;
+  std::vector<bool> done(next.size(), false);
+  auto line_row = [&](Key k, std::string_view value) {
       const uint32_t w = keys.WarehouseOf(k), d = keys.DistrictOf(k);
       if (w >= warehouses || d >= kDistricts || keys.TableOf(k) != kOrderLine) return;
       const uint64_t id = keys.IdOf(k);
       const uint32_t o = static_cast<uint32_t>(id >> 4);
-      if (o <= skip[at(w, d)]) return;
+      if (o <= skip[at(w, d)] || done[at(w, d)]) return;
       OrderLineRow line{};
       if (!Decode(value, &line)) return;
+      const bool delivered = line.delivery_d != 0 && in_table(w, d, o);
+      if (delivered_only && !delivered) {
+        done[at(w, d)] = true;
+        if (!runs.empty()) runs[at(w, d)].Step(o, false);
+        return;
+      }
       // What the line adds goes to the share and, while its district's
-      // delivered run goes on, to the run's order.
+      // run of orders that cannot change goes on, to the run's order.
       Sums* run_sums = nullptr;
       if (!runs.empty() && runs[at(w, d)].active) {
         Run& run = runs[at(w, d)];
-        run.Step(o, line.delivery_d != 0 && in_table(w, d, o));
+        run.Step(o, delivered_only ? delivered : in_table(w, d, o));
         if (run.active) run_sums = &run.current_sums;
       }
       switch (q) {
@@ -476,7 +544,32 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
         }
         default: break;
       }
-    });
+  };
+  for (int i = 0; i < ranges.size(); ++i) {
+    if (!HasOrderLines(keys, ranges[i])) continue;
+    const KeyRange& range = ranges[i];
+    const uint32_t d = keys.DistrictOf(range.lo());
+    if (!delivered_only || memo == nullptr || !OnlyOrderLines(keys, range) ||
+        d != keys.DistrictOf(range.hi())) {
+      visit(static_cast<size_t>(i), from_of(range), range.hi(), line_row);
+      continue;
+    }
+    // Read by pieces of orders, doubling, until every warehouse of the
+    // share is done with the district (rows gathered elsewhere, without a
+    // memo, are read in one piece: each piece would go over all of them).
+    auto all_done = [&] {
+      for (uint32_t w = 0; w < warehouses; ++w) {
+        if (seen[at(w, d)] && !done[at(w, d)]) return false;
+      }
+      return true;
+    };
+    uint64_t o = uint64_t{first_unskipped(d)} + 1;
+    for (uint64_t piece = 64; o <= planned_hi[d] && !all_done(); piece *= 2) {
+      const uint64_t last = std::min<uint64_t>(planned_hi[d], o + piece - 1);
+      visit(static_cast<size_t>(i), keys.Make(kOrderLine, 0, d, o << 4),
+            keys.Make(kOrderLine, warehouses - 1, d, last << 4 | 0xf), line_row);
+      o = last + 1;
+    }
   }
   if (prefixes != nullptr) {
     for (size_t i = 0; i < next.size(); ++i) {
@@ -508,6 +601,7 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
                       share.q3_top.end(), Q3Before);
     share.q3_top.resize(top);
   }
+  give_back(use.may_learn);
   return EncodeShare(share);
 }
 

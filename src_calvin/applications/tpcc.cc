@@ -1014,11 +1014,11 @@ bool TpccApplication::RunQuery(const Txn& txn, const LtxReads& reads, std::strin
   if (rows || shares.empty()) {
     shares.push_back(SummarizeScans(
         txn,
-        [&](size_t s, Key from, const ScanRow& row) {
+        [&](size_t s, Key from, Key to, const ScanRow& row) {
           if (s >= reads.scans()) return;
           // (Gathered from several partitions: not one ascending run.)
           for (const auto& [k, value] : reads.Scan(s)) {
-            if (k >= from) row(k, value);
+            if (k >= from && k <= to) row(k, value);
           }
         },
         ScanMemoUse()));
