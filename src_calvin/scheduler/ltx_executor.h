@@ -60,7 +60,8 @@ struct LtxReadTask {
   int64_t waiting_since_us = 0;  // parked, or waiting for its snapshot: since
   size_t settled_keys = 0;  // waiting for its snapshot: keys[0..this) are settled
   // Waiting for its snapshot: scans[0..settled_scans) are settled, and so
-  // are the first `settled_in_scan` keys of scans[settled_scans].
+  // are the first `settled_in_scan` keys of this partition in
+  // scans[settled_scans].
   size_t settled_scans = 0;
   uint64_t settled_in_scan = 0;
   // LTXs, finished but not resolved, whose writes the lane chose (early reads).
