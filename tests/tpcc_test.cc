@@ -595,6 +595,16 @@ std::string Direct(Db& db, uint32_t procedure) {
   return out.str();
 }
 
+// `txns` txns of `generator`'s mix, each planned and run at once.
+void RunMix(Db& db, TxnGenerator* generator, int txns) {
+  for (int n = 0; n < txns; ++n) {
+    Txn txn;
+    generator->Next(&txn);
+    db.Plan(&txn);
+    db.Execute(txn);
+  }
+}
+
 // What the partitions of RunQueryPushedDown keep between queries: one memo
 // per share, and the rows they read.
 struct ShareMemos {
@@ -649,12 +659,7 @@ TEST(TpccChTest, QueriesMatchADirectComputationAndNeverAnswerOutsideTheirPlan) {
   for (uint32_t q : queries) EXPECT_EQ(RunQuery(db, q), Direct(db, q)) << "loaded state";
   // A mix with Deliveries (delivered lines), New-Orders (the period moves).
   auto generator = db.app().NewGenerator(0, 1, 5);
-  for (int n = 0; n < 2500; ++n) {
-    Txn txn;
-    generator->Next(&txn);
-    db.Plan(&txn);
-    db.Execute(txn);
-  }
+  RunMix(db, generator.get(), 2500);
   ASSERT_EQ(db.Check(), "");
   for (uint32_t q : queries) {
     const std::string result = RunQuery(db, q);
@@ -735,12 +740,7 @@ TEST(TpccChTest, APartitionsMemoSkipsWhatCannotChangeAndKeepsTheResult) {
         }
       }
     }
-    for (int n = 0; n < 600; ++n) {
-      Txn txn;
-      generator->Next(&txn);
-      db.Plan(&txn);
-      db.Execute(txn);
-    }
+    RunMix(db, generator.get(), 600);
     ASSERT_EQ(db.Check(), "");
   }
   // A memo learnt at a later snapshot than a share's is not used there.
