@@ -170,10 +170,33 @@ class LtxReads {
 };
 
 // A share of a long scan's rows, for Application::SummarizeScans: visit(i,
-// row) calls row(key, value) for each row of scan i (of the declared
-// ranges) in the share, ascending; the value is valid during the call only.
+// from, to, row) calls row(key, value) for each row of scan i (of the
+// declared ranges) in the share whose key is in [from, to], ascending (so
+// a summary skips unread what it knows cannot matter, and may read a range
+// piece by piece); the value is valid during the call only. Each call
+// costs a positioning in the store: a few per range, not one per row.
 using ScanRow = std::function<void(Key key, std::string_view value)>;
-using ScanVisit = std::function<void(size_t scan, const ScanRow& row)>;
+using ScanVisit = std::function<void(size_t scan, Key from, Key to, const ScanRow& row)>;
+
+// What a partition keeps from one summary of its share to the next
+// (Application::SummarizeScans), so that rows the application knows can no
+// longer change are not read again. Its content is the application's; the
+// engine only keeps it (one per partition) and says which snapshot a share
+// is.
+class ScanMemo {
+ public:
+  virtual ~ScanMemo() = default;
+};
+struct ScanMemoUse {
+  // Null: no memo (rows gathered elsewhere: calvin mode, the oracle, replay).
+  std::unique_ptr<ScanMemo>* memo = nullptr;
+  // The share is the committed state after this epoch: a memo learnt at an
+  // epoch up to it holds for it.
+  Epoch snapshot = 0;
+  // False: some of the share's values were chosen from LTXs not yet
+  // resolved (they may still abort), so the memo must not learn from it.
+  bool may_learn = false;
+};
 
 // One round of a long txn's procedure: more reads, or the end (writes and
 // deletes, or an abort, with what to tell the client).
@@ -265,7 +288,9 @@ class Application {
   // and the procedure summarizes them itself, so its result must not depend
   // on how its rows were split into shares. Deterministic, any thread.
   virtual bool SummarizesScans(const Txn& txn) const { return false; }
-  virtual std::string SummarizeScans(const Txn& txn, const ScanVisit& visit) const {
+  // `memo`: what this partition kept from its earlier summaries, if any.
+  virtual std::string SummarizeScans(const Txn& txn, const ScanVisit& visit,
+                                     const ScanMemoUse& memo) const {
     return "";
   }
 };

@@ -30,9 +30,15 @@ namespace tpcc {
 
 // The summary of the share `visit` gives of query `txn` (its procedure and
 // its planned ranges, txn.ltx().read_area(); scan i is range i). Each range
-// is visited once: the ones holding no order line first, then the order
-// lines', so a share keeps no order line and copies no value.
-std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit);
+// is visited once: the district rows (and Q3's new orders) first, then the
+// other tables but the order lines, then the order lines', so a share keeps
+// no order line and copies no value. Rows that cannot change the result are
+// not asked for: Q3's orders before a district's oldest undelivered one,
+// and, with a memo (`use`), Q1's, Q6's and Q5's delivered prefix of each
+// district, whose part the memo kept from an earlier share (ch_queries.cc,
+// Prefix).
+std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit,
+                        const ScanMemoUse& use);
 
 // The result of query `txn` from the summaries of disjoint shares that
 // together hold all its rows; false (and why) if the rows do not cover its

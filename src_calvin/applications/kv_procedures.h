@@ -49,8 +49,9 @@ class WithKvProcedures : public Application {
   bool SummarizesScans(const Txn& txn) const override {
     return txn.procedure() != kLongKv && inner_->SummarizesScans(txn);
   }
-  std::string SummarizeScans(const Txn& txn, const ScanVisit& visit) const override {
-    return inner_->SummarizeScans(txn, visit);
+  std::string SummarizeScans(const Txn& txn, const ScanVisit& visit,
+                             const ScanMemoUse& memo) const override {
+    return inner_->SummarizeScans(txn, visit, memo);
   }
   const Application& inner() const { return *inner_; }
 

@@ -1012,16 +1012,23 @@ bool TpccApplication::RunQuery(const Txn& txn, const LtxReads& reads, std::strin
   bool rows = false;
   for (size_t s = 0; s < reads.scans(); ++s) rows |= !reads.Scan(s).empty();
   if (rows || shares.empty()) {
-    shares.push_back(SummarizeScans(txn, [&](size_t s, const ScanRow& row) {
-      if (s >= reads.scans()) return;
-      for (const auto& [k, value] : reads.Scan(s)) row(k, value);
-    }));
+    shares.push_back(SummarizeScans(
+        txn,
+        [&](size_t s, Key from, Key to, const ScanRow& row) {
+          if (s >= reads.scans()) return;
+          // (Gathered from several partitions: not one ascending run.)
+          for (const auto& [k, value] : reads.Scan(s)) {
+            if (k >= from && k <= to) row(k, value);
+          }
+        },
+        ScanMemoUse()));
   }
   return ChCombine(keys_, txn, shares, result, why);
 }
 
-std::string TpccApplication::SummarizeScans(const Txn& txn, const ScanVisit& visit) const {
-  return ChSummarize(keys_, txn, visit);
+std::string TpccApplication::SummarizeScans(const Txn& txn, const ScanVisit& visit,
+                                            const ScanMemoUse& memo) const {
+  return ChSummarize(keys_, txn, visit, memo);
 }
 
 // ---- Consistency (clause 3.3.2, conditions 1 to 4) ----

@@ -199,7 +199,8 @@ class TpccApplication : public Application {
   // CH's queries are pushed down to the data (ch_queries.h): a partition
   // summarizes its share of a query's rows, the origin combines.
   bool SummarizesScans(const Txn& txn) const override { return IsQuery(txn.procedure()); }
-  std::string SummarizeScans(const Txn& txn, const ScanVisit& visit) const override;
+  std::string SummarizeScans(const Txn& txn, const ScanVisit& visit,
+                             const ScanMemoUse& memo) const override;
   // Gives a finished query's stream its slot back (the stream of the
   // query's origin_partition).
   void OnGeneratedResult(const Txn& txn, const TxnOutcome& outcome) const override;

@@ -333,13 +333,35 @@ bool MultiVersionStore::ReadAt(size_t slot, Key key, Epoch version, std::string_
 
 void MultiVersionStore::ScanAt(size_t slot, Key lo, Key hi, Epoch version,
                                const ScanVisitor& visit) {
-  const Key ahead = Key{8} * index_.partitions();
+  // A long scan is bound by memory latency (record, then its head version,
+  // then the value, each a miss for a sparse key): records go through a
+  // ring, their record fetched kAhead keys before their visit and their
+  // head version kAhead / 2 before, so several misses are in flight at once.
+  constexpr size_t kAhead = 8;
+  struct Pending {
+    Key key;
+    Record* record;
+  };
+  Pending ring[kAhead];
+  size_t pushed = 0, visited = 0;
+  auto visit_next = [&] {
+    const Pending& p = ring[visited++ % kAhead];
+    Version* found = Visible(slot, p.record, version);
+    if (found && !found->tombstone) visit(p.key, std::string_view(found->data(), found->size));
+  };
   index_.ForEachInRange(lo, hi, [&](Key key, Record& record) {
-    // Dense records are consecutive; fetch the values a few keys ahead.
-    if (key + ahead > key && index_.DenseSlot(key + ahead) >= 0) Prefetch(key + ahead, 2);
-    Version* found = Visible(slot, &record, version);
-    if (found && !found->tombstone) visit(key, std::string_view(found->data(), found->size));
+    if (pushed - visited == kAhead) visit_next();
+    __builtin_prefetch(&record);
+    ring[pushed++ % kAhead] = {key, &record};
+    if (pushed > kAhead / 2) {
+      const Record* half = ring[(pushed - 1 - kAhead / 2) % kAhead].record;
+      if (const Version* head = half->head.load(std::memory_order_relaxed)) {
+        __builtin_prefetch(head);
+        __builtin_prefetch(reinterpret_cast<const char*>(head) + 64);
+      }
+    }
   });
+  while (visited < pushed) visit_next();
 }
 
 void MultiVersionStore::ScanLatest(size_t, Key lo, Key hi, const ScanVisitor& visit) {

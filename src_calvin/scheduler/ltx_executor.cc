@@ -717,9 +717,11 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
   // Scan s's rows at the snapshot: the store's keys merged (both ascending)
   // with the values the lane chose, which replace, insert, or delete (not
   // found).
-  auto scan_share = [&](size_t s, const ScanRow& row) {
+  auto scan_share = [&](size_t s, Key from, Key to, const ScanRow& row) {
+    const Key lo = std::max(task.scans[s].lo(), from), hi = std::min(task.scans[s].hi(), to);
+    if (lo > hi) return;
     const auto& chosen = task.scan_values[s];
-    auto next_chosen = chosen.begin();
+    auto next_chosen = chosen.lower_bound(from);
     auto take_chosen_below = [&](Key bound, bool inclusive) {
       while (next_chosen != chosen.end() &&
              (next_chosen->first < bound || (inclusive && next_chosen->first == bound))) {
@@ -727,7 +729,7 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
         ++next_chosen;
       }
     };
-    store_->ScanAt(slot, task.scans[s].lo(), task.scans[s].hi(), task.snapshot,
+    store_->ScanAt(slot, lo, hi, task.snapshot,
                    [&](Key key, std::string_view value) {
                      take_chosen_below(key, /*inclusive=*/false);
                      if (next_chosen != chosen.end() && next_chosen->first == key) {
@@ -736,20 +738,43 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
                      }
                      row(key, value);
                    });
-    if (next_chosen != chosen.end()) take_chosen_below(task.scans[s].hi(), /*inclusive=*/true);
+    if (next_chosen != chosen.end()) take_chosen_below(hi, /*inclusive=*/true);
   };
   result.scans.resize(task.scans.size());
   if (task.scan_txn) {
     // Pushed down: the share's summary travels, its rows stay here (read
     // in place: no copy of a value).
     result.summarized = true;
-    result.summary = app_->SummarizeScans(*task.scan_txn, [&](size_t s, const ScanRow& row) {
-      if (s < task.scans.size()) scan_share(s, row);
-    });
+    // The partition's memo, if no other LTX thread is summarizing with it
+    // (then this share goes without: the same result, read in full).
+    ScanMemoUse memo;
+    std::unique_ptr<ScanMemo> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!memo_busy_) {
+        memo_busy_ = true;
+        held = std::move(memo_);
+        memo.memo = &held;
+      }
+    }
+    memo.snapshot = task.snapshot;
+    memo.may_learn = task.read_from.empty();
+    result.summary = app_->SummarizeScans(
+        *task.scan_txn,
+        [&](size_t s, Key from, Key to, const ScanRow& row) {
+          if (s < task.scans.size()) scan_share(s, from, to, row);
+        },
+        memo);
+    if (memo.memo != nullptr) {
+      std::lock_guard<std::mutex> lock(mu_);
+      memo_ = std::move(held);
+      memo_busy_ = false;
+    }
   } else {
     for (size_t s = 0; s < task.scans.size(); ++s) {
       LtxReads::Rows& rows = result.scans[s];
-      scan_share(s, [&](Key key, std::string_view value) { rows.emplace_back(key, value); });
+      scan_share(s, 0, ~Key{0},
+                 [&](Key key, std::string_view value) { rows.emplace_back(key, value); });
     }
   }
   store_->ExitSnapshot(slot);

@@ -60,7 +60,8 @@ struct LtxReadTask {
   int64_t waiting_since_us = 0;  // parked, or waiting for its snapshot: since
   size_t settled_keys = 0;  // waiting for its snapshot: keys[0..this) are settled
   // Waiting for its snapshot: scans[0..settled_scans) are settled, and so
-  // are the first `settled_in_scan` keys of scans[settled_scans].
+  // are the first `settled_in_scan` keys of this partition in
+  // scans[settled_scans].
   size_t settled_scans = 0;
   uint64_t settled_in_scan = 0;
   // LTXs, finished but not resolved, whose writes the lane chose (early reads).
@@ -243,6 +244,11 @@ class LtxExecutor {
   // go first past kMaxEarlyShares (shares of scans already over). mu_.
   static constexpr size_t kMaxEarlyShares = 256;
   std::map<TxnId, std::vector<LtxReadResult>> early_shares_;
+  // What the application kept from this partition's last summaries
+  // (ScanMemo); an LTX thread takes it out while it summarizes (memo_busy_).
+  // mu_.
+  std::unique_ptr<ScanMemo> memo_;
+  bool memo_busy_ = false;
   uint64_t next_sequence_ = 0;
   bool stop_ = false;
   std::vector<std::thread> threads_;

@@ -445,8 +445,9 @@ class LtxLane {
   // has its final value at its snapshot (`settled_`); advances the task's
   // cursors past what settled.
   bool Settled(LtxReadTask* task) const;
-  // Wider scan ranges are not checked key by key: they wait for publication.
-  static constexpr uint64_t kMaxSettledScanKeys = uint64_t{1} << 22;
+  // Scans with more keys on this partition are not checked key by key:
+  // they wait for publication.
+  static constexpr uint64_t kMaxSettledScanKeys = uint64_t{1} << 17;
   void ParkOn(const std::vector<TxnId>& ltxs, uint64_t waiter);
   void ServeRequest(LtxReadRequest&& request);
   void ReplyError(const LtxReadRequest& request, const std::string& error);
