@@ -293,10 +293,11 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
   // From the memo, if it holds them for this share's warehouses (the
   // district rows read tell which); given back (or learnt) at the end.
   bool names_from_memo = false, stock_from_memo = false;
+  // The warehouses whose stock this share reads (set once the district
+  // rows are read, before the memo is asked or given back).
+  std::vector<bool> stock_of;
   auto give_back = [&](bool learn) {
     if (memo == nullptr) return;
-    std::vector<bool> stock_of(warehouses, false);
-    for (uint32_t w = 0; w < warehouses; ++w) stock_of[w] = seen[at(w, 0)];
     if (names_from_memo || (learn && !last_name.empty())) {
       if (!names_from_memo) memo->names_of = seen;
       memo->last_name = std::move(last_name);
@@ -406,7 +407,7 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
     last_name = std::move(memo->last_name);
   }
   if (memo != nullptr) {
-    std::vector<bool> stock_of(warehouses, false);
+    stock_of.assign(warehouses, false);
     for (uint32_t w = 0; w < warehouses; ++w) stock_of[w] = seen[at(w, 0)];
     if (Covers(memo->stock_of, stock_of)) {
       stock_from_memo = true;

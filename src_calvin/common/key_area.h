@@ -62,7 +62,7 @@ class KeyArea {
   // them; false if there are more (the area is too wide to enumerate).
   bool KeysOn(PartitionId p, uint32_t partitions, uint64_t limit, std::vector<Key>* out) const {
     for (const auto& [lo, hi] : ranges_) {
-      Key first = lo + (p + partitions - lo % partitions) % partitions;
+      Key first = FirstKeyOn(lo, p, partitions);
       for (Key key = first; key >= lo && key <= hi; key += partitions) {
         if (out->size() >= limit) return false;
         out->push_back(key);

@@ -62,5 +62,10 @@ int LtxAbortReasonOf(const std::string& text);
 inline PartitionId PartitionOf(Key key, uint32_t partitions) {
   return static_cast<PartitionId>(key % partitions);
 }
+// The first key at or above `lo` that partition `p` owns. Near the top of
+// the key space it may wrap below `lo`: callers check it is not.
+inline Key FirstKeyOn(Key lo, PartitionId p, uint32_t partitions) {
+  return lo + (p + partitions - lo % partitions) % partitions;
+}
 
 }  // namespace paxflow

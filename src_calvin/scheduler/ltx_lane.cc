@@ -1154,8 +1154,10 @@ bool LtxLane::Settled(LtxReadTask* task) const {
   // steps over the others. Ranges with too many of them in all (CH's
   // queries: millions, each a lock-table probe on this thread, which the
   // short txns wait for) wait for publication instead.
-  const uint64_t partitions = options_.partitions, self = options_.partition;
-  auto first_here = [&](Key lo) { return lo + (self + partitions - lo % partitions) % partitions; };
+  const uint64_t partitions = options_.partitions;
+  auto first_here = [&](Key lo) {
+    return FirstKeyOn(lo, options_.partition, options_.partitions);
+  };
   auto keys_here = [&](const KeyRange& scan) -> uint64_t {
     if (scan.hi() < scan.lo()) return 0;
     const Key first = first_here(scan.lo());

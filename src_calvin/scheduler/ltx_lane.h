@@ -263,8 +263,9 @@ class LtxLane {
   // An LTX begun at this partition under a request id, in log order, and
   // its resolution: kept for its client's retries (on every replica,
   // whether it acts or not). NoteBegan on the scheduler thread;
-  // NoteResolved there too, or on the worker that ran an LTX locked at its
-  // begin (the table has its own lock).
+  // NoteResolved there too, or on the worker that ran an LTX as one locked
+  // txn (calvin mode's, and paxflow's locked at its begin; the table has
+  // its own lock).
   void NoteBegan(const Txn& begin);
   void NoteResolved(const Txn& begin, const TxnOutcome& outcome);
 

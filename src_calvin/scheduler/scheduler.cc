@@ -596,13 +596,9 @@ void Scheduler::DispatchLockedLtx(TxnWork* work) {
   }
   if (fits && writes.size() + reads.size() > options_.max_locked_ltx_keys) fits = false;
   if (!fits) {
-    TxnOutcome outcome;
-    outcome.committed = false;
-    outcome.aborted = true;
-    outcome.abort_reason = std::string(LtxAbortReasonName(kAbortProcedure)) +
-                           ": its areas hold more than " +
-                           std::to_string(options_.max_locked_ltx_keys) +
-                           " keys, too many to lock in calvin mode";
+    const TxnOutcome outcome = LtxAbortOutcome(
+        std::string(LtxAbortReasonName(kAbortProcedure)) + ": its areas hold more than " +
+        std::to_string(options_.max_locked_ltx_keys) + " keys, too many to lock in calvin mode");
     if (noted) ltx_lane_.NoteResolved(begin, outcome);
     if (begin.origin_partition() == options_.partition && options_.runs_procedures) {
       // Workers count calvin-mode LTX aborts too (worker.cc): fetch_add.
