@@ -206,6 +206,9 @@ struct LtxRound {
   WriteSet writes;               // in order; the last write of a key wins
   std::vector<Key> deletes;      // applied after every write
   bool abort = false;            // the procedure gives up: nothing is written
+  // With abort: what its plan (a reconnaissance, OLLP) declared went stale;
+  // it is planned again and resubmitted (a "recon" abort, retryable).
+  bool restart = false;
   std::string reason;
   TxnOutcome outcome;            // checksum, detail, invariant_ok
   bool done() const { return reads.empty() && scans.empty(); }

@@ -51,6 +51,9 @@ struct Share {
   // 1..planned; past_w == kNone: none.
   static constexpr uint32_t kNone = ~0u;
   uint32_t past_w = kNone, past_d = 0, past_last = 0, past_planned = 0;
+  // With past_w set: the last order id of the fullest district it read, so
+  // that the query's next plan covers every district at once.
+  uint32_t past_most = 0;
   Sums sums;
   uint64_t q3_rows = 0;         // Q3: qualifying orders
   std::vector<Q3Row> q3_top;    // Q3: the first kChTopRows of them
@@ -167,6 +170,7 @@ std::string EncodeShare(const Share& s) {
   w.Word(s.past_d);
   w.Word(s.past_last);
   w.Word(s.past_planned);
+  w.Word(s.past_most);
   for (const Sums::Group& g : s.sums.groups) {
     w.Word(g.quantity);
     w.Word(static_cast<uint64_t>(g.amount));
@@ -203,6 +207,7 @@ bool DecodeShare(const std::string& in, Share* s) {
   u32(&s->past_d);
   u32(&s->past_last);
   u32(&s->past_planned);
+  u32(&s->past_most);
   for (Sums::Group& g : s->sums.groups) {
     r.Word(&g.quantity);
     i64(&g.amount);
@@ -423,18 +428,21 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
     }
     visit(static_cast<size_t>(i), from_of(ranges[i]), ranges[i].hi(), read_row);
   }
-  for (uint32_t w = 0; w < warehouses && share.past_w == Share::kNone; ++w) {
+  uint32_t most = 0;
+  for (uint32_t w = 0; w < warehouses; ++w) {
     for (uint32_t d = 0; d < kDistricts; ++d) {
+      if (!seen[at(w, d)]) continue;
       const uint32_t last = next[at(w, d)] - 1;
-      if (seen[at(w, d)] && last > planned_hi[d]) {
+      most = std::max(most, last);
+      if (last > planned_hi[d] && share.past_w == Share::kNone) {
         share.past_w = w;
         share.past_d = d;
         share.past_last = last;
         share.past_planned = planned_hi[d];
-        break;
       }
     }
   }
+  if (share.past_w != Share::kNone) share.past_most = most;
   if (share.past_w != Share::kNone) {
     give_back(/*learn=*/false);
     return EncodeShare(share);  // the query fails: no need to go on
@@ -607,7 +615,8 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
 }
 
 bool ChCombine(const Keys& keys, const Txn& txn, const std::vector<std::string>& summaries,
-               std::string* result, std::string* why) {
+               std::string* result, std::string* why, uint32_t* replan_orders) {
+  *replan_orders = 0;
   const uint32_t warehouses = keys.warehouses();
   Share all;
   for (const std::string& summary : summaries) {
@@ -617,6 +626,7 @@ bool ChCombine(const Keys& keys, const Txn& txn, const std::vector<std::string>&
       return false;
     }
     all.districts += s.districts;
+    all.past_most = std::max(all.past_most, s.past_most);
     if (s.past_w != Share::kNone &&
         std::tie(s.past_w, s.past_d) < std::tie(all.past_w, all.past_d)) {
       all.past_w = s.past_w;
@@ -636,6 +646,7 @@ bool ChCombine(const Keys& keys, const Txn& txn, const std::vector<std::string>&
   if (all.past_w != Share::kNone) {
     // New-Orders outran the planned ranges (OLLP's planning was too
     // early): a wrong answer is never given.
+    *replan_orders = all.past_most;
     *why = "warehouse " + std::to_string(all.past_w) + " district " + std::to_string(all.past_d) +
            "'s orders are 1.." + std::to_string(all.past_last) + ", past the planned 1.." +
            std::to_string(all.past_planned);

@@ -42,9 +42,11 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
 
 // The result of query `txn` from the summaries of disjoint shares that
 // together hold all its rows; false (and why) if the rows do not cover its
-// period at its snapshot (or a summary is malformed).
+// period at its snapshot (or a summary is malformed). When its orders
+// outran its planned ranges, *replan_orders is the last order id of the
+// fullest district it found (a plan that reaches it covers them all), else 0.
 bool ChCombine(const Keys& keys, const Txn& txn, const std::vector<std::string>& summaries,
-               std::string* result, std::string* why);
+               std::string* result, std::string* why, uint32_t* replan_orders);
 
 }  // namespace tpcc
 }  // namespace paxflow

@@ -26,7 +26,7 @@ void RunLongProcedure(const Application& app, const Txn& txn, const LtxFetch& fe
     *last = LtxRound();
     app.ExecuteLong(txn, round, reads, last);
     if (last->abort) {
-      *abort_reason = Reason(kAbortProcedure, last->reason);
+      *abort_reason = Reason(last->restart ? kAbortRecon : kAbortProcedure, last->reason);
       return;
     }
     if (last->done()) return;

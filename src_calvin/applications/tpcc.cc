@@ -927,6 +927,8 @@ bool TpccApplication::TakeQuery(PartitionId partition, uint32_t partitions,
 
 void TpccApplication::OnGeneratedResult(const Txn& txn, const TxnOutcome& outcome) const {
   if (!IsQuery(txn.procedure()) || txn.origin_partition() >= keys_.warehouses()) return;
+  // A restart keeps its stream's turn: it goes again (Node::OnResult).
+  if (outcome.aborted && LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon) return;
   std::atomic<int64_t>& streams = free_streams_[txn.origin_partition()];
   if (streams.load(std::memory_order_relaxed) >= 0) streams.fetch_add(1, std::memory_order_relaxed);
 }
@@ -935,7 +937,9 @@ void TpccApplication::PlanQuery(Txn* txn, const ReconRead& read) const {
   // Whole tables, as CH reads them: district d's orders 1 .. hi[d] of every
   // warehouse, hi[d] the largest next_o_id its planning reads, less one,
   // plus kChMargin (a warehouse this partition cannot read is taken to end
-  // as the others; RunQuery checks the cover all the same). The district
+  // as the others, or as the fullest district a query whose plan it outran
+  // found; RunQuery checks the cover all the same, and a query it fails
+  // restarts, planned again). The district
   // rows are read too: they guard every order id of their districts (New-
   // Order writes its rows under the district's lock, undeclared), so in
   // calvin mode their read locks keep inserts out of the ranges, and
@@ -955,6 +959,10 @@ void TpccApplication::PlanQuery(Txn* txn, const ReconRead& read) const {
       hi[d] = std::max(hi[d], district.next_o_id - 1 + kChMargin);
     }
     if (hi[d] == 0) hi[d] = kInitialOrders + kChMargin;  // none readable: the loaded state
+    // Warehouses it cannot read may be fuller: as full as the last query
+    // that found its plan outrun saw (ExecuteLong).
+    const uint32_t found = query_orders_hint_.load(std::memory_order_relaxed);
+    if (found != 0) hi[d] = std::max(hi[d], found + kChMargin);
   }
   auto add = [&](Table t, uint32_t d, uint64_t first, uint64_t last) {
     KeyRange* range = ltx->add_read_area();
@@ -994,9 +1002,20 @@ void TpccApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads
     return;
   }
   std::string result, why;
-  if (!RunQuery(txn, reads, &result, &why)) {
+  uint32_t replan_orders = 0;
+  if (!RunQuery(txn, reads, &result, &why, &replan_orders)) {
     out->abort = true;
     out->reason = why;
+    if (replan_orders != 0) {
+      // New-Orders outran the plan (OLLP): planned again, to the orders
+      // found, it goes again. Raised, never lowered: it only shapes plans.
+      out->restart = true;
+      uint32_t known = query_orders_hint_.load(std::memory_order_relaxed);
+      while (known < replan_orders &&
+             !query_orders_hint_.compare_exchange_weak(known, replan_orders,
+                                                       std::memory_order_relaxed)) {
+      }
+    }
     return;
   }
   out->outcome.checksum = HashBytes(result);
@@ -1004,7 +1023,7 @@ void TpccApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads
 }
 
 bool TpccApplication::RunQuery(const Txn& txn, const LtxReads& reads, std::string* result,
-                               std::string* why) const {
+                               std::string* why, uint32_t* replan_orders) const {
   // Pushed down (paxflow mode): each partition's summary came instead of
   // its rows. Rows gathered here (calvin mode, the oracle, replay) are
   // summarized as one more share: the same computation.
@@ -1023,7 +1042,7 @@ bool TpccApplication::RunQuery(const Txn& txn, const LtxReads& reads, std::strin
         },
         ScanMemoUse()));
   }
-  return ChCombine(keys_, txn, shares, result, why);
+  return ChCombine(keys_, txn, shares, result, why, replan_orders);
 }
 
 std::string TpccApplication::SummarizeScans(const Txn& txn, const ScanVisit& visit,

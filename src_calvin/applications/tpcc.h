@@ -21,7 +21,9 @@
 //
 // Immutable after construction but for the Delivery planning hint (an
 // atomic per district, read and moved by PlanDependent only: it shapes
-// plans, which are logged in the txns, never what a txn does) and the
+// plans, which are logged in the txns, never what a txn does), the query
+// planning hint (raised by a query whose plan went stale, read by
+// PlanQuery; it too shapes plans only) and the
 // analytic streams' free slots (taken by the generators, given back by
 // OnGeneratedResult: they shape the mix, never what a txn does); any thread.
 #pragma once
@@ -233,9 +235,9 @@ class TpccApplication : public Application {
   // A query's declared ranges (its read area) from a recent state.
   void PlanQuery(Txn* txn, const ReconRead& read) const;
   // A query over its scans: false (and why) if its planned ranges do not
-  // cover its period at its snapshot.
+  // cover its period at its snapshot (*replan_orders: see ChCombine).
   bool RunQuery(const Txn& txn, const LtxReads& reads, std::string* result,
-                std::string* why) const;
+                std::string* why, uint32_t* replan_orders) const;
 
  public:
   // The analytic streams (CH): a generator of partition `partition` takes
@@ -259,6 +261,9 @@ class TpccApplication : public Application {
   // partitions' generators (paxflow-load's clients).
   std::unique_ptr<std::atomic<int64_t>[]> free_streams_;
   mutable std::atomic<uint32_t> next_query_{0};
+  // CH: the last order id of the fullest district a query found when New-
+  // Orders outran its plan; PlanQuery plans at least that far.
+  mutable std::atomic<uint32_t> query_orders_hint_{0};
 };
 
 }  // namespace paxflow

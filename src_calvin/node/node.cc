@@ -722,7 +722,7 @@ Txn Node::Replanned(const Txn& txn) {
   again.set_client_seq(txn.client_seq());
   again.set_attempt(txn.attempt() + 1);  // not a duplicate of the attempt that gave up
   if (txn.txn_class() == LTX) {
-    again.mutable_ltx()->set_kind(LTX_BEGIN);
+    again.mutable_ltx()->set_kind(txn.ltx().kind() == LTX_SCAN ? LTX_SCAN : LTX_BEGIN);
     *again.mutable_ltx()->mutable_write_area() = txn.ltx().write_area();
   }
   return again;
@@ -735,31 +735,37 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
       LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon) {
     resubmits_->Push(Replanned(txn));  // OLLP: the generated LTX goes again, with a fresh reconnaissance
   }
-  // Only a short txn planned by a reconnaissance restarts (OLLP): a
-  // generated one goes back to the generators, a client's to the client
-  // port's queue, unanswered (the client waits for the attempt that
-  // commits or declines for good).
-  const bool restart = !outcome.committed && outcome.retryable && txn.txn_class() != LTX &&
+  // Only a txn planned by a reconnaissance restarts (OLLP): a short txn,
+  // or a long scan whose ranges the node planned (CH's queries; other
+  // LTXs from clients declare their own areas). A generated one goes back
+  // to the generators, a client's to the client port's queue, unanswered
+  // (the client waits for the attempt that commits or declines for good).
+  const bool planned_scan = txn.txn_class() == LTX && txn.ltx().kind() == LTX_SCAN &&
+                            LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon;
+  const bool restart = !outcome.committed && outcome.retryable &&
+                       (txn.txn_class() != LTX || planned_scan) &&
                        app_->NeedsRecon(txn.procedure());
   if (txn.procedure() < kCountedProcedures) {
     by_procedure_[txn.procedure()][outcome.committed ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
-    if (restart) by_procedure_[txn.procedure()][2].fetch_add(1, std::memory_order_relaxed);
-    if ((generated || app_->IsLongProcedure(txn.procedure())) && txn.txn_class() == LTX) {
+    if (restart) {
+      // Its latency is counted once, by the attempt that resolves (it
+      // keeps its first submit time, so its latency counts its restarts).
+      by_procedure_[txn.procedure()][2].fetch_add(1, std::memory_order_relaxed);
+    } else if ((generated || app_->IsLongProcedure(txn.procedure())) && txn.txn_class() == LTX) {
       // Its snapshot: the one it read (paxflow), else its own epoch (calvin
       // mode's locked run reads the state at its position there).
       query_stats_.Record(app_->ProcedureName(txn.procedure()),
                           read_version ? read_version : TxnEpoch(txn.id()), txn.submit_time_us(),
                           NowMicros());
-    } else if (generated && !restart) {
-      // A restarted txn's latency is counted once, by the attempt that
-      // resolves (it keeps its first submit time).
+    } else if (generated) {
       query_stats_.RecordLatency(app_->ProcedureName(txn.procedure()), txn.submit_time_us(),
                                  NowMicros());
     }
     if (generated) app_->OnGeneratedResult(txn, outcome);
   }
   bool answered_later = false;
-  if (restart && generated && resubmits_) resubmits_->Push(Replanned(txn));
+  // (A generated LTX's OLLP restart went back above.)
+  if (restart && generated && resubmits_ && txn.txn_class() != LTX) resubmits_->Push(Replanned(txn));
   if (restart && !generated && clients_ && txn.origin_node() == options_.id) answered_later = clients_->Resubmit(Replanned(txn));
   if (clients_ && !answered_later) clients_->OnResult(txn, outcome, read_version, reads);
   if (options_.result_tap) options_.result_tap->OnResult(txn, outcome, read_version, reads);

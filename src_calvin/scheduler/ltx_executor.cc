@@ -266,7 +266,10 @@ void LtxExecutor::RunRound(const std::shared_ptr<Run>& run, size_t index) {
     if (round.abort) {
       outcome.committed = false;
       outcome.aborted = true;
-      outcome.abort_reason = std::string(LtxAbortReasonName(kAbortProcedure)) + ": " + round.reason;
+      outcome.retryable = round.restart;
+      outcome.abort_reason =
+          std::string(LtxAbortReasonName(round.restart ? kAbortRecon : kAbortProcedure)) + ": " +
+          round.reason;
     }
     outcome.position = SerialPosition{run->snapshot + 1, 0, 0, 0};
     {
@@ -279,7 +282,7 @@ void LtxExecutor::RunRound(const std::shared_ptr<Run>& run, size_t index) {
     return;
   }
   if (round.abort) {
-    SubmitAbort(*run, kAbortProcedure, round.reason);
+    SubmitAbort(*run, round.restart ? kAbortRecon : kAbortProcedure, round.reason);
     return;
   }
   if (round.done()) {
