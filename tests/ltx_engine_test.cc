@@ -121,16 +121,21 @@ TEST_P(LtxEngineTest, CommittedTxnsMatchASerialExecutionInTheirOrderAndReplaysAg
   EXPECT_GE(order.long_txns, ch ? params.workload.ch_streams : 4u) << "too few long txns committed";
   EXPECT_EQ(results.invariant_failures(), 0);
   if (ch) {
-    // Every query answers: none runs out of time (the LTX timeout) or
-    // outruns its planned ranges.
-    size_t queries = 0;
+    // Every query answers: none runs out of time (the LTX timeout). One
+    // whose New-Orders outran its planned ranges (a warehouse its planner
+    // cannot read ran ahead) restarts, planned again, and is not counted.
+    size_t answered = 0;
     for (const auto& r : results.all()) {
       if (r.txn.txn_class() != LTX) continue;
-      ++queries;
-      EXPECT_FALSE(r.outcome.aborted) << "query " << r.txn.id() << " (procedure "
-                                      << r.txn.procedure() << "): " << r.outcome.abort_reason;
+      if (!r.outcome.aborted) {
+        ++answered;
+        continue;
+      }
+      EXPECT_EQ(LtxAbortReasonOf(r.outcome.abort_reason), kAbortRecon)
+          << "query " << r.txn.id() << " (procedure " << r.txn.procedure()
+          << "): " << r.outcome.abort_reason;
     }
-    EXPECT_GE(queries, params.workload.ch_streams) << "a stream never had its answer";
+    EXPECT_GE(answered, params.workload.ch_streams) << "a stream never had its answer";
   }
   // Reports and roll-ups write keys no short txn touches: nothing to defer.
   // On one partition LTXs run in place: short txns wait for their locks,
