@@ -764,7 +764,9 @@ TEST(TpccChTest, APartitionsMemoSkipsWhatCannotChangeAndKeepsTheResult) {
         fresh.snapshot = epoch;
         EXPECT_EQ(RunQueryPushedDown(db, q, shares, nullptr, &fresh), Direct(db, q));
         if (epoch > 1) {
-          EXPECT_LT(memo.rows_read - before, fresh.rows_read)
+          // (Q3 reads its undelivered orders' rows once: each round it
+          // reads the new-order rows and the orders New-Order added.)
+          EXPECT_LT(memo.rows_read - before, fresh.rows_read / 4)
               << "query " << q << " read it all again";
         }
       }
