@@ -76,6 +76,75 @@ TEST(InflightWindowTest, SequencersShareTheNodesWindow) {
   EXPECT_EQ(unbounded.Claim(1u << 20), 1u << 20);
 }
 
+// Every `every`-th txn it makes is an LTX; each txn's procedure is its
+// number, so the order they were drawn in shows.
+class EveryNthLtxGenerator : public TxnGenerator {
+ public:
+  explicit EveryNthLtxGenerator(uint32_t every) : every_(every) {}
+  void Next(Txn* txn) override {
+    ++drawn_;
+    txn->set_procedure(drawn_);
+    if (drawn_ % every_ == 0) {
+      txn->set_txn_class(LTX);
+      txn->mutable_ltx()->set_kind(LTX_BEGIN);
+    }
+  }
+
+ private:
+  const uint32_t every_;
+  uint32_t drawn_ = 0;
+};
+
+std::vector<uint32_t> LtxProcedures(const Batch& batch) {
+  std::vector<uint32_t> ltxs;
+  for (const Txn& txn : batch.txns()) {
+    if (txn.txn_class() == LTX) ltxs.push_back(txn.procedure());
+  }
+  return ltxs;
+}
+
+TEST(GeneratorSourceTest, LtxsBeyondTheLtxWindowWaitInOrderAndTheMixStays) {
+  uint64_t done = 0, ltx_done = 0;
+  InflightWindow window(1000, [&] { return done; });
+  InflightWindow ltx_window(2, [&] { return ltx_done; });
+  GeneratorSource source(std::make_unique<EveryNthLtxGenerator>(3), &window, nullptr,
+                         &ltx_window);
+  Batch first;
+  ASSERT_EQ(source.Fill(12, 1, &first), 12u);
+  // LTXs 3 and 6 go; 9 and 12 are held, and short txns fill the batch.
+  EXPECT_EQ(LtxProcedures(first), (std::vector<uint32_t>{3, 6}));
+  EXPECT_EQ(first.txns(11).procedure(), 14u);
+  Batch still_full;
+  ASSERT_EQ(source.Fill(2, 2, &still_full), 2u);
+  EXPECT_TRUE(LtxProcedures(still_full).empty()) << "no room: held LTXs wait";
+  // Two LTXs finish: the two held longest go first, with the time they
+  // were drawn (their latency counts the hold).
+  ltx_done = 2;
+  Batch next;
+  ASSERT_EQ(source.Fill(3, 3, &next), 3u);
+  EXPECT_EQ(LtxProcedures(next), (std::vector<uint32_t>{9, 12}));
+  EXPECT_EQ(next.txns(0).submit_time_us(), 1);
+  EXPECT_NE(next.txns(2).txn_class(), LTX) << "15 and 18 wait their turn";
+  EXPECT_EQ(next.txns(2).procedure(), 19u);
+}
+
+TEST(GeneratorSourceTest, WithOnlyLtxsAndNoRoomTheGeneratorStopsAndGivesBackItsClaims) {
+  uint64_t done = 0, ltx_done = 0;
+  InflightWindow window(100, [&] { return done; });
+  InflightWindow ltx_window(1, [&] { return ltx_done; });
+  GeneratorSource source(std::make_unique<EveryNthLtxGenerator>(1), &window, nullptr,
+                         &ltx_window);
+  Batch batch;
+  EXPECT_EQ(source.Fill(50, 1, &batch), 1u) << "one LTX, then kMaxHeld held, then it stops";
+  EXPECT_EQ(batch.txns_size(), 1);
+  EXPECT_EQ(window.Claim(1000), 99u) << "the claims it did not fill are room again";
+  ltx_done = 1;
+  Batch next;
+  done = 99;
+  EXPECT_EQ(source.Fill(1, 2, &next), 1u);
+  ASSERT_EQ(LtxProcedures(next), (std::vector<uint32_t>{2}));
+}
+
 TEST(SequencersPerNodeTest, BoundedByTheIdSpace) {
   NodeParams params;
   EXPECT_EQ(params.Validate(1), "");

@@ -27,6 +27,10 @@ DEFINE_uint32(ro_workers, 0,
               "Workers allowed to run read-only txns, the paper's RO dispatchers (0: all)");
 DEFINE_uint64(max_inflight, 4000,
               "Most generated txns each sequencer keeps unfinished; bounds queues (0: unbounded)");
+DEFINE_uint64(max_inflight_ltx, 16,
+              "Most generated LTXs and long scans a node keeps unfinished; a generator that "
+              "draws one more draws again, so under overload the long share falls instead of "
+              "the LTX lane's queue growing (0: unbounded)");
 DEFINE_uint64(seed, 42, "Load generator seed (each node adds its id)");
 DEFINE_bool(generate, true, "Run the embedded load generator");
 DEFINE_double(duration, 10, "Seconds of load (0: until SIGINT/SIGTERM)");
@@ -240,7 +244,7 @@ std::set<std::string> ExplicitFlags() {
 const std::vector<std::string>& NodeFlagNames() {
   static const std::vector<std::string> kNames = {
       "mode", "epoch_ms", "max_batch", "sequencers_per_node", "workers", "ro_workers",
-      "max_inflight", "seed",
+      "max_inflight", "max_inflight_ltx", "seed",
       "generate", "duration", "run_epochs", "log_fsync", "progress_ms", "digest_epochs",
       "peer_wait_s", "drain_timeout_s", "client_admit_limit", "client_buffer_mb", "gc",
       "checkpoint_every", "heartbeat_ms", "peer_timeout_ms", "peer_queue_mb", "max_epochs_ahead",
@@ -296,6 +300,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.workers = FLAGS_workers;
   e.ro_workers = FLAGS_ro_workers;
   e.max_inflight = FLAGS_max_inflight;
+  e.max_inflight_ltx = FLAGS_max_inflight_ltx;
   e.seed = FLAGS_seed;
   e.generate = FLAGS_generate;
   e.duration_s = FLAGS_duration;

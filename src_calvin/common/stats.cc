@@ -55,6 +55,8 @@ uint64_t NodeStats::GeneratedDone() const {
   return total;
 }
 
+uint64_t NodeStats::LongDone() const { return Committed(kKindLong) + Aborted(kKindLong); }
+
 uint64_t NodeStats::Declined(int kind) const {
   uint64_t total = 0;
   for (const auto& slot : slots_) total += slot->declined[kind].load(std::memory_order_relaxed);

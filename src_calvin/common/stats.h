@@ -98,6 +98,7 @@ class NodeStats {
   uint64_t Committed(int kind) const;
   uint64_t CommittedAll() const;
   uint64_t GeneratedDone() const;
+  uint64_t LongDone() const;  // LTXs and long scans reported (committed or aborted)
   uint64_t Declined(int kind) const;
   uint64_t Aborted(int kind) const;
   uint64_t InvariantFailures() const;

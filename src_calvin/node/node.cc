@@ -464,6 +464,12 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
   if (params.engine.generate) {
     generated_window_ = std::make_unique<InflightWindow>(
         params.engine.max_inflight * per_node, [this] { return stats_->GeneratedDone(); });
+    // Counted by what the node reports of long txns, client LTXs too (which
+    // only ever makes the window looser).
+    if (params.engine.max_inflight_ltx > 0) {
+      generated_ltx_window_ = std::make_unique<InflightWindow>(
+          params.engine.max_inflight_ltx, [this] { return stats_->LongDone(); });
+    }
     // OLLP (the Calvin paper's way with dependent txns): a generated txn
     // whose keys depend on values is first run on this partition's current
     // state, outside the order and without locks, to declare what it reads;
@@ -532,7 +538,7 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
       generators_.push_back(std::make_unique<GeneratorSource>(
           app_->NewGenerator(partition, partitions,
                              params.engine.seed + options_.id + (uint64_t{index} << 32)),
-          generated_window_.get(), resubmits_.get()));
+          generated_window_.get(), resubmits_.get(), generated_ltx_window_.get()));
       planned_.push_back(std::make_unique<PlanningSource>(generators_.back().get(), recon));
       sources.push_back(planned_.back().get());
     }

@@ -256,6 +256,7 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<ReadExchange> read_exchange_;
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<InflightWindow> generated_window_;  // shared by the generators
+  std::unique_ptr<InflightWindow> generated_ltx_window_;  // their LTXs and long scans; null: unbounded
   std::vector<std::unique_ptr<GeneratorSource>> generators_;
   // What each sequencer polls: the client port and its generator, their
   // dependent txns planned (OLLP's reconnaissance).

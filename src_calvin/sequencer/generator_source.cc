@@ -22,20 +22,48 @@ size_t InflightWindow::Claim(size_t want) {
   }
 }
 
+void InflightWindow::Release(size_t count) {
+  generated_.fetch_sub(count, std::memory_order_relaxed);
+}
+
 GeneratorSource::GeneratorSource(std::unique_ptr<TxnGenerator> generator,
-                                 InflightWindow* window, ResubmitQueue* resubmit)
-    : generator_(std::move(generator)), window_(window), resubmit_(resubmit) {}
+                                 InflightWindow* window, ResubmitQueue* resubmit,
+                                 InflightWindow* ltx_window)
+    : generator_(std::move(generator)),
+      window_(window),
+      resubmit_(resubmit),
+      ltx_window_(ltx_window) {}
 
 size_t GeneratorSource::Fill(size_t max, int64_t now_us, Batch* batch) {
   const size_t count = window_ ? window_->Claim(max) : max;
   batch->mutable_txns()->Reserve(batch->txns_size() + static_cast<int>(count));
   for (size_t i = 0; i < count; ++i) {
     Txn* txn = batch->add_txns();
-    // A resubmitted txn keeps its first submit time: its latency counts
-    // its restarts.
-    if (!resubmit_ || !resubmit_->Pop(txn)) {
+    // A resubmitted txn keeps its first submit time (its latency counts its
+    // restarts), and goes whatever the LTX window's room.
+    if (resubmit_ && resubmit_->Pop(txn)) {
+      if (ltx_window_ && txn->txn_class() == LTX) ltx_window_->Force();
+      continue;
+    }
+    // A held LTX keeps the time it was drawn: its latency counts the hold.
+    if (!held_.empty() && ltx_window_->Claim(1) == 1) {
+      txn->Swap(&held_.front());
+      held_.pop_front();
+      continue;
+    }
+    while (true) {
       generator_->Next(txn);
       txn->set_submit_time_us(now_us);
+      if (!ltx_window_ || txn->txn_class() != LTX || ltx_window_->Claim(1) == 1) break;
+      held_.emplace_back();
+      held_.back().Swap(txn);
+      if (held_.size() >= kMaxHeld) {
+        // The batch ends here; what it claimed but did not fill is room again.
+        batch->mutable_txns()->RemoveLast();
+        if (window_) window_->Release(count - i);
+        return i;
+      }
+      txn->Clear();
     }
   }
   return count;

@@ -23,6 +23,10 @@ class InflightWindow {
   InflightWindow(uint64_t limit, std::function<uint64_t()> completed);
   // Room for at most `want` more txns: how many the caller may generate.
   size_t Claim(size_t want);
+  // Claimed but not generated after all: room again.
+  void Release(size_t count);
+  // One more txn that must go whatever the room (an OLLP restart).
+  void Force() { generated_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   const uint64_t limit_;
@@ -54,19 +58,30 @@ class ResubmitQueue {
 
 // Txns in `resubmit` (OLLP restarts) are sequenced again before new ones;
 // planning a dependent txn (its reconnaissance) is PlanningSource's, which
-// wraps this one as it wraps the client port.
+// wraps this one as it wraps the client port. Used by its sequencer's
+// thread only.
 class GeneratorSource : public TxnSource {
  public:
-  // `window` (shared by the node's generators; null: unbounded) and
-  // `resubmit` (null: none) outlive this.
+  // `window` (shared by the node's generators; null: unbounded), `resubmit`
+  // (null: none) and `ltx_window` (the node's generated LTXs and long
+  // scans; null: unbounded) outlive this. An LTX drawn while `ltx_window`
+  // is full is held back, in the order drawn, and goes once there is room;
+  // with kMaxHeld held the generator stops until there is. So the mix stays
+  // the one asked for, and when LTXs come faster than the LTX lane runs
+  // them the whole load slows to its pace, instead of the lane's queue
+  // growing without bound.
   GeneratorSource(std::unique_ptr<TxnGenerator> generator, InflightWindow* window,
-                  ResubmitQueue* resubmit = nullptr);
+                  ResubmitQueue* resubmit = nullptr, InflightWindow* ltx_window = nullptr);
   size_t Fill(size_t max, int64_t now_us, Batch* batch) override;
+
+  static constexpr size_t kMaxHeld = 16;
 
  private:
   std::unique_ptr<TxnGenerator> generator_;
   InflightWindow* const window_;
   ResubmitQueue* const resubmit_;
+  InflightWindow* const ltx_window_;
+  std::deque<Txn> held_;  // LTXs drawn while ltx_window_ was full, oldest first
 };
 
 }  // namespace paxflow
