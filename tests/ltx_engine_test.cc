@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 
+#include "applications/tpcc.h"
 #include "replay/replay.h"
 #include "tests/result_log.h"
 #include "tests/serial_reference.h"
@@ -85,9 +86,11 @@ TEST_P(LtxEngineTest, CommittedTxnsMatchASerialExecutionInTheirOrderAndReplaysAg
   ResultLog results;
   ResultSink* sink = &results;
   TempDir hold;
-  // bank-ltx's transfers read only their write area: locked at their begin
-  // (docs/ltx.md), in place or not, so none is held.
-  const bool locked_at_begin = c.mode == Mode::kPaxflow && std::string(c.preset) == "bank-ltx";
+  // bank-ltx's transfers and TPC-C's Deliveries as LTXs read only their
+  // write area: locked at their begin (docs/ltx.md), in place or not, so
+  // none is held.
+  const bool locked_at_begin = c.mode == Mode::kPaxflow && (std::string(c.preset) == "bank-ltx" ||
+                                                            std::string(c.preset) == "tpcc-dlvltx");
   const bool records_on_one_partition =
       c.mode == Mode::kPaxflow && c.partitions == 1 && !c.in_place && !locked_at_begin;
   std::unique_ptr<ReleaseHeldLtxsOnDeferral> release;
@@ -120,6 +123,27 @@ TEST_P(LtxEngineTest, CommittedTxnsMatchASerialExecutionInTheirOrderAndReplaysAg
   // run for seconds: each stream answers once or twice in it.
   EXPECT_GE(order.long_txns, ch ? params.workload.ch_streams : 4u) << "too few long txns committed";
   EXPECT_EQ(results.invariant_failures(), 0);
+  if (params.workload.application == "tpcc") {
+    // TPC-C's consistency conditions (clause 3.3.2) on every final state.
+    for (size_t i = 0; i < cluster.size(); ++i) {
+      EXPECT_EQ(cluster.node(i).Summary().consistency, "") << "node " << i;
+    }
+  }
+  if (params.workload.tpcc_delivery_ltx) {
+    // Deliveries ran as LTXs and delivered orders; any that aborted did so
+    // as an OLLP restart (planned again, resubmitted), never otherwise.
+    uint64_t delivered = 0;
+    for (const auto& r : results.all()) {
+      if (r.txn.procedure() != TpccApplication::kDelivery) continue;
+      EXPECT_EQ(r.txn.txn_class(), LTX);
+      if (r.outcome.aborted) {
+        EXPECT_EQ(LtxAbortReasonOf(r.outcome.abort_reason), kAbortRecon) << r.outcome.abort_reason;
+      } else if (r.outcome.committed) {
+        ++delivered;
+      }
+    }
+    EXPECT_GT(delivered, 4u) << "too few Deliveries committed as LTXs";
+  }
   if (ch) {
     // Every query answers: none runs out of time (the LTX timeout). One
     // whose New-Orders outran its planned ranges (a warehouse its planner
@@ -269,7 +293,13 @@ INSTANTIATE_TEST_SUITE_P(
                       LongCase{Mode::kPaxflow, 1, "ch"}, LongCase{Mode::kCalvin, 1, "ch"},
                       // On 3 partitions (a warehouse each): a query's share
                       // of every partition is read remotely at its snapshot.
-                      LongCase{Mode::kPaxflow, 3, "ch"}, LongCase{Mode::kCalvin, 3, "ch"}),
+                      LongCase{Mode::kPaxflow, 3, "ch"}, LongCase{Mode::kCalvin, 3, "ch"},
+                      // TPC-C with Delivery as an LTX (--tpcc_delivery_ltx):
+                      // its planned areas locked (calvin) or in the lane
+                      // (paxflow, locked at its begin: it reads only them).
+                      LongCase{Mode::kPaxflow, 1, "tpcc-dlvltx"},
+                      LongCase{Mode::kCalvin, 1, "tpcc-dlvltx"},
+                      LongCase{Mode::kPaxflow, 3, "tpcc-dlvltx"}),
     [](const ::testing::TestParamInfo<LongCase>& info) {
       return testing::CaseName({ModeName(info.param.mode),
                                 std::to_string(info.param.partitions) + "p", info.param.preset,

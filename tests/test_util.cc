@@ -212,12 +212,14 @@ NodeParams TestParams(const std::string& preset, Mode mode, uint64_t run_epochs)
     w.ro_fraction = 0;
     w.ops_per_rw_txn = 2;
     w.ltx_fraction = 0.03;
-  } else if (preset == "tpcc" || preset == "ch") {
+  } else if (preset == "tpcc" || preset == "ch" || preset == "tpcc-dlvltx") {
     // TPC-C at its specified sizes; the test sets the warehouses (a
     // multiple of its partitions). ch: two analytic streams beside it.
+    // tpcc-dlvltx: Delivery as an LTX (--tpcc_delivery_ltx).
     w.application = "tpcc";
     w.warehouses = 0;
     w.ch_streams = preset == "ch" ? 2 : 0;
+    w.tpcc_delivery_ltx = preset == "tpcc-dlvltx";
   } else if (preset == "rmw") {
     w.ro_fraction = 0;
   } else if (preset == "ro") {

@@ -20,6 +20,7 @@
 #include "applications/tpcc.h"
 #include "applications/workload.h"
 #include "common/hash.h"
+#include "common/key_area.h"
 #include "common/types.h"
 
 namespace paxflow {
@@ -339,6 +340,67 @@ TEST(TpccDeliveryTest, DeliveriesKeepTheirTurnsAcrossRestarts) {
   db().Plan(&stale);
   EXPECT_GT(TpccApplication::Words(stale.args())[3], turn + 1);
   EXPECT_TRUE(db().Execute(stale).committed);
+}
+
+// --tpcc_delivery_ltx: a Delivery LTX's plan declares its rows as its
+// write area (and no key lists); run as an LTX (RunLongProcedure, as calvin
+// mode and the oracle do) it makes the short Delivery's writes, and a plan
+// gone stale aborts it as an OLLP restart, writing nothing.
+TEST(TpccDeliveryTest, AsAnLtxItDeclaresItsRowsAndRestartsWhenStale) {
+  Db own(1, 1);
+  const Keys& keys = own.keys();
+  auto ltx = [](uint32_t carrier, uint32_t date) {
+    Txn txn = Dependent(TpccApplication::kDelivery, {0, carrier, date, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+    txn.set_txn_class(LTX);
+    txn.mutable_ltx()->set_kind(LTX_BEGIN);
+    return txn;
+  };
+  Txn first = ltx(1, 60), second = ltx(2, 61);
+  own.Plan(&first);
+  own.Plan(&second);
+  EXPECT_EQ(first.read_write_set_size(), 0);
+  EXPECT_EQ(first.ltx().read_area_size(), 0);
+  const KeyArea area(first.ltx().write_area());
+  for (uint32_t d = 0; d < kDistricts; ++d) {
+    EXPECT_TRUE(area.Contains(keys.District(0, d)));
+    EXPECT_TRUE(area.Contains(keys.NewOrder(0, d, kFirstNewOrder)));
+  }
+  auto run = [&](const Txn& txn, std::string* reason) {
+    LtxRound last;
+    RunLongProcedure(
+        own.app(), txn,
+        [&](const std::vector<Key>& wanted, const std::vector<KeyRange>&, LtxReads* out) {
+          for (Key k : wanted) {
+            EXPECT_TRUE(KeyArea(txn.ltx().write_area()).Contains(k))
+                << "read outside its write area: " << k;
+            auto it = own.rows.find(k);
+            out->SetPoint(k, it != own.rows.end(), it != own.rows.end() ? it->second : "");
+          }
+          return std::string();
+        },
+        &last, reason);
+    if (!reason->empty()) return;
+    for (size_t i = 0; i < last.writes.size(); ++i) {
+      EXPECT_TRUE(KeyArea(txn.ltx().write_area()).Contains(last.writes.key(i)));
+      own.rows[last.writes.key(i)] = std::string(last.writes.value(i));
+    }
+    for (Key k : last.deletes) own.rows.erase(k);
+  };
+  // The second first: not its turn, a restart, nothing written.
+  const auto before = own.rows;
+  std::string reason;
+  run(second, &reason);
+  EXPECT_EQ(LtxAbortReasonOf(reason), kAbortRecon) << reason;
+  EXPECT_TRUE(own.rows == before);
+  run(first, &reason);
+  ASSERT_EQ(reason, "");
+  EXPECT_EQ(own.Get<OrderRow>(keys.Order(0, 3, kFirstNewOrder)).carrier_id, 1u);
+  EXPECT_EQ(own.rows.count(keys.NewOrder(0, 3, kFirstNewOrder)), 0u);
+  own.Plan(&second);  // planned again (the node resubmits it): its turn kept
+  run(second, &reason);
+  ASSERT_EQ(reason, "");
+  EXPECT_EQ(own.Get<OrderRow>(keys.Order(0, 3, kFirstNewOrder + 1)).carrier_id, 2u);
+  EXPECT_EQ(own.Check(), "");
 }
 
 TEST_F(TpccOneWarehouse, StockLevelCountsLowStockOfTheLastTwentyOrders) {

@@ -120,6 +120,8 @@ TEST(WorkloadParamsTest, OutOfRangeValuesNameTheParameter) {
        "ch_streams"},
       {"ch_streams without tpcc", [](WorkloadParams* p) { p->ch_streams = 1; },
        "application tpcc"},
+      {"tpcc_delivery_ltx without tpcc", [](WorkloadParams* p) { p->tpcc_delivery_ltx = true; },
+       "Delivery is TPC-C's"},
       {"application", [](WorkloadParams* p) { p->application = "tpch"; },
        "unknown application 'tpch'"},
       {"warehouses",

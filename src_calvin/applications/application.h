@@ -274,6 +274,11 @@ class Application {
   // generator then plans and submits it again. Also called on a txn
   // planned before: it plans it afresh.
   virtual void PlanDependent(Txn* txn, const ReconRead& read) const {}
+  // A long procedure whose write area, too, depends on values (TPC-C's
+  // Delivery as an LTX): the generator leaves its areas empty and
+  // PlanDependent declares them, in both modes (then calvin mode's
+  // Reconnoiter its reads); a stale plan restarts it like any OLLP LTX.
+  virtual bool PlansLtxAreas(uint32_t procedure) const { return false; }
   // The application's consistency conditions over one partition's whole
   // state (after a run): empty if they hold, else what is violated.
   virtual std::string CheckState(const StateScan& scan) const { return ""; }

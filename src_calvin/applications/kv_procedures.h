@@ -40,6 +40,9 @@ class WithKvProcedures : public Application {
   void PlanDependent(Txn* txn, const ReconRead& read) const override {
     inner_->PlanDependent(txn, read);
   }
+  bool PlansLtxAreas(uint32_t procedure) const override {
+    return inner_->PlansLtxAreas(procedure);
+  }
   std::string CheckState(const StateScan& scan) const override { return inner_->CheckState(scan); }
   void OnGeneratedResult(const Txn& txn, const TxnOutcome& outcome) const override {
     inner_->OnGeneratedResult(txn, outcome);

@@ -10,6 +10,7 @@
 
 #include "applications/ch_queries.h"
 #include "common/hash.h"
+#include "common/key_area.h"
 #include "common/random.h"
 
 namespace paxflow {
@@ -290,6 +291,11 @@ class TpccGenerator : public TxnGenerator {
 
   void Delivery(Txn* txn, uint32_t w) {
     txn->set_procedure(TpccApplication::kDelivery);
+    if (app_.delivery_ltx()) {
+      // An LTX whose write area PlanDependent declares (PlansLtxAreas).
+      txn->set_txn_class(LTX);
+      txn->mutable_ltx()->set_kind(LTX_BEGIN);
+    }
     // The order to deliver in each district: 0, chosen by PlanDependent.
     std::vector<uint32_t> a = {w, Between(rng_, 1, 10), clock_};
     a.resize(3 + kDistricts, 0);
@@ -422,6 +428,16 @@ void TpccApplication::PlanDependent(Txn* txn, const ReconRead& read) const {
         more.push_back(keys_.Customer(w, d, order.c_id));
       }
       for (Key k : more) txn->add_read_write_set(k);
+      if (txn->txn_class() == LTX) {
+        // --tpcc_delivery_ltx: the same keys are the LTX's write area (it
+        // reads nothing else); ExecuteLong finds them again in its args.
+        std::vector<Key> area(txn->read_write_set().begin(), txn->read_write_set().end());
+        txn->clear_read_write_set();
+        LtxRecord* ltx = txn->mutable_ltx();
+        ltx->clear_write_area();
+        ltx->clear_read_area();
+        KeyArea::OfKeys(std::move(area)).AppendTo(ltx->mutable_write_area());
+      }
       break;
     }
     case kStockLevel: {
@@ -641,21 +657,47 @@ void TpccApplication::Delivery(const Txn& txn, const std::vector<uint32_t>& a,
                                const ReadValues& reads, WriteSet* writes,
                                TxnOutcome* outcome) const {
   // read_write_set: the 10 districts, then the rows of the order each
-  // delivers. args: w, carrier, date, each district's order (0: none),
-  // then each district's (customer, ol_cnt) as the reconnaissance read.
-  if (a.size() != 3 + 3 * kDistricts || txn.read_write_set_size() < static_cast<int>(kDistricts) ||
-      txn.read_set_size() != 0) {
+  // delivers.
+  if (txn.read_write_set_size() < static_cast<int>(kDistricts) || txn.read_set_size() != 0) {
+    Decline(outcome, "malformed tpcc-delivery (planned by PlanDependent?)", false);
+    return;
+  }
+  const std::unordered_map<Key, size_t> at = Positions(txn);
+  Deliver(a,
+          [&](Key k, std::string_view* value) {
+            auto it = at.find(k);
+            if (it == at.end() || !reads.Found(it->second)) return false;
+            *value = reads.Get(it->second);
+            return true;
+          },
+          writes, outcome);
+}
+
+std::vector<Key> TpccApplication::DeliveryKeys(const std::vector<uint32_t>& a) const {
+  std::vector<Key> keys;
+  if (a.size() != 3 + 3 * kDistricts) return keys;
+  const uint32_t w = a[0];
+  for (uint32_t d = 0; d < kDistricts; ++d) keys.push_back(keys_.District(w, d));
+  for (uint32_t d = 0; d < kDistricts; ++d) {
+    const uint32_t o = a[3 + d], c = a[3 + kDistricts + 2 * d], ol_cnt = a[4 + kDistricts + 2 * d];
+    if (o == 0) continue;
+    keys.push_back(keys_.NewOrder(w, d, o));
+    keys.push_back(keys_.Order(w, d, o));
+    for (uint32_t ol = 1; ol <= ol_cnt; ++ol) keys.push_back(keys_.OrderLine(w, d, o, ol));
+    keys.push_back(keys_.Customer(w, d, c));
+  }
+  return keys;
+}
+
+void TpccApplication::Deliver(const std::vector<uint32_t>& a, const RowGet& get,
+                              WriteSet* writes, TxnOutcome* outcome) const {
+  // args: w, carrier, date, each district's order (0: none), then each
+  // district's (customer, ol_cnt) as the reconnaissance read.
+  if (a.size() != 3 + 3 * kDistricts) {
     Decline(outcome, "malformed tpcc-delivery (planned by PlanDependent?)", false);
     return;
   }
   const uint32_t w = a[0], carrier = a[1], date = a[2];
-  const std::unordered_map<Key, size_t> at = Positions(txn);
-  auto get = [&](Key k, std::string_view* value) {
-    auto it = at.find(k);
-    if (it == at.end() || !reads.Found(it->second)) return false;
-    *value = reads.Get(it->second);
-    return true;
-  };
   // Every district first, then the writes: a restart writes nothing.
   struct Pick { uint32_t d, o, c, ol_cnt; DistrictRow district; };
   std::vector<Pick> picks;
@@ -982,8 +1024,43 @@ void TpccApplication::PlanQuery(Txn* txn, const ReconRead& read) const {
   if (q == kQ5) add(kStock, 0, 1, kItems);
 }
 
+void TpccApplication::DeliveryLong(const Txn& txn, uint32_t round, const LtxReads& reads,
+                                   LtxRound* out) const {
+  // Two rounds: the rows its plan names (its write area), then the short
+  // Delivery's checks and writes over them. A plan gone stale (another
+  // Delivery took the order) aborts it as a restart (OLLP): the node plans
+  // it again and resubmits it, as it does a short one.
+  const std::vector<uint32_t> a = Words(txn.args());
+  if (round == 0) {
+    out->reads = DeliveryKeys(a);
+    if (out->reads.empty()) {
+      out->abort = true;
+      out->reason = "malformed tpcc-delivery (planned by PlanDependent?)";
+    }
+    return;
+  }
+  Deliver(a,
+          [&](Key k, std::string_view* value) {
+            bool found = false;
+            return reads.Get(k, &found, value) && found;
+          },
+          &out->writes, &out->outcome);
+  if (!out->outcome.committed) {
+    out->writes.Clear();
+    out->abort = true;
+    out->restart = out->outcome.retryable;
+    out->reason = out->outcome.detail;
+    return;
+  }
+  out->deletes = out->writes.deletes();
+}
+
 void TpccApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                                   LtxRound* out) const {
+  if (txn.procedure() == kDelivery) {
+    DeliveryLong(txn, round, reads, out);
+    return;
+  }
   if (!IsQuery(txn.procedure())) {
     Application::ExecuteLong(txn, round, reads, out);
     return;

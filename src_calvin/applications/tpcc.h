@@ -196,6 +196,12 @@ class TpccApplication : public Application {
     return procedure == kPayment || procedure == kOrderStatus || procedure == kDelivery ||
            procedure == kStockLevel || IsQuery(procedure);
   }
+  // --tpcc_delivery_ltx: the generator issues Delivery as an LTX whose
+  // write area (the rows it delivers) its plan declares, in both modes; it
+  // reads only those rows, so paxflow's lane may lock it at its begin.
+  bool delivery_ltx() const { return params_.tpcc_delivery_ltx; }
+  bool PlansLtxAreas(uint32_t procedure) const override { return procedure == kDelivery; }
+  bool ReadsDeclared(uint32_t procedure) const override { return procedure == kDelivery; }
   void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                    LtxRound* out) const override;
   // CH's queries are pushed down to the data (ch_queries.h): a partition
@@ -232,6 +238,15 @@ class TpccApplication : public Application {
                 WriteSet* writes, TxnOutcome* outcome) const;
   void StockLevel(const Txn& txn, const std::vector<uint32_t>& a, const ReadValues& reads,
                   TxnOutcome* outcome) const;
+  // Delivery's checks and writes over its planned rows (`get`: false if a
+  // row has no value), the same as a short txn or an LTX.
+  using RowGet = std::function<bool(Key key, std::string_view* value)>;
+  void Deliver(const std::vector<uint32_t>& a, const RowGet& get, WriteSet* writes,
+               TxnOutcome* outcome) const;
+  // The rows a planned Delivery (its args) reads and writes: its districts,
+  // then each delivered order's new-order, order, lines and customer.
+  std::vector<Key> DeliveryKeys(const std::vector<uint32_t>& a) const;
+  void DeliveryLong(const Txn& txn, uint32_t round, const LtxReads& reads, LtxRound* out) const;
   // A query's declared ranges (its read area) from a recent state.
   void PlanQuery(Txn* txn, const ReconRead& read) const;
   // A query over its scans: false (and why) if its planned ranges do not

@@ -69,6 +69,9 @@ std::string WorkloadParams::Validate(uint32_t partitions) const {
     if (ch_streams > 256) return OutOfRange("ch_streams", std::to_string(ch_streams), "0..256");
     return "";
   }
+  if (tpcc_delivery_ltx && application != "tpcc") {
+    return "tpcc_delivery_ltx: Delivery is TPC-C's (application tpcc, the tpcc or ch preset)";
+  }
   if (ch_streams > 0) {
     return "ch_streams=" + std::to_string(ch_streams) +
            ": analytic streams run CH-benCHmark's queries on TPC-C's tables (application tpcc, "

@@ -70,6 +70,10 @@ struct WorkloadParams {
   // each issues Q1, Q6, Q3, Q5 in turn, the next when the last one's result
   // is in. paxflow-load's clients run them too (counted per process).
   uint32_t ch_streams = 0;
+  // TPC-C: Delivery runs as an LTX (its areas planned by its
+  // reconnaissance) instead of a short txn; the embedded generator's only.
+  // Off by default: measured no faster (README, TPC-C).
+  bool tpcc_delivery_ltx = false;
 
   // Empty when the set is usable on `partitions` partitions, else what is wrong.
   std::string Validate(uint32_t partitions) const;

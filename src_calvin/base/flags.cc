@@ -195,6 +195,10 @@ DEFINE_uint32(ch_streams, 0,
               "each running Q1, Q6, Q3, Q5 in turn as long read-only scans of whole tables "
               "beside the TPC-C mix; in paxflow-load, the streams its clients run "
               "(0..256; the ch preset sets 1, tpcc 0)");
+DEFINE_bool(tpcc_delivery_ltx, false,
+            "TPC-C: issue Delivery as an LTX (its write area declared by its reconnaissance; "
+            "calvin mode locks it, paxflow mode runs it in the LTX lane) instead of a short "
+            "txn; off by default: it measured no faster (README, TPC-C); paxflow-load refuses it");
 DEFINE_uint64(bank_accounts, 100, "Bank: number of accounts");
 DEFINE_int64(bank_initial_balance, 1000, "Bank: initial balance of every account");
 DEFINE_bool(bank_ltx_read_outside, false,
@@ -256,7 +260,7 @@ const std::vector<std::string>& NodeFlagNames() {
       "zipfian_constant", "hot_records", "multi_partition_pct", "ltx_fraction", "long_kind",
       "ltx_ops", "scan_length", "report_fraction", "report_range_writes", "bank_accounts",
       "bank_initial_balance", "bank_ltx_read_outside", "audit_fraction", "bom_products", "bom_fanout", "bom_levels",
-      "warehouses", "ch_streams"};
+      "warehouses", "ch_streams", "tpcc_delivery_ltx"};
   return kNames;
 }
 
@@ -370,6 +374,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   w.bom_levels = FLAGS_bom_levels;
   w.warehouses = FLAGS_warehouses ? FLAGS_warehouses : partitions;
   w.ch_streams = FLAGS_ch_streams;
+  w.tpcc_delivery_ltx = FLAGS_tpcc_delivery_ltx;
 
   error = p.Validate(partitions);
   if (!error.empty()) return error;

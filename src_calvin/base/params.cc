@@ -62,6 +62,7 @@ std::vector<std::pair<std::string, std::string>> NodeParams::ClusterParams() con
   // Listed only when on: logs and fingerprints of clusters without it stay
   // what they were (old logs recover, replays match).
   if (engine.replicated_input) params.emplace_back("replicated_input", "true");
+  if (w.tpcc_delivery_ltx) params.emplace_back("tpcc_delivery_ltx", "true");
   return params;
 }
 

@@ -495,6 +495,12 @@ int Main(int argc, char** argv) {
   }
   error = ResolveFlags(params, ExplicitFlags(), layout.partitions(), &resolved);
   if (!error.empty()) return Fail(error);
+  if (resolved.workload.tpcc_delivery_ltx) {
+    // Clients send Delivery as a txn and the node plans it; only the
+    // nodes' embedded generator plans a Delivery LTX's areas.
+    return Fail("tpcc_delivery_ltx is the embedded generator's (paxflow-node, paxflow-bench): "
+                "clients send Delivery as a txn");
+  }
   std::unique_ptr<Application> app = MakeApplication(resolved.workload);
 
   std::vector<const NodeConfig*> nodes;

@@ -476,7 +476,8 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
     // at its position it gives up (retryable) if that changed, and OnResult
     // hands it back to the generators. Short dependent txns are planned so
     // in both modes (Application::PlanDependent); LTXs only in calvin mode
-    // (paxflow's LTX lane reads its snapshot round by round). Calvin's
+    // (paxflow's LTX lane reads its snapshot round by round), but for those
+    // whose write area the plan declares (Application::PlansLtxAreas). Calvin's
     // store has no snapshots: the recon reads values in place, possibly
     // mid-write (a torn value only costs a restart); they are read only,
     // never freed under it (a key's fixed-size value stays where it is).
@@ -505,7 +506,10 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
         if (!app_->NeedsRecon(txn->procedure())) return;
         // A long scan's ranges are planned in both modes (PlanDependent: CH's queries).
         const bool scan = txn->txn_class() == LTX && txn->ltx().kind() == LTX_SCAN;
-        if (txn->txn_class() == LTX && !calvin && !scan) return;
+        // So are the areas of an LTX whose write area depends on values
+        // (PlansLtxAreas: TPC-C's Delivery as an LTX).
+        const bool planned = txn->txn_class() == LTX && app_->PlansLtxAreas(txn->procedure());
+        if (txn->txn_class() == LTX && !calvin && !scan && !planned) return;
         if (!calvin) store_->EnterSnapshot(slot);
         auto read = [&](Key key, std::string* value) {
           std::string_view view;
@@ -516,8 +520,9 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
           value->assign(view.data(), view.size());
           return true;
         };
-        if (txn->txn_class() == LTX && !scan) Reconnoiter(*app_, txn, read);
-        else app_->PlanDependent(txn, read);
+        if (planned) app_->PlanDependent(txn, read);
+        if (txn->txn_class() == LTX && !scan && calvin) Reconnoiter(*app_, txn, read);
+        else if (!planned) app_->PlanDependent(txn, read);
         if (!calvin) store_->ExitSnapshot(slot);
       };
     }
@@ -746,10 +751,11 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
   // LTXs from clients declare their own areas). A generated one goes back
   // to the generators, a client's to the client port's queue, unanswered
   // (the client waits for the attempt that commits or declines for good).
-  const bool planned_scan = txn.txn_class() == LTX && txn.ltx().kind() == LTX_SCAN &&
-                            LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon;
+  const bool planned_ltx = txn.txn_class() == LTX &&
+                           (txn.ltx().kind() == LTX_SCAN || app_->PlansLtxAreas(txn.procedure())) &&
+                           LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon;
   const bool restart = !outcome.committed && outcome.retryable &&
-                       (txn.txn_class() != LTX || planned_scan) &&
+                       (txn.txn_class() != LTX || planned_ltx) &&
                        app_->NeedsRecon(txn.procedure());
   if (txn.procedure() < kCountedProcedures) {
     by_procedure_[txn.procedure()][outcome.committed ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
