@@ -22,8 +22,9 @@ struct EngineParams {
   uint32_t ro_workers = 0;       // 0: every worker may run read-only work
   uint64_t max_inflight = 4000;  // generated txns unfinished per sequencer; 0: unbounded
   // Generated LTXs and long scans unfinished per node (0: unbounded): the
-  // LTX lane's queue stays bounded when LTXs come faster than it runs them.
-  uint64_t max_inflight_ltx = 16;
+  // LTX lane's queue stays bounded when LTXs come faster than it runs them
+  // (16 held bank-ltx's 1% of LTXs below what the lane runs; README).
+  uint64_t max_inflight_ltx = 64;
   uint64_t seed = 42;
   bool generate = true;          // run the embedded load generator
   double duration_s = 10;        // load duration; 0: until stopped
