@@ -103,12 +103,21 @@ std::vector<uint32_t> LtxProcedures(const Batch& batch) {
   return ltxs;
 }
 
-TEST(GeneratorSourceTest, LtxsBeyondTheLtxWindowWaitInOrderAndTheMixStays) {
+// A generator behind a window of `limit` txns and one of `ltx_limit` LTXs;
+// `done` and `ltx_done` are how many of them finished.
+struct WindowedGenerator {
+  WindowedGenerator(uint64_t limit, uint64_t ltx_limit, uint32_t ltx_every)
+      : window(limit, [this] { return done; }),
+        ltx_window(ltx_limit, [this] { return ltx_done; }),
+        source(std::make_unique<EveryNthLtxGenerator>(ltx_every), &window, nullptr, &ltx_window) {}
   uint64_t done = 0, ltx_done = 0;
-  InflightWindow window(1000, [&] { return done; });
-  InflightWindow ltx_window(2, [&] { return ltx_done; });
-  GeneratorSource source(std::make_unique<EveryNthLtxGenerator>(3), &window, nullptr,
-                         &ltx_window);
+  InflightWindow window, ltx_window;
+  GeneratorSource source;
+};
+
+TEST(GeneratorSourceTest, LtxsBeyondTheLtxWindowWaitInOrderAndTheMixStays) {
+  WindowedGenerator g(1000, 2, 3);
+  GeneratorSource& source = g.source;
   Batch first;
   ASSERT_EQ(source.Fill(12, 1, &first), 12u);
   // LTXs 3 and 6 go; 9 and 12 are held, and short txns fill the batch.
@@ -119,7 +128,7 @@ TEST(GeneratorSourceTest, LtxsBeyondTheLtxWindowWaitInOrderAndTheMixStays) {
   EXPECT_TRUE(LtxProcedures(still_full).empty()) << "no room: held LTXs wait";
   // Two LTXs finish: the two held longest go first, with the time they
   // were drawn (their latency counts the hold).
-  ltx_done = 2;
+  g.ltx_done = 2;
   Batch next;
   ASSERT_EQ(source.Fill(3, 3, &next), 3u);
   EXPECT_EQ(LtxProcedures(next), (std::vector<uint32_t>{9, 12}));
@@ -129,18 +138,15 @@ TEST(GeneratorSourceTest, LtxsBeyondTheLtxWindowWaitInOrderAndTheMixStays) {
 }
 
 TEST(GeneratorSourceTest, WithOnlyLtxsAndNoRoomTheGeneratorStopsAndGivesBackItsClaims) {
-  uint64_t done = 0, ltx_done = 0;
-  InflightWindow window(100, [&] { return done; });
-  InflightWindow ltx_window(1, [&] { return ltx_done; });
-  GeneratorSource source(std::make_unique<EveryNthLtxGenerator>(1), &window, nullptr,
-                         &ltx_window);
+  WindowedGenerator g(100, 1, 1);
+  GeneratorSource& source = g.source;
   Batch batch;
   EXPECT_EQ(source.Fill(50, 1, &batch), 1u) << "one LTX, then kMaxHeld held, then it stops";
   EXPECT_EQ(batch.txns_size(), 1);
-  EXPECT_EQ(window.Claim(1000), 99u) << "the claims it did not fill are room again";
-  ltx_done = 1;
+  EXPECT_EQ(g.window.Claim(1000), 99u) << "the claims it did not fill are room again";
+  g.ltx_done = 1;
   Batch next;
-  done = 99;
+  g.done = 99;
   EXPECT_EQ(source.Fill(1, 2, &next), 1u);
   ASSERT_EQ(LtxProcedures(next), (std::vector<uint32_t>{2}));
 }

@@ -482,8 +482,8 @@ std::string ChSummarize(const Keys& keys, const Txn& txn, const ScanVisit& visit
       }
     }
   }
-  if (share.past_w != Share::kNone) share.past_most = most;
   if (share.past_w != Share::kNone) {
+    share.past_most = most;
     give_back(/*learn=*/false);
     return EncodeShare(share);  // the query fails: no need to go on
   }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "applications/ch_queries.h"
+#include "common/atomic_max.h"
 #include "common/hash.h"
 #include "common/key_area.h"
 #include "common/random.h"
@@ -403,9 +404,7 @@ void TpccApplication::PlanDependent(Txn* txn, const ReconRead& read) const {
       if (a.size() != 3 + kDistricts) return;
       txn->clear_read_write_set();
       const uint32_t w = a[0];
-      std::vector<Key> more;
       for (uint32_t d = 0; d < kDistricts; ++d) {
-        txn->add_read_write_set(keys_.District(w, d));
         DistrictRow district{};
         if (read(keys_.District(w, d), &value)) Decode(value, &district);
         // The order this Delivery delivers in d: the one it was given
@@ -421,22 +420,17 @@ void TpccApplication::PlanDependent(Txn* txn, const ReconRead& read) const {
         if (o != 0 && !order_of(w, d, o, &order)) o = 0;  // not there yet (a torn read)
         a[3 + d] = o;
         a.insert(a.end(), {order.c_id, order.ol_cnt});
-        if (o == 0) continue;
-        more.push_back(keys_.NewOrder(w, d, o));
-        more.push_back(keys_.Order(w, d, o));
-        for (uint32_t ol = 1; ol <= order.ol_cnt; ++ol) more.push_back(keys_.OrderLine(w, d, o, ol));
-        more.push_back(keys_.Customer(w, d, order.c_id));
       }
-      for (Key k : more) txn->add_read_write_set(k);
+      std::vector<Key> rows = DeliveryKeys(a);
       if (txn->txn_class() == LTX) {
         // --tpcc_delivery_ltx: the same keys are the LTX's write area (it
         // reads nothing else); ExecuteLong finds them again in its args.
-        std::vector<Key> area(txn->read_write_set().begin(), txn->read_write_set().end());
-        txn->clear_read_write_set();
         LtxRecord* ltx = txn->mutable_ltx();
         ltx->clear_write_area();
         ltx->clear_read_area();
-        KeyArea::OfKeys(std::move(area)).AppendTo(ltx->mutable_write_area());
+        KeyArea::OfKeys(std::move(rows)).AppendTo(ltx->mutable_write_area());
+      } else {
+        for (Key k : rows) txn->add_read_write_set(k);
       }
       break;
     }
@@ -1087,11 +1081,7 @@ void TpccApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads
       // New-Orders outran the plan (OLLP): planned again, to the orders
       // found, it goes again. Raised, never lowered: it only shapes plans.
       out->restart = true;
-      uint32_t known = query_orders_hint_.load(std::memory_order_relaxed);
-      while (known < replan_orders &&
-             !query_orders_hint_.compare_exchange_weak(known, replan_orders,
-                                                       std::memory_order_relaxed)) {
-      }
+      RaiseTo(&query_orders_hint_, replan_orders, std::memory_order_relaxed);
     }
     return;
   }

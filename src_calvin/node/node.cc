@@ -18,6 +18,7 @@
 
 #include "applications/long_run.h"
 #include "checkpoint/checkpoint.h"
+#include "common/atomic_max.h"
 #include "common/clock.h"
 #include "common/paths.h"
 
@@ -667,10 +668,7 @@ void Node::DeliverFromSequencer(size_t runner, PartitionId partition,
 
 void Node::DeliverBatch(std::unique_ptr<Batch> batch) {
   if (batch->sequencer() < sequencer_count_) {
-    std::atomic<Epoch>& through = batches_through_[batch->sequencer()];
-    Epoch seen = through.load();
-    while (seen < batch->epoch() && !through.compare_exchange_weak(seen, batch->epoch())) {
-    }
+    RaiseTo(&batches_through_[batch->sequencer()], batch->epoch());
     if (batch->final()) final_at_[batch->sequencer()].store(batch->epoch());
   }
   if (batch->checkpoint() && checkpointer_ &&
@@ -742,18 +740,18 @@ Txn Node::Replanned(const Txn& txn) {
 void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_version,
                     const ReadValues& reads) {
   const bool generated = txn.client_request_id() == 0;
-  if (resubmits_ && outcome.aborted && txn.txn_class() == LTX && generated &&
-      LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon) {
-    resubmits_->Push(Replanned(txn));  // OLLP: the generated LTX goes again, with a fresh reconnaissance
-  }
+  // An LTX whose reads (calvin mode's Reconnoiter) or areas its
+  // reconnaissance planned, and which found them stale.
+  const bool ltx_recon = txn.txn_class() == LTX && outcome.aborted &&
+                         LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon;
   // Only a txn planned by a reconnaissance restarts (OLLP): a short txn,
   // or a long scan whose ranges the node planned (CH's queries; other
   // LTXs from clients declare their own areas). A generated one goes back
   // to the generators, a client's to the client port's queue, unanswered
   // (the client waits for the attempt that commits or declines for good).
-  const bool planned_ltx = txn.txn_class() == LTX &&
-                           (txn.ltx().kind() == LTX_SCAN || app_->PlansLtxAreas(txn.procedure())) &&
-                           LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon;
+  // Every generated LTX that found its plan stale goes back too.
+  const bool planned_ltx = ltx_recon && (txn.ltx().kind() == LTX_SCAN ||
+                                         app_->PlansLtxAreas(txn.procedure()));
   const bool restart = !outcome.committed && outcome.retryable &&
                        (txn.txn_class() != LTX || planned_ltx) &&
                        app_->NeedsRecon(txn.procedure());
@@ -776,8 +774,7 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
     if (generated) app_->OnGeneratedResult(txn, outcome);
   }
   bool answered_later = false;
-  // (A generated LTX's OLLP restart went back above.)
-  if (restart && generated && resubmits_ && txn.txn_class() != LTX) resubmits_->Push(Replanned(txn));
+  if (generated && resubmits_ && (restart || ltx_recon)) resubmits_->Push(Replanned(txn));
   if (restart && !generated && clients_ && txn.origin_node() == options_.id) answered_later = clients_->Resubmit(Replanned(txn));
   if (clients_ && !answered_later) clients_->OnResult(txn, outcome, read_version, reads);
   if (options_.result_tap) options_.result_tap->OnResult(txn, outcome, read_version, reads);

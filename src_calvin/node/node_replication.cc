@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/atomic_max.h"
 #include "common/clock.h"
 #include "common/segmented_log.h"
 #include "node/node.h"
@@ -184,9 +185,7 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
     }
     replicated_->set_window_epoch(epoch);
   }
-  Epoch seen = sequenced_epoch_.load();
-  while (seen < epoch && !sequenced_epoch_.compare_exchange_weak(seen, epoch)) {
-  }
+  RaiseTo(&sequenced_epoch_, epoch);
   // A replica behind the group (the majority commits without it) takes
   // the entry only once its scheduler has room for the epoch: beyond its
   // window the batch would be refused, and nothing sends it again. The
