@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "applications/long_run.h"
 #include "checkpoint/checkpoint.h"
@@ -184,8 +185,15 @@ std::string Node::Start() {
     // Results here of epochs sequenced before this start have nobody
     // waiting for them: in replica 0 those its own sequencer cut before; in
     // another replica (no clients) whatever its peers ran already, whose
-    // reads they will not send again.
-    recovered_through_ = self_->replica() == 0 ? sequenced_through : peers_admitted_;
+    // reads they will not send again. With replicated input whichever
+    // member led cut them, this one's sequencer or a peer's while it was
+    // away: its client port opened with this process, and every epoch a
+    // peer had admitted was committed before this member could lead, so
+    // none of their read-only txns has a client here (a rejoining member
+    // skips them instead of running a backlog nobody reads).
+    recovered_through_ = params.engine.replicated_input ? std::max(sequenced_through, peers_admitted_)
+                         : self_->replica() == 0          ? sequenced_through
+                                                          : peers_admitted_;
     scheduler_->SetRecoveredThrough(recovered_through_);
     rejoin_epoch_ = std::max({logged_through_, peers_admitted_, restored_at});
   }
@@ -1031,7 +1039,7 @@ void Node::Run(const std::function<bool()>& interrupted) {
   const int64_t stop_at = start_us_ + static_cast<int64_t>(duration * 1e6);
   bool stopping = false;
   int64_t last_progress_us = NowMicros();
-  std::pair<Epoch, Epoch> last_epochs{0, 0};
+  std::tuple<Epoch, Epoch, Epoch> last_epochs{0, 0, 0};
   while (!WaitFinished(100)) {
     const int64_t now = NowMicros();
     if (!stopping && ((interrupted && interrupted()) || (timed && now >= stop_at))) {
@@ -1051,8 +1059,11 @@ void Node::Run(const std::function<bool()>& interrupted) {
       drain_failed_ = true;
       break;
     }
+    // Freed counts too: a node finishing the read-only txns of published
+    // epochs (a member that caught up on a backlog) is draining, not stuck.
     const SchedulerStatus progress = scheduler_->Status();
-    const std::pair<Epoch, Epoch> epochs{progress.admitted_epoch, progress.published_epoch};
+    const std::tuple<Epoch, Epoch, Epoch> epochs{progress.admitted_epoch,
+                                                 progress.published_epoch, progress.freed_epoch};
     if (epochs != last_epochs) {
       last_epochs = epochs;
       last_progress_us = now;
