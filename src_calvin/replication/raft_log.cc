@@ -155,7 +155,8 @@ class RaftLog : public ReplicatedLog {
   // a follower's libraft only refuses the entries and asks again, for
   // ever, so libraft's appends go through AppendObserved, which reports
   // the first failure as a kFailed event (ReplicatedLog: the member cannot
-  // go on) and hands libraft its result as before.
+  // go on); from then on libraft hears of no write, and the loop's next
+  // check closes the member (OnCheck).
   struct ObservedAppend {
     struct raft_io_append inner{};  // the request the libuv I/O is given
     struct raft_io_append* outer = nullptr;  // libraft's
@@ -578,6 +579,13 @@ void RaftLog::FilterRecv(struct raft_io* io, struct raft_message* message) {
 int RaftLog::AppendObserved(struct raft_io* io, struct raft_io_append* req,
                             const struct raft_entry entries[], unsigned n, raft_io_append_cb cb) {
   auto* self = static_cast<RaftLog*>(static_cast<struct raft*>(io->data)->data);
+  if (self->append_failed_) {
+    // Nothing more is written after a failed write, and libraft is not
+    // told: it waits for this write until the member closes (OnAppendDone).
+    // Refused at once, a leader's libraft would drop the entry from its log
+    // and then try to send a follower a snapshot it does not have (crashed).
+    return 0;
+  }
   auto* observed = new ObservedAppend{};
   observed->inner.data = observed;
   observed->outer = req;
@@ -593,8 +601,14 @@ int RaftLog::AppendObserved(struct raft_io* io, struct raft_io_append* req,
 
 void RaftLog::OnAppendDone(struct raft_io_append* req, int status) {
   auto* observed = static_cast<ObservedAppend*>(req->data);
-  if (status != 0) observed->log->AppendFailed(status);
-  observed->cb(observed->outer, status);
+  RaftLog* log = observed->log;
+  if (status != 0) log->AppendFailed(status);
+  // After a failed write of its disk libraft 0.15 is not told of this
+  // write nor of any later one: its handling of a failed append crashed
+  // (it released the entries twice), and a later success would count the
+  // failed entries as stored. It never counts them, and the member closes
+  // at the loop's next check (OnCheck).
+  if (!log->append_failed_) observed->cb(observed->outer, status);
   delete observed;
 }
 
@@ -817,6 +831,21 @@ void SetElectionTimeout(struct raft* raft, unsigned timeout) {
 void RaftLog::OnCheck(uv_check_t* handle) {
   auto* self = static_cast<RaftLog*>(handle->data);
   if (self->closing_) return;
+  if (self->append_failed_) {
+    // Its disk failed under its log: the member stops here, as its node
+    // has. libraft 0.15 does not survive going on after a failed segment
+    // write (it released entries twice, or sent a snapshot it could not
+    // read, and crashed: a disk turned read-only under a leader, 4 runs in
+    // 15 under load). So no transfer of leadership either: the others
+    // elect one when their election timeout runs out. Queued proposals
+    // are answered kStopped, and nothing is queued after this.
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->stopping_ = true;
+    }
+    OnWake(&self->wake_);  // answers what waits, then raft_close
+    return;
+  }
   struct raft* raft = &self->raft_;
   Leadership now;
   raft_id leader = 0;
