@@ -90,6 +90,11 @@ std::string Node::Start() {
   // role goes with leadership (node_replication.cc's lead and follow).
   scheduler_options.runs_procedures = self_->replica() == 0 || params.engine.replicated_input;
   scheduler_options.ltx_origin_follows_leadership = params.engine.replicated_input;
+  // A node answers the clients of what its own sequencer cut, nothing else:
+  // another replica's local read-only txns are skipped here, with or
+  // without replicated input (docs/design.md, "Read-only txns run where
+  // they were sequenced").
+  scheduler_options.answering_node = options_.id;
   stats_ = std::make_unique<NodeStats>(scheduler_options.stats_slots());
   // Room for the epochs a sequencer may run ahead, twice over (sequencers
   // are held back by their own partitions, which may trail this one).
