@@ -373,6 +373,11 @@ class StepRecovery : public ::testing::TestWithParam<Mode> {
   StepRecovery() {
     params_ = testing::TestParams("mixed", GetParam(), 0);
     app_ = MakeApplication(params_.workload);
+    MakeScheduler(-1);
+  }
+  // A fresh store and scheduler (SchedulerOptions::answering_node).
+  void MakeScheduler(int64_t answering_node) {
+    scheduler_.reset();
     GcOptions gc;
     if (GetParam() == Mode::kCalvin) {
       store_ = std::make_unique<SingleVersionStore>(0, 1, 100, 24);
@@ -384,6 +389,7 @@ class StepRecovery : public ::testing::TestWithParam<Mode> {
     options.sequencers = 1;
     options.workers = 1;
     options.max_buffered_epochs = 4;
+    options.answering_node = answering_node;
     stats_ = std::make_unique<NodeStats>(options.stats_slots());
     scheduler_ = std::make_unique<Scheduler>(options, store_.get(), app_.get(), nullptr,
                                              stats_.get(), &results_);
@@ -431,6 +437,30 @@ TEST_P(StepRecovery, RestoredSchedulerResumesAndSkipsWhatNobodyWaitsFor) {
   std::string_view value;
   ASSERT_TRUE(store_->ReadLatest(0, 1, &value));
   EXPECT_EQ(value, "five");
+}
+
+// A replica answers only what its own sequencer cut (node 1 here): the
+// read-only txn node 0 cut is skipped (its client waits at node 0, and it
+// changes nothing), its own runs and answers, and every write runs.
+TEST_P(StepRecovery, ReadOnlyTxnsRunOnlyWhereTheyWereSequenced) {
+  MakeScheduler(/*answering_node=*/1);
+  Txn write = Put(1, "one");
+  write.set_origin_node(0);
+  Txn others = Put(1, "", RO);
+  others.set_origin_node(0);
+  Txn own = Put(1, "", RO);
+  own.set_origin_node(1);
+  scheduler_->DeliverBatch(BatchOf(1, 0, {write, others, own}));
+  scheduler_->DeliverBatch(BatchOf(2, 0, {Put(2, "two")}));
+  Drain();
+  EXPECT_EQ(scheduler_->Status().published_epoch, 2u);
+  const auto read_only = results_.read_only();
+  ASSERT_EQ(read_only.size(), 1u);
+  EXPECT_EQ(read_only.begin()->first, MakeTxnId(1, 0, 2));
+  EXPECT_EQ(stats_->CommittedAll(), 3u);  // the two writes and its own read
+  std::string_view value;
+  ASSERT_TRUE(store_->ReadLatest(0, 1, &value));
+  EXPECT_EQ(value, "one");
 }
 
 // Calvin mode holds a snapshot by pausing: nothing after its epoch is

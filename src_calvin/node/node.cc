@@ -91,6 +91,15 @@ std::string Node::Start() {
   // role goes with leadership (node_replication.cc's lead and follow).
   scheduler_options.runs_procedures = self_->replica() == 0 || params.engine.replicated_input;
   scheduler_options.ltx_origin_follows_leadership = params.engine.replicated_input;
+  // A node answers the clients of what its own sequencer cut, nothing else:
+  // another replica's local read-only txns are skipped here, with or
+  // without replicated input (docs/design.md, "Read-only txns run where
+  // they were sequenced").
+  scheduler_options.answering_node = options_.id;
+  if (layout_.replicas() > 1) {
+    kept_reads_ = std::make_unique<KeptReads>(partition, partitions);
+    kept_token_ = (static_cast<uint64_t>(incarnation_) << 8) ^ options_.id;
+  }
   stats_ = std::make_unique<NodeStats>(scheduler_options.stats_slots());
   // Room for the epochs a sequencer may run ahead, twice over (sequencers
   // are held back by their own partitions, which may trail this one).
@@ -505,6 +514,7 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
   }
   const Epoch ahead = params.engine.max_epochs_ahead;
   sequenced_bytes_.resize(per_node);
+  held_reads_.resize(per_node);
   for (uint32_t index = 0; index < per_node; ++index) {
     std::vector<TxnSource*> sources;
     std::function<void(Txn*)> recon;
@@ -616,6 +626,18 @@ bool Node::BeforeSend(size_t runner, Epoch epoch,
   if (runner == 0 && checkpoint_asked_.exchange(false)) {
     for (const auto& batch : batches) batch->set_checkpoint(true);
   }
+  // The other replicas skip this node's local read-only txns: they go to
+  // its own scheduler only, not into the bytes below (kept_reads.h).
+  size_t kept = 0;
+  const PartitionId own = self_->partition();
+  held_reads_[runner].clear();
+  if (kept_reads_ && own < batches.size()) {
+    if (replicated_) {
+      kept = kept_reads_->Keep(epoch, batches[own].get());
+    } else {
+      kept = TakeLocalReads(own, layout_.partitions(), batches[own].get(), &held_reads_[runner]);
+    }
+  }
   std::vector<std::string>& bytes = sequenced_bytes_[runner];
   bytes.resize(batches.size());
   for (size_t p = 0; p < batches.size(); ++p) batches[p]->SerializeToString(&bytes[p]);
@@ -633,6 +655,10 @@ bool Node::BeforeSend(size_t runner, Epoch epoch,
       out.WriteTag((3 << 3) | 2);  // field 3: batches
       out.WriteVarint32(static_cast<uint32_t>(batch.size()));
       out.WriteRaw(batch.data(), static_cast<int>(batch.size()));
+    }
+    if (replicated_ && kept > 0) {
+      out.WriteTag(4 << 3);  // field 4: kept_by
+      out.WriteVarint64(kept_token_);
     }
   }
   // Replicated: nothing goes out before the group commits it (OnCommittedEpoch).
@@ -669,6 +695,7 @@ void Node::DeliverFromSequencer(size_t runner, PartitionId partition,
   }
   if (to_self) {
     const Epoch epoch = batch->epoch();
+    if (partition == self_->partition()) PutBackById(&held_reads_[runner], batch.get());
     DeliverBatch(std::move(batch));
     if (runner == 0) epoch_timeline_.Delivered(epoch, NowMicros());
   }

@@ -44,6 +44,7 @@
 #include "node/catch_up.h"
 #include "node/checkpointer.h"
 #include "node/epoch_timeline.h"
+#include "node/kept_reads.h"
 #include "common/membership.h"
 #include "metrics/metrics_server.h"
 #include "node/peer_monitor.h"
@@ -283,6 +284,13 @@ class Node : public PeerSender, public ResultSink {
   std::vector<std::unique_ptr<SequencerRunner>> runners_;
   // By runner, each on its own thread: that epoch's batches, serialized.
   std::vector<std::vector<std::string>> sequenced_bytes_;
+  // More than one replica: this node's local read-only txns go only to its
+  // own scheduler (kept_reads.h). With replicated input kept by epoch until
+  // the group commits the entry (entries name the process, kept_token_);
+  // without, by runner from the cut to the delivery right after it.
+  std::unique_ptr<KeptReads> kept_reads_;
+  uint64_t kept_token_ = 0;
+  std::vector<std::vector<Txn>> held_reads_;
   std::atomic<bool> checkpoint_asked_{false};  // the next batch carries the checkpoint flag
 
   // Start-up barrier.

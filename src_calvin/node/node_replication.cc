@@ -90,6 +90,7 @@ std::string Node::MakeReplication(Epoch applied_through) {
     // LTXs' records could not be sequenced: the new leader aborts them.
     scheduler_->SetLtxOrigin(0);
     if (clients_) clients_->Depose();
+    if (kept_reads_) kept_reads_->Forget();
   };
   options.print = [this](const std::string& line) { Print(line); };
   replicated_ = std::make_unique<ReplicatedSequencing>(std::move(options));
@@ -197,7 +198,13 @@ void Node::OnCommittedEpoch(Epoch epoch, const std::string& record, bool leading
   const PartitionId own = self_->partition();
   for (int p = 0; p < sequenced.batches_size(); ++p) {
     if (static_cast<PartitionId>(p) == own) {
-      DeliverBatch(std::make_unique<Batch>(std::move(*sequenced.mutable_batches(p))));
+      auto batch = std::make_unique<Batch>(std::move(*sequenced.mutable_batches(p)));
+      // Its own local read-only txns, if this process proposed the entry.
+      if (kept_reads_) {
+        kept_reads_->PutBack(epoch, sequenced.kept_by() != 0 && sequenced.kept_by() == kept_token_,
+                             batch.get());
+      }
+      DeliverBatch(std::move(batch));
       epoch_timeline_.Delivered(epoch, NowMicros());
       continue;
     }

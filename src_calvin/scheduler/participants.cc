@@ -7,14 +7,22 @@ namespace paxflow {
 void ParticipantPlanner::Plan(TxnWork* work) {
   PlanParticipants(work);
   // (A txn planned outside an epoch, restored from a checkpoint, is not skipped.)
-  if (!work->epoch || work->epoch->epoch > recovered_through_ || !work->origin ||
-      work->writes_here) {
+  if (!work->epoch || !work->origin || work->writes_here) return;
+  const Txn& txn = *work->txn;
+  if (txn.txn_class() == RO && work->all_local && answering_node_ >= 0 &&
+      txn.origin_node() != static_cast<uint32_t>(answering_node_)) {
+    // Another node sequenced it and answers its client: its result is
+    // wanted only there, it changes nothing, and it owes no reads to any
+    // other partition (docs/design.md, "Read-only txns run where they were
+    // sequenced").
+    work->skipped = true;
     return;
   }
+  if (work->epoch->epoch > recovered_through_) return;
   // Sequenced before a restart: the client waiting for this result is gone.
   // A read-only txn has nothing else to do here; another still owes its
   // reads to the partitions that write.
-  if (work->txn->txn_class() == RO) {
+  if (txn.txn_class() == RO) {
     work->skipped = true;
   } else {
     work->executor = false;

@@ -3,7 +3,9 @@
 // keys it writes (and its origin, which reports the result) run the
 // procedure. Fills a TxnWork's reads_here, writes_here, executor, origin,
 // all_local and the read exchange lists. After a restart, the txns of
-// epochs sequenced before it report to no one: it marks what is left to do.
+// epochs sequenced before it report to no one, and on a node that answers
+// only what it sequenced, another node's local read-only txns neither: it
+// marks what is left to do.
 //
 // Owns: scratch marks by partition. Threads: the scheduler thread only.
 #pragma once
@@ -26,6 +28,10 @@ class ParticipantPlanner {
   // nothing here is skipped, and an origin that only reports its result
   // does not run the procedure.
   void SetRecoveredThrough(Epoch epoch) { recovered_through_ = epoch; }
+  // This node answers the results of the txns its own sequencer cut and
+  // no others (SchedulerOptions::answering_node): a read-only txn that
+  // another node sequenced and that reads only this partition is skipped.
+  void SetAnsweringNode(int64_t node) { answering_node_ = node; }
   // Every partition holding one of the txn's keys, and its origin: the
   // lowest of them sequences a guard for the txn.
   PartitionId LowestParticipant(const Txn& txn) const;
@@ -37,6 +43,7 @@ class ParticipantPlanner {
   const uint32_t partitions_;
   std::vector<uint8_t> reader_, writer_;
   Epoch recovered_through_ = 0;
+  int64_t answering_node_ = -1;  // -1: every txn runs
 };
 
 }  // namespace paxflow

@@ -71,6 +71,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
                      ltx_lane_.NoteResolved(begin, outcome);
                    }}) {
   merger_.set_window(options.max_buffered_epochs);
+  participants_.SetAnsweringNode(options.answering_node);
   ltx_lane_.SetSettledCheck([this](Key key, Epoch epoch) { return rw_lane_.Settled(key, epoch); });
   store_slot_ = store_->RegisterThread();
   CHECK_GE(stats_->workers(), options_.stats_slots())

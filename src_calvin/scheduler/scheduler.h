@@ -62,6 +62,12 @@ struct SchedulerOptions {
   // Replicated input: the origin role is the group leader's, from the epoch
   // its sequencer starts at (SetLtxOrigin), not replica 0's for good.
   bool ltx_origin_follows_leadership = false;
+  // The node this scheduler runs in, when it answers only the txns its own
+  // sequencer cut (a replica: the others' clients wait at the others). A
+  // read-only txn that another node sequenced and that reads only this
+  // partition is then skipped: nobody here wants its result, and it changes
+  // nothing. -1: every txn runs (replays, tests).
+  int64_t answering_node = -1;
   // Testing: while this file exists, LTX procedures at their origin hold
   // their commit record (LtxExecutorOptions::hold_file). Empty: never.
   std::string fault_hold_ltx_file;
