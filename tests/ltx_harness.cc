@@ -54,9 +54,8 @@ std::unique_ptr<LtxBench::Partition> LtxBench::MakePartition(PartitionId p, bool
                                                      this, partition->stats.get(), &results_,
                                                      this);
   Partition* self = partition.get();
-  partition->scheduler->SetBeforeExecute([this, self, p](const MergedEpoch& epoch) {
+  partition->scheduler->SetBeforeExecute([self](const MergedEpoch& epoch) {
     self->admitted.push_back(epoch.epoch);  // the scheduler thread: the test's
-    if (on_admit_) on_admit_(p, epoch.epoch);
     return true;
   });
   return partition;

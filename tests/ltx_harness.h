@@ -12,7 +12,6 @@
 // restart (Scheduler::PartitionRestarted), as peers do by hello and
 // heartbeat; what sat in the old scheduler's inbox is lost with it.
 #pragma once
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -104,12 +103,6 @@ class LtxBench : public RecordSubmitter, public PeerSender {
   void RestartWithoutCheckpoint(PartitionId p, Epoch replay_through);
   // Whether the other partitions hear of a restart (default: yes).
   void set_announce_restarts(bool announce) { announce_restarts_ = announce; }
-  // Runs on the scheduler thread (the test's) as partition `p` starts
-  // admitting `epoch`, before any of its txns: what the test does there
-  // (RunQueuedWork, say) happens while the epoch is being admitted.
-  void set_on_admit(std::function<void(PartitionId p, Epoch epoch)> hook) {
-    on_admit_ = std::move(hook);
-  }
   // The epochs the scheduler now running partition `p` admitted, in order.
   std::vector<Epoch> AdmittedEpochs(PartitionId p) const;
   // Delivers to partition `p` the batches sequenced for it in epochs
@@ -167,7 +160,6 @@ class LtxBench : public RecordSubmitter, public PeerSender {
   std::map<TxnId, bool> submitted_;
   std::map<TxnId, PartitionId> origins_;
   bool announce_restarts_ = true;
-  std::function<void(PartitionId, Epoch)> on_admit_;
   std::mutex records_mu_;
   std::vector<Txn> records_;
 };

@@ -355,63 +355,6 @@ TEST(LtxLockedRunTest, ALaterLtxOfItsEpochReadingItsAreaWaitsForItsRunAndTakesIt
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 
-// Epoch 1: A (reads key 3, writes key 5) and T0 on key 5. Epoch 2: U on
-// key 5 (behind A's install), then 100 txns on keys of their own. Epoch 3:
-// 100 more, then V on key 5. An admission looks at finished txns every 64.
-std::vector<std::vector<Txn>> AdmissionEpochs() {
-  std::vector<std::vector<Txn>> epochs = {{LtxBench::Long({3}, {5}), LtxBench::Rmw({5})},
-                                          {LtxBench::Rmw({5})},
-                                          {}};
-  for (Key key = 0; key < 100; ++key) {
-    epochs[1].push_back(LtxBench::Rmw({20 + key % 40}));
-    epochs[2].push_back(LtxBench::Rmw({20 + key % 40}));
-  }
-  epochs[2].push_back(LtxBench::Rmw({5}));
-  return epochs;
-}
-
-// Admitting an epoch takes milliseconds under load; the locks that txns
-// finishing meanwhile release go at once, between the epoch's txns
-// (Scheduler::ReleaseDuringAdmission), and the short txns they free go to
-// the workers; the lane hears of a locked run's end after the epoch.
-TEST(LtxLockedRunTest, LocksFreedWhileAnEpochIsAdmittedFreeTheTxnsBehindThemAtOnce) {
-  LtxBench bench(InPlace());
-  Scheduler& scheduler = bench.scheduler(0);
-  // While epochs 2 and 3 are admitted, the workers run what was queued
-  // before: T0 during 2; A's locked run and epoch 2's txns (but U) during 3.
-  bench.set_on_admit([&](PartitionId, Epoch epoch) {
-    if (epoch > 1) scheduler.RunQueuedWork();
-  });
-  std::vector<std::vector<Txn>> epochs = AdmissionEpochs();
-  const TxnId ltx = bench.Sequence(1, epochs[0])[0];
-  scheduler.Step();
-  const TxnId u = bench.Sequence(2, epochs[1])[0];
-  scheduler.Step();  // T0's lock goes during 2: A's install holds key 5
-  Result result;
-  EXPECT_FALSE(bench.Result(ltx, &result)) << "A ran before its install held key 5";
-  const TxnId v = bench.Sequence(3, epochs[2]).back();
-  scheduler.Step();  // A's run ends, and its locks go, during 3
-  ASSERT_TRUE(bench.Result(ltx, &result)) << "A's run did not start from its install";
-  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
-  EXPECT_FALSE(bench.Result(u, &result)) << "U ran before A, ordered before it";
-  scheduler.RunQueuedWork();  // no Step since A's locks went: U was freed during 3
-  ASSERT_TRUE(bench.Result(u, &result)) << "U waited for the end of the admission";
-  EXPECT_TRUE(SamePosition(result.outcome.position, SerialPosition{2, u, 0, 0}));
-  EXPECT_FALSE(bench.Result(v, &result)) << "V ran before U";
-  bench.set_on_admit(nullptr);
-  bench.Drain();
-  ASSERT_TRUE(bench.Result(v, &result));
-  EXPECT_EQ(bench.stats(0).ltx().locked_runs.load(), 1u);
-  EXPECT_EQ(bench.CheckSerialOrder(), "");
-
-  // The same log, every lock released between epochs, reaches the same state.
-  LtxBench between(InPlace());
-  for (Epoch epoch = 1; epoch <= 3; ++epoch) between.Sequence(epoch, epochs[epoch - 1]);
-  between.Drain();
-  EXPECT_EQ(between.CheckSerialOrder(), "");
-  EXPECT_EQ(between.Digest(3), bench.Digest(3));
-}
-
 TEST(LtxLockedRunTest, AnUndeclaredReadGivesTheRunBackToAnLtxThreadAndTheLocksStayHeld) {
   LtxBench bench(InPlace());
   // It declares key 4 (outside its area: a locked run, not locked at its

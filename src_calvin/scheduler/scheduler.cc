@@ -11,9 +11,6 @@
 namespace paxflow {
 namespace {
 constexpr auto kIdleWake = std::chrono::milliseconds(100);
-// Paxflow: how many txns an admission dispatches between two looks at the
-// locks that finished txns release (Scheduler::ReleaseDuringAdmission).
-constexpr size_t kAdmitReleaseEvery = 64;
 
 LtxLaneOptions LtxOptionsOf(const SchedulerOptions& options) {
   LtxLaneOptions ltx;
@@ -327,7 +324,6 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
     std::unique_ptr<MergedEpoch> merged = merger_.TakeReady();
     if (!merged) break;
     Admit(std::move(merged));
-    if (paxflow) HandleHeldDone();
     TakeLaneStates();
   }
   TakeFinishedLtxs();
@@ -462,7 +458,6 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
       work->epoch = epoch.get();
       work->position = SerialPosition{epoch->epoch, txn.id(), 0, 0};
       Dispatch(work);
-      if (paxflow && next % kAdmitReleaseEvery == 0) ReleaseDuringAdmission();
     }
   }
   if (paxflow) {
@@ -706,7 +701,7 @@ void Scheduler::RunActions(EpochWork* epoch) {
   actions_.clear();
 }
 
-void Scheduler::HandleDone(const DoneMessage& message, bool lane_later) {
+void Scheduler::HandleDone(const DoneMessage& message) {
   TxnWork* work = message.work;
   if (work->install && work->install->run_here) {
     // A locked run: given back, it keeps its locks for the LTX thread's
@@ -716,11 +711,7 @@ void Scheduler::HandleDone(const DoneMessage& message, bool lane_later) {
       ltx_lane_.OnGivenBack(work);
       return;
     }
-    // Later (ReleaseDuringAdmission): until the lane has it, later LTXs
-    // still wait for this one, and every other reader of its area reads
-    // its writes from the store, where they are.
-    if (lane_later) held_runs_.push_back(work);
-    else ltx_lane_.OnLockedRunDone(*work);
+    ltx_lane_.OnLockedRunDone(*work);
   }
   rw_lane_.Release(work, &ready_locked_);
   locks_released_ = true;
@@ -729,44 +720,6 @@ void Scheduler::HandleDone(const DoneMessage& message, bool lane_later) {
   ++finished_locked_;
   finished_txns_.store(finished_locked_, std::memory_order_relaxed);
   work->epoch->unfinished.fetch_sub(1, std::memory_order_acq_rel);
-}
-
-void Scheduler::ReleaseDuringAdmission() {
-  std::vector<DoneMessage> done;
-  {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    if (inbox_done_.empty()) return;
-    done.swap(inbox_done_);
-  }
-  for (const DoneMessage& message : done) {
-    const LtxInstall* install = message.work->install.get();
-    if (install && install->run_here && install->gave_back) {
-      held_done_.push_back(message);  // keeps its locks; the lane starts it
-      continue;
-    }
-    HandleDone(message, /*lane_later=*/true);
-  }
-  // What the releases freed: short txns go now; an install's readiness is
-  // the lane's (MakeReady), left to the end of the admission.
-  size_t kept = 0;
-  for (TxnWork* work : ready_locked_) {
-    if (work->install) ready_locked_[kept++] = work;
-    else ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
-  }
-  ready_locked_.resize(kept);
-  if (ready_rw_.empty()) return;
-  dispatched_txns_ += ready_rw_.size();
-  dispatched_.fetch_add(ready_rw_.size(), std::memory_order_relaxed);
-  for (WorkItem& item : ready_rw_) item.epoch = item.work->epoch->epoch;
-  workers_.PushReadWriteInOrder(&ready_rw_);
-  ready_rw_.clear();
-}
-
-void Scheduler::HandleHeldDone() {
-  for (TxnWork* work : held_runs_) ltx_lane_.OnLockedRunDone(*work);
-  held_runs_.clear();
-  for (const DoneMessage& message : held_done_) HandleDone(message);
-  held_done_.clear();
 }
 
 void Scheduler::AdvancePublish() {
@@ -816,16 +769,7 @@ void Scheduler::FlushReady() {
   dispatched_.fetch_add(count, std::memory_order_relaxed);
   workers_.PushReadWriteFirst(ready_first_);
   ready_first_.clear();
-  if (options_.mode == Mode::kPaxflow) {
-    // LTXs in place chain through the txns between them: an install (and a
-    // locked run's declared reads) waits for every txn of the epochs before
-    // its own on its keys. A release frees txns of several epochs at once;
-    // workers take the older ones first (WorkQueue::PushReadWriteInOrder).
-    for (WorkItem& item : ready_rw_) item.epoch = item.work->epoch->epoch;
-    workers_.PushReadWriteInOrder(&ready_rw_);
-  } else {
-    workers_.PushReadWrite(ready_rw_);
-  }
+  workers_.PushReadWrite(ready_rw_);
   workers_.PushReadOnly(ready_ro_);
   ready_rw_.clear();
   ready_ro_.clear();

@@ -282,18 +282,7 @@ class Scheduler {
   void MakeReady(TxnWork* work);
   void RunActions(EpochWork* epoch);
   void FinishAtOnce(TxnWork* work);
-  // `lane_later`: a locked run's outcome goes to the lane at the end of the
-  // epoch being admitted (HandleHeldDone), after its locks.
-  void HandleDone(const DoneMessage& message, bool lane_later = false);
-  // Paxflow, between the txns of an epoch being admitted (which takes
-  // milliseconds): releases the locks of the txns that finished meanwhile
-  // (short txns, installs, locked runs) and hands the short txns that this
-  // freed to the workers, so that lock chains do not wait for the whole
-  // admission at each link. The LTX lane is told only between epochs
-  // (HandleHeldDone): a locked run's outcome, a run given back, and the
-  // installs that got their locks (MakeReady) wait for the epoch's end.
-  void ReleaseDuringAdmission();
-  void HandleHeldDone();
+  void HandleDone(const DoneMessage& message);
   void AdvancePublish();
   void ServeDigests();
   void FreeFinishedEpochs();
@@ -353,9 +342,6 @@ class Scheduler {
   // LTXs finished at this origin (LtxLane::OnFinished), inbox and taken.
   std::vector<std::shared_ptr<const Txn>> inbox_ltx_finished_, ltx_finished_;
   std::vector<TxnWork*> ready_locked_;
-  // ReleaseDuringAdmission: runs given back; locked runs whose locks went.
-  std::vector<DoneMessage> held_done_;
-  std::vector<TxnWork*> held_runs_;
   std::vector<WorkItem> ready_rw_, ready_ro_;
   // Locked runs of LTXs in place: ahead of the queued short txns, since the
   // next LTXs (and the txns queued behind their installs) wait for them.

@@ -6,9 +6,7 @@
 // the transport thread. Out: one item per Pop, read-write work first.
 // Threads: any producer; workers block in Pop on a condition variable.
 #pragma once
-#include <algorithm>
 #include <condition_variable>
-#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <vector>
@@ -21,8 +19,6 @@ struct WorkItem {
   enum Action : uint8_t { kExecute, kResume };
   TxnWork* work = nullptr;
   Action action = kExecute;
-  // PushReadWriteInOrder's key: the epoch the txn runs in.
-  uint64_t epoch = 0;
 };
 
 class WorkQueue {
@@ -43,28 +39,6 @@ class WorkQueue {
     {
       std::lock_guard<std::mutex> lock(mu_);
       read_write_.insert(read_write_.begin(), items.begin(), items.end());
-    }
-    any_cv_.notify_all();
-    read_write_cv_.notify_all();
-  }
-  // Sorted by `epoch` (stably) and merged into the queued read-write
-  // work, behind every queued item of the same or an older epoch: work of
-  // older epochs is what later installs and settling keys wait for, so it
-  // goes before work of newer epochs that became ready earlier. Only the
-  // order in which workers take lock holders changes, never what they do.
-  void PushReadWriteInOrder(std::vector<WorkItem>* items) {
-    if (items->empty()) return;
-    auto older = [](const WorkItem& a, const WorkItem& b) { return a.epoch < b.epoch; };
-    std::stable_sort(items->begin(), items->end(), older);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const size_t queued = read_write_.size();
-      read_write_.insert(read_write_.end(), items->begin(), items->end());
-      if (queued > 0 && read_write_[queued].epoch < read_write_[queued - 1].epoch) {
-        std::inplace_merge(read_write_.begin(),
-                           read_write_.begin() + static_cast<std::ptrdiff_t>(queued),
-                           read_write_.end(), older);
-      }
     }
     any_cv_.notify_all();
     read_write_cv_.notify_all();

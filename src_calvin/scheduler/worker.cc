@@ -108,7 +108,7 @@ void WorkerPool::DeliverRemoteReads(RemoteReads&& reads, Epoch freed_through) {
     complete = remote_reads_.AddRemote(std::move(reads), &error);
   }
   if (!error.empty()) CountDropped(error, expected);
-  if (complete) queue_.PushReadWrite(WorkItem{complete, WorkItem::kResume, complete->epoch->epoch});
+  if (complete) queue_.PushReadWrite(WorkItem{complete, WorkItem::kResume});
 }
 
 void WorkerPool::DropRemoteReadsThrough(Epoch epoch) {

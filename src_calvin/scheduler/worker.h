@@ -62,7 +62,6 @@ class WorkerPool {
   void Stop();  // closes the queue and joins the threads
 
   void PushReadWrite(const std::vector<WorkItem>& items) { queue_.PushReadWrite(items); }
-  void PushReadWriteInOrder(std::vector<WorkItem>* items) { queue_.PushReadWriteInOrder(items); }
   void PushReadWriteFirst(const std::vector<WorkItem>& items) {
     queue_.PushReadWriteFirst(items);
   }
