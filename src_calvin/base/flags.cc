@@ -136,9 +136,10 @@ DEFINE_uint64(ltx_timeout, 1000,
               "Cluster parameter: an LTX not committed within this many epochs of its begin "
               "record is aborted by the log; a long scan unfinished that long after its snapshot "
               "fails retryably");
-DEFINE_uint32(max_active_ltx, 16,
+DEFINE_uint32(max_active_ltx, 64,
               "Cluster parameter: an LTX begin that finds this many LTXs unresolved aborts at "
-              "once (busy, retryable)");
+              "once (busy, retryable); the default matches max_inflight_ltx, so that a node's "
+              "own generated LTXs never meet it");
 DEFINE_uint32(ltx_max_deferrals, 3,
               "Cluster parameter: after this many deferrals of a short txn by LTX write areas, a "
               "guard record makes new LTXs on its keys abort (busy) until it ran");
