@@ -23,14 +23,21 @@ bool LocalRead(const Txn& txn, PartitionId partition, uint32_t partitions) {
 size_t TakeLocalReads(PartitionId partition, uint32_t partitions, Batch* batch,
                       std::vector<Txn>* out) {
   auto* txns = batch->mutable_txns();
+  // Each txn's keys are looked at once (a read-only txn of `mixed` has 100).
+  std::vector<bool> local;
+  local.reserve(txns->size());
   size_t taken = 0;
-  for (const Txn& txn : *txns) taken += LocalRead(txn, partition, partitions) ? 1 : 0;
+  for (const Txn& txn : *txns) {
+    local.push_back(LocalRead(txn, partition, partitions));
+    if (local.back()) ++taken;
+  }
   if (taken == 0) return 0;
   google::protobuf::RepeatedPtrField<Txn> rest;
   rest.Reserve(txns->size() - static_cast<int>(taken));
   out->reserve(out->size() + taken);
-  for (Txn& txn : *txns) {
-    if (LocalRead(txn, partition, partitions)) {
+  for (int i = 0; i < txns->size(); ++i) {
+    Txn& txn = (*txns)[i];
+    if (local[i]) {
       out->push_back(std::move(txn));
     } else {
       rest.Add(std::move(txn));
