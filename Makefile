@@ -45,7 +45,7 @@ FUZZ_SRCS := tests/fuzz/request_fuzzer.cc src_calvin/client/request.cc src_calvi
              src_calvin/common/types.cc $(BUILD)/gen/txn.pb.cc $(BUILD)/gen/client.pb.cc
 FUZZ_FLAGS := -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
-.PHONY: all deps test soak tsan fuzz bench demo clean
+.PHONY: all deps test soak tsan fuzz bench demo demo-tpcc clean
 all: $(BINS) $(TEST_BINS) $(BENCH_BINS)
 
 deps:
@@ -145,6 +145,13 @@ bench: all
 
 demo: $(BINS)
 	@tools/demo.sh $(BUILD)
+
+# TPC-C and CH-benCHmark the same way: TPC-C alone, CH with one analytic
+# stream at the default window, and CH with a window of 100 txns per
+# sequencer (the fresh setting); RUNS, DURATION, CONFIG... as for demo.
+DEMO_TPCC_RUNS := tpcc,ch,ch:max_inflight=100
+demo-tpcc: $(BINS)
+	@RUNS="$${RUNS:-$(DEMO_TPCC_RUNS)}" tools/demo.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

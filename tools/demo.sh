@@ -2,7 +2,8 @@
 # The main job (`make demo`): launch the 3-node loopback cluster, run the
 # read-only and mixed YCSB workloads in calvin then paxflow mode, print the
 # comparison table, and leave CSV/JSON results and PNG plots in
-# results/<date-time> (results/latest points at the newest).
+# results/<date-time> (results/latest points at the newest). `make
+# demo-tpcc` runs TPC-C and CH-benCHmark through the same script (RUNS).
 #
 # Environment knobs (also `make demo DURATION=10 ...`):
 #   DURATION  seconds of load per run (default 5)
@@ -42,9 +43,11 @@ if [ -f "$out/compare.json" ]; then
       throughput) echo "txn/s by workload and mode, paxflow/calvin ratio on the bars" ;;
       latency_cdf) echo "CDF of end-to-end latency, RO and RW panels" ;;
       visibility) echo "CDF of read-only visibility delay" ;;
+      ch_latency) echo "CDF of CH queries' latency, a panel per query" ;;
+      ch_freshness) echo "CDF of CH queries' snapshot age at result" ;;
     esac
   }
-  for png in throughput latency_cdf visibility; do
+  for png in throughput latency_cdf visibility ch_latency ch_freshness; do
     if [ -f "$out/$png.png" ]; then printf '  %-25s %s\n' "$png.png" "$(describe "$png")"; fi
   done
   echo "  re-render the plots:      $bench --replot=$out"
