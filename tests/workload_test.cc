@@ -737,17 +737,25 @@ TEST(ReportTest, WithoutRangeWritesReportsReadRangesAnywhere) {
   EXPECT_LT(shorts_in_period, shorts * 6 / 10);
 }
 
-TEST(ReportTest, ProcedureSummarisesWhatItScannedDeterministically) {
-  WorkloadParams params;
-  ApplyPreset(*FindWorkloadPreset("report"), &params);
-  params.records = 1000;
-  params.ltx_fraction = 1;
-  auto app = MakeApplication(params);
+// One report over 1,000 loaded keys (its range: the first 100).
+class ReportProcedureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WorkloadParams params;
+    ApplyPreset(*FindWorkloadPreset("report"), &params);
+    params.records = 1000;
+    params.ltx_fraction = 1;
+    app = MakeApplication(params);
+    app->Load(0, 1, &loader);
+    app->NewGenerator(0, 1, 3)->Next(&txn);
+    ASSERT_EQ(txn.procedure(), YcsbApplication::kReport);
+  }
+  std::unique_ptr<Application> app;
   MapLoader loader;
-  app->Load(0, 1, &loader);
   Txn txn;
-  app->NewGenerator(0, 1, 3)->Next(&txn);
-  ASSERT_EQ(txn.procedure(), YcsbApplication::kReport);
+};
+
+TEST_F(ReportProcedureTest, SummarisesWhatItScannedDeterministically) {
   const LtxRound first = RunOver(*app, txn, loader.table);
   ASSERT_EQ(first.writes.size(), YcsbApplication::kReportSummaryKeys);
   uint64_t rows = 0;
@@ -758,6 +766,51 @@ TEST(ReportTest, ProcedureSummarisesWhatItScannedDeterministically) {
   EXPECT_EQ(RunOver(*app, txn, loader.table).outcome.checksum, first.outcome.checksum);
   loader.table[txn.ltx().read_area(0).lo()] = "changed";
   EXPECT_NE(RunOver(*app, txn, loader.table).outcome.checksum, first.outcome.checksum);
+}
+
+// Pushed down (paxflow mode), each partition sends a summary of its share
+// instead of its rows: any split into summaries and rows must give the
+// summary keys and checksum the rows in one piece give (calvin mode, the
+// oracle, replay).
+TEST_F(ReportProcedureTest, PushedDownSharesSummariseAsTheRowsInOnePiece) {
+  ASSERT_TRUE(app->SummarizesScans(txn));
+  const LtxRound whole = RunOver(*app, txn, loader.table);
+  // Shares as on 3 partitions (key % 3), each read in place by a visitor.
+  auto share = [&](PartitionId p) {
+    return app->SummarizeScans(
+        txn,
+        [&](size_t s, Key from, Key to, const ScanRow& row) {
+          const KeyRange& range = txn.ltx().read_area(static_cast<int>(s));
+          for (auto it = loader.table.lower_bound(std::max(range.lo(), from));
+               it != loader.table.end() && it->first <= std::min(range.hi(), to); ++it) {
+            if (it->first % 3 == p) row(it->first, it->second);
+          }
+        },
+        ScanMemoUse());
+  };
+  for (int rows_from_partition = -1; rows_from_partition < 3; ++rows_from_partition) {
+    LtxReads reads;
+    LtxReads::Rows rows;
+    for (PartitionId p = 0; p < 3; ++p) {
+      if (static_cast<int>(p) != rows_from_partition) {
+        reads.AddSummary(share(p));
+        continue;
+      }
+      const KeyRange& range = txn.ltx().read_area(0);
+      for (auto it = loader.table.lower_bound(range.lo());
+           it != loader.table.end() && it->first <= range.hi(); ++it) {
+        if (it->first % 3 == p) rows.emplace_back(it->first, it->second);
+      }
+    }
+    reads.AddScan(std::move(rows));
+    LtxRound out;
+    app->ExecuteLong(txn, 1, reads, &out);
+    EXPECT_EQ(out.outcome.checksum, whole.outcome.checksum) << "rows from " << rows_from_partition;
+    ASSERT_EQ(out.writes.size(), whole.writes.size());
+    for (size_t i = 0; i < whole.writes.size(); ++i) {
+      EXPECT_EQ(out.writes.value(i), whole.writes.value(i)) << "summary key " << i;
+    }
+  }
 }
 
 WorkloadParams SmallBom() {

@@ -221,21 +221,22 @@ const std::vector<WorkloadPreset>& WorkloadPresets() {
         {"max_batch", "2000"}}},
       {"report",
        "reports beside updates: 100,000 records, uniform keys; short txns of 10 ops (50% read, "
-       "50% update), one of each one's updates in the period the reports read; 1 in 5,000 txns "
+       "50% update), one of each one's updates in the period the reports read; 1 in 100 txns "
        "is a report LTX that reads that period (the first report_fraction of the keys, default "
        "10%) and writes 4 summary keys (its write area)",
        {{"application", "ycsb"}, {"records", "100000"}, {"distribution", "uniform"},
         {"ro_fraction", "0"}, {"ops_per_rw_txn", "10"}, {"read_proportion", "0.5"},
-        {"ltx_fraction", "0.0002"}, {"long_kind", "report"}, {"report_fraction", "0.1"},
+        {"ltx_fraction", "0.01"}, {"long_kind", "report"}, {"report_fraction", "0.1"},
         {"report_range_writes", "1"}, {"max_batch", "2000"}}},
       {"bom",
        "bill of materials: 100 products, each a part tree of 4 levels with 10 children per "
        "part (1,111 parts); short txns change 4 parts each (re-link a child pointer, or a "
        "leaf's cost); 1 in 1,000 txns is an LTX that walks a product's tree, each level's keys "
-       "read from the one above, and writes its cost roll-up",
+       "read from the one above, and writes its cost roll-up; batch cap 10,000 (at 2,000 "
+       "paxflow mode sits at the cap)",
        {{"application", "bom"}, {"bom_products", "100"}, {"bom_fanout", "10"},
         {"bom_levels", "4"}, {"ro_fraction", "0"}, {"ops_per_rw_txn", "4"},
-        {"ltx_fraction", "0.001"}, {"max_batch", "2000"}}},
+        {"ltx_fraction", "0.001"}, {"max_batch", "10000"}}},
       {"tpcc",
        "TPC-C: the five txns in the standard mix (45% New-Order, 43% Payment, 4% each "
        "Order-Status, Delivery, Stock-Level), --warehouses (default one per partition), "

@@ -38,6 +38,38 @@ uint64_t ValueFold(std::string_view value) {
   return Mix64(FirstWord(value) ^ (last * 0x9e3779b97f4a7c15ULL) ^ value.size());
 }
 
+// A report's summary of some of its rows (a partition's share, or rows
+// gathered in one place): plain sums, so shares add up in any order.
+struct ReportShare {
+  uint64_t rows = 0, sum = 0, fold = 0;
+  void Row(Key key, std::string_view value) {
+    ++rows;
+    sum += FirstWord(value);
+    fold += Mix64(key ^ ValueFold(value));
+  }
+  void Add(const ReportShare& other) {
+    rows += other.rows;
+    sum += other.sum;
+    fold += other.fold;
+  }
+  std::string Encode() const {
+    std::string out(24, '\0');
+    std::memcpy(&out[0], &rows, 8);
+    std::memcpy(&out[8], &sum, 8);
+    std::memcpy(&out[16], &fold, 8);
+    return out;
+  }
+  // A share as Encode wrote it (anything else reads as no rows).
+  static ReportShare Decode(const std::string& share) {
+    ReportShare out;
+    if (share.size() != 24) return out;
+    std::memcpy(&out.rows, share.data(), 8);
+    std::memcpy(&out.sum, share.data() + 8, 8);
+    std::memcpy(&out.fold, share.data() + 16, 8);
+    return out;
+  }
+};
+
 class YcsbGenerator : public TxnGenerator {
  public:
   YcsbGenerator(const WorkloadParams& params, PartitionId partition, uint32_t partitions,
@@ -290,18 +322,20 @@ void YcsbApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads
       out->scans.assign(txn.ltx().read_area().begin(), txn.ltx().read_area().end());
       return;
     }
-    // The summary: rows, a sum of the values' first words and an
-    // order-sensitive fold, one value per key of its write area (rows,
-    // sum, fold, then the fold re-hashed for any further key).
-    uint64_t checksum = 0, rows = 0, sum = 0;
+    // The summary: rows, a sum of the values' first words and a fold of
+    // (key, value) pairs, one value per key of its write area (rows, sum,
+    // fold, then the fold re-hashed for any further key). Shares pushed
+    // down (paxflow mode) come as summaries; rows gathered here (calvin
+    // mode, the oracle, replay) are summarized as one more share: the same
+    // computation, and sums, so the result does not depend on the split.
+    ReportShare total;
+    for (const std::string& share : reads.summaries()) total.Add(ReportShare::Decode(share));
     for (size_t s = 0; s < reads.scans(); ++s) {
-      for (const auto& [key, value] : reads.Scan(s)) {
-        checksum = Mix64(checksum ^ key ^ ValueFold(value));
-        sum += FirstWord(value);
-        ++rows;
-      }
+      for (const auto& [key, value] : reads.Scan(s)) total.Row(key, value);
     }
-    uint64_t word[3] = {rows, sum, checksum};
+    const uint64_t checksum = Mix64(total.fold);
+    const uint64_t rows = total.rows;
+    uint64_t word[3] = {rows, total.sum, checksum};
     uint32_t index = 0;
     for (const KeyRange& range : txn.ltx().write_area()) {
       for (Key key = range.lo(); key <= range.hi() && index < 1024; ++key, ++index) {
@@ -340,6 +374,15 @@ void YcsbApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads
     Modify(old, txn.id(), params_.value_size, out->writes.PutUninitialized(key, size), size);
   }
   out->outcome.checksum = checksum;
+}
+
+std::string YcsbApplication::SummarizeScans(const Txn& txn, const ScanVisit& visit,
+                                            const ScanMemoUse& memo) const {
+  ReportShare share;
+  for (size_t s = 0; s < static_cast<size_t>(txn.ltx().read_area_size()); ++s) {
+    visit(s, 0, ~Key{0}, [&](Key key, std::string_view value) { share.Row(key, value); });
+  }
+  return share.Encode();
 }
 
 std::unique_ptr<TxnGenerator> YcsbApplication::NewGenerator(PartitionId partition,

@@ -38,6 +38,13 @@ class YcsbApplication : public Application {
   bool ReadsDeclared(uint32_t procedure) const override { return procedure == kLong; }
   void ExecuteLong(const Txn& txn, uint32_t round, const LtxReads& reads,
                    LtxRound* out) const override;
+  // A report's scan is pushed down: each partition folds its share of the
+  // rows where it reads them (rows, sum of first words, and a fold that
+  // does not depend on the order or split of the rows), so no row is
+  // copied; the procedure adds the shares up.
+  bool SummarizesScans(const Txn& txn) const override { return txn.procedure() == kReport; }
+  std::string SummarizeScans(const Txn& txn, const ScanVisit& visit,
+                             const ScanMemoUse& memo) const override;
 
   // The value every key starts with.
   static void InitialValue(Key key, uint32_t size, std::string* out);

@@ -54,8 +54,9 @@ struct LtxReadTask {
   std::vector<std::map<Key, std::pair<bool, std::string_view>>> scan_values;
   std::vector<std::shared_ptr<const Txn>> records;  // what the views above point into
   bool long_scan = false;  // a long scan's share: tell the lane when served
-  // A long scan's record (its procedure and ranges): a share it summarizes
-  // (Application::SummarizesScans) is summarized here, not shipped.
+  // The record (procedure and ranges) of a long scan, or of an LTX whose
+  // round reads these scans, that summarizes its shares
+  // (Application::SummarizesScans): summarized here, not shipped.
   std::shared_ptr<const Txn> scan_txn;
   int64_t waiting_since_us = 0;  // parked, or waiting for its snapshot: since
   size_t settled_keys = 0;  // waiting for its snapshot: keys[0..this) are settled

@@ -1289,7 +1289,13 @@ void LtxLane::ServeRequest(LtxReadRequest&& request) {
   for (const KeyRange& scan : request.scans()) {
     scans_wait |= RangeCoveredUnresolved(scan.lo(), scan.hi(), plan, &covering);
   }
-  (scans_wait ? waiting : ready)->scans.assign(request.scans().begin(), request.scans().end());
+  LtxReadTask* scans = scans_wait ? waiting.get() : ready.get();
+  scans->scans.assign(request.scans().begin(), request.scans().end());
+  // A scan the procedure summarizes (Application::SummarizesScans) is
+  // pushed down here too: the share's summary goes back, not its rows.
+  if (!scans->scans.empty() && entry.begin && app_->SummarizesScans(*entry.begin)) {
+    scans->scan_txn = entry.begin;
+  }
   if (!ready->keys.empty() || !ready->scans.empty()) {
     PrepareTask(ready.get(), plan);
     ServeWhenPublished(std::move(ready));
