@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <tuple>
-#include <unordered_map>
 
 #include "applications/ch_queries.h"
 #include "common/atomic_max.h"
@@ -48,12 +48,38 @@ void Decline(TxnOutcome* outcome, const std::string& detail, bool restart) {
   outcome->detail = restart ? Restart(detail) : detail;
 }
 
+// Positions looked up by key, in one sorted array: Delivery and
+// Stock-Level look up a hundred or more keys each, and a node-based map
+// spent a malloc per key on every run. Where a key was added more than once
+// the last one added counts, as in a map assigned in order (positions are
+// added ascending).
+template <typename K>
+class PositionIndex {
+ public:
+  void Reserve(size_t count) { entries_.reserve(count); }
+  void Add(K key, size_t position) { entries_.emplace_back(key, position); }
+  // After the last Add, before any Find.
+  void Seal() { std::sort(entries_.begin(), entries_.end()); }
+  bool Find(K key, size_t* position) const {
+    auto it = std::upper_bound(entries_.begin(), entries_.end(),
+                               std::make_pair(key, std::numeric_limits<size_t>::max()));
+    if (it == entries_.begin() || (it - 1)->first != key) return false;
+    *position = (it - 1)->second;
+    return true;
+  }
+
+ private:
+  std::vector<std::pair<K, size_t>> entries_;
+};
+
 // The position of each key of a txn's lists (read_set, then read_write_set).
-std::unordered_map<Key, size_t> Positions(const Txn& txn) {
-  std::unordered_map<Key, size_t> at;
+PositionIndex<Key> Positions(const Txn& txn) {
+  PositionIndex<Key> at;
+  at.Reserve(static_cast<size_t>(txn.read_set_size() + txn.read_write_set_size()));
   size_t p = 0;
-  for (Key k : txn.read_set()) at[k] = p++;
-  for (Key k : txn.read_write_set()) at[k] = p++;
+  for (Key k : txn.read_set()) at.Add(k, p++);
+  for (Key k : txn.read_write_set()) at.Add(k, p++);
+  at.Seal();
   return at;
 }
 
@@ -656,12 +682,12 @@ void TpccApplication::Delivery(const Txn& txn, const std::vector<uint32_t>& a,
     Decline(outcome, "malformed tpcc-delivery (planned by PlanDependent?)", false);
     return;
   }
-  const std::unordered_map<Key, size_t> at = Positions(txn);
+  const PositionIndex<Key> at = Positions(txn);
   Deliver(a,
           [&](Key k, std::string_view* value) {
-            auto it = at.find(k);
-            if (it == at.end() || !reads.Found(it->second)) return false;
-            *value = reads.Get(it->second);
+            size_t p;
+            if (!at.Find(k, &p) || !reads.Found(p)) return false;
+            *value = reads.Get(p);
             return true;
           },
           writes, outcome);
@@ -783,19 +809,21 @@ void TpccApplication::StockLevel(const Txn& txn, const std::vector<uint32_t>& a,
     Decline(outcome, "the district's next order id is behind the reconnaissance's", true);
     return;
   }
-  std::unordered_map<uint32_t, size_t> stock_at;
-  for (uint32_t j = 0; j < a[items_at]; ++j) stock_at[a[items_at + 1 + j]] = 1 + lines + j;
+  PositionIndex<uint32_t> stock_at;
+  stock_at.Reserve(a[items_at]);
+  for (uint32_t j = 0; j < a[items_at]; ++j) stock_at.Add(a[items_at + 1 + j], 1 + lines + j);
+  stock_at.Seal();
   std::vector<uint32_t> low;
   for (size_t p = 1; p <= lines; ++p) {
     OrderLineRow line{};
     if (!reads.Found(p) || !Decode(reads.Get(p), &line)) continue;
-    auto it = stock_at.find(line.i_id);
-    if (it == stock_at.end()) {
+    size_t at;
+    if (!stock_at.Find(line.i_id, &at)) {
       Decline(outcome, "an order line's item differs from the reconnaissance's", true);
       return;
     }
     StockRow stock{};
-    if (reads.Found(it->second)) Decode(reads.Get(it->second), &stock);
+    if (reads.Found(at)) Decode(reads.Get(at), &stock);
     if (stock.quantity < static_cast<int32_t>(threshold)) low.push_back(line.i_id);
   }
   std::sort(low.begin(), low.end());

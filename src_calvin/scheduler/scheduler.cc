@@ -742,7 +742,8 @@ void Scheduler::UpdatePins() {
   // Every snapshot a reader may still read: those of admitted read-only txns
   // not yet finished, pending digests, and the newest RW epoch, which every
   // read-only txn admitted later will read at or beyond.
-  std::vector<Epoch> pins = {ro_lane_.snapshot()};
+  std::vector<Epoch>& pins = pins_scratch_;
+  pins.assign(1, ro_lane_.snapshot());
   for (const auto& epoch : epochs_) {
     if (epoch->ro_unfinished.load(std::memory_order_acquire) > 0) {
       pins.push_back(epoch->ro_read_version);
@@ -756,7 +757,7 @@ void Scheduler::UpdatePins() {
   pins.erase(std::unique(pins.begin(), pins.end()), pins.end());
   if (pins == pins_) return;
   pins_ = pins;
-  store_->SetSnapshotPins(std::move(pins));
+  store_->SetSnapshotPins(pins);
 }
 
 void Scheduler::FlushReady() {

@@ -354,6 +354,9 @@ class Scheduler {
   bool locks_released_ = false;  // since ReleaseSettledReadOnly last looked
   size_t store_slot_ = 0;            // the scheduler thread's
   std::vector<Epoch> pins_;          // last pins given to the store
+  // UpdatePins' working set, kept between calls: it runs twice per loop
+  // and the pins rarely change, so building them allocates nothing.
+  std::vector<Epoch> pins_scratch_;
   int64_t previous_close_time_us_ = 0;
   uint64_t admitted_txns_ = 0, dispatched_txns_ = 0, finished_locked_ = 0;
 
