@@ -355,6 +355,44 @@ TEST(LtxLockedRunTest, ALaterLtxOfItsEpochReadingItsAreaWaitsForItsRunAndTakesIt
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 
+// Epoch 1: T0 and T1 on key 3, A writes key 5, B (begun after A) reads
+// keys 3 and 5 and writes key 7. Epoch 2: T on key 5. A's locks go with its
+// writes in the store, so T overwrites key 5 while B still waits for key 3
+// to settle; B then reads key 5 as A wrote it, from A's record, not T's.
+void ReleaseBeforeRecordScenario(LtxBench* bench, TxnId* b, TxnId* t) {
+  const auto ids = bench->Sequence(1, {LtxBench::Rmw({3}), LtxBench::Rmw({3}),
+                                       LtxBench::Long({}, {5}), LtxBench::Long({3, 5}, {7})});
+  *b = ids[3];
+  *t = bench->Sequence(2, {LtxBench::Rmw({5})})[0];
+}
+
+TEST(LtxLockedRunTest, AShortTxnAfterItOverwritesItsKeyBeforeALaterLtxOfItsEpochReadsIt) {
+  LtxBench bench(InPlace());
+  TxnId b = 0, t = 0;
+  ReleaseBeforeRecordScenario(&bench, &b, &t);
+  Scheduler& scheduler = bench.scheduler(0);
+  scheduler.Step();  // admits both epochs: A runs locked, T0 runs; T1 and T wait
+  scheduler.RunQueuedWork();
+  scheduler.Step();  // A's and T0's locks go: T and T1 run; B waits for key 3
+  scheduler.RunQueuedWork();
+  Result result;
+  ASSERT_TRUE(bench.Result(t, &result)) << "T waited for more than A's writes";
+  EXPECT_FALSE(bench.Result(b, &result)) << "B read key 3 before T1, ordered before it, ran";
+  scheduler.Step();  // T1's lock goes: key 3 settled, B runs
+  scheduler.RunQueuedWork();
+  ASSERT_TRUE(bench.Result(b, &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  bench.Drain();
+  // B's checksum says it read A's key 5, not T's.
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+
+  LtxBench threads(OnLtxThreads());
+  ReleaseBeforeRecordScenario(&threads, &b, &t);
+  threads.Drain();
+  EXPECT_EQ(threads.CheckSerialOrder(), "");
+  EXPECT_EQ(threads.Digest(2), bench.Digest(2));
+}
+
 TEST(LtxLockedRunTest, AnUndeclaredReadGivesTheRunBackToAnLtxThreadAndTheLocksStayHeld) {
   LtxBench bench(InPlace());
   // It declares key 4 (outside its area: a locked run, not locked at its

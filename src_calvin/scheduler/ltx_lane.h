@@ -243,8 +243,9 @@ class LtxLane {
   // install is filled in and goes to a worker. Otherwise the lane keeps it
   // and hands it over by TakeReadyInstalls once they are.
   bool LockedRunReady(TxnWork* work);
-  // A locked run's install finished on its worker (before its locks are
-  // released): its record is the LTX's outcome.
+  // A locked run's install finished on its worker: its record is the LTX's
+  // outcome. A commit's locks went already, once its writes were in the
+  // store; the LTX counts as finished only from here.
   void OnLockedRunDone(const TxnWork& work);
   // A locked run's procedure read something it had not declared: it runs
   // on an LTX thread instead, its install keeping the locks.

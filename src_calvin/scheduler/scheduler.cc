@@ -705,13 +705,14 @@ void Scheduler::HandleDone(const DoneMessage& message) {
   TxnWork* work = message.work;
   if (work->install && work->install->run_here) {
     // A locked run: given back, it keeps its locks for the LTX thread's
-    // run; done, the lane takes its outcome before its locks go.
+    // run. A commit's locks go as soon as its writes are in (not finished:
+    // its record follows); the lane takes the outcome with the record.
     if (work->install->gave_back) {
       work->install->gave_back = false;
       ltx_lane_.OnGivenBack(work);
       return;
     }
-    ltx_lane_.OnLockedRunDone(*work);
+    if (message.finished) ltx_lane_.OnLockedRunDone(*work);
   }
   rw_lane_.Release(work, &ready_locked_);
   locks_released_ = true;

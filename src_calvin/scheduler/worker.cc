@@ -37,6 +37,32 @@ void PrefetchAhead(Store* store, size_t i, size_t total, const KeyAt& key_at) {
   if (i + kValueAhead < total) store->Prefetch(key_at(i + kValueAhead), 2);
 }
 
+// An LTX's writes (thousands, each a few cache misses in the store: the
+// key's record, its head version, the version below): fetched ahead as the
+// reads are, so the misses overlap while the install holds its locks.
+// `apply(i)` writes (or deletes) the i-th key.
+template <typename KeyAt, typename Apply>
+void ApplyLtxWrites(Store* store, size_t slot, size_t total, const KeyAt& key_at, Epoch epoch,
+                    const Apply& apply) {
+  PrefetchFirstRecords(store, total, key_at);
+  for (size_t i = 0; i < total; ++i) {
+    PrefetchAhead(store, i, total, key_at);
+    apply(i);
+  }
+}
+
+// Whether every key a finished procedure wrote or deleted lies in its
+// write area (otherwise its record is an abort, LtxFinishRecord).
+bool WritesInArea(const LtxRound& round, const KeyArea& area) {
+  for (size_t i = 0; i < round.writes.size(); ++i) {
+    if (!area.Contains(round.writes.key(i))) return false;
+  }
+  for (Key key : round.deletes) {
+    if (!area.Contains(key)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 WorkerPool::WorkerPool(const WorkerOptions& options, Store* store, const Application* app,
@@ -177,9 +203,10 @@ void WorkerPool::Install(TxnWork* work, Context* context) {
   }
   const LtxInstall& install = *work->install;
   const Epoch epoch = work->epoch->epoch;
-  for (const LtxWrite* write : install.writes) {
-    ApplyLtxWrite(store_, context->store_slot, *write, epoch);
-  }
+  ApplyLtxWrites(store_, context->store_slot, install.writes.size(),
+                 [&](size_t i) { return install.writes[i]->key(); }, epoch,
+                 [&](size_t i) { ApplyLtxWrite(store_, context->store_slot, *install.writes[i],
+                                               epoch); });
   if (install.report) {
     if (install.commit_seen_us > 0) {
       stats_->worker(context->index)
@@ -247,18 +274,33 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
     callbacks_.done(work, false);
     return;
   }
+  // Its writes go in before its locks do, straight from the procedure's
+  // output (in order: the last write of a key wins, deletes after every
+  // write, as the record would have them). The locks then go at once: the
+  // lane's record of the writes (what later LTXs of its epoch read, and its
+  // outcome) is built after, and the lane counts the LTX finished only when
+  // it arrives (docs/ltx.md, "Locked run").
+  const bool commit = reason.empty() && WritesInArea(last, area);
+  const int64_t ran = NowMicros();
+  const Epoch epoch = work->epoch->epoch;
+  if (commit) {
+    ApplyLtxWrites(store_, slot, last.writes.size(),
+                   [&](size_t i) { return last.writes.key(i); }, epoch,
+                   [&](size_t i) { store_->Write(slot, last.writes.key(i), last.writes.value(i),
+                                                 epoch); });
+    ApplyLtxWrites(store_, slot, last.deletes.size(), [&](size_t i) { return last.deletes[i]; },
+                   epoch, [&](size_t i) { store_->Delete(slot, last.deletes[i], epoch); });
+    callbacks_.done(work, false);  // its locks only; the record follows
+  }
+  const int64_t installed = NowMicros();
   auto record = std::make_shared<Txn>();
   if (reason.empty()) {
-    *record = LtxFinishRecord(begin, last, area, {});
+    *record = LtxFinishRecord(begin, last, area, {});  // an abort if it wrote outside its area
+    DCHECK_EQ(commit, record->ltx().kind() == LTX_COMMIT);
   } else {
     // RunLongProcedure's reason names its kind already ("procedure: ...").
     *record = LtxAbortRecord(begin, kAbortProcedure, "");
     record->mutable_ltx()->set_reason(reason);
-  }
-  const int64_t ran = NowMicros();
-  const Epoch epoch = work->epoch->epoch;
-  if (record->ltx().kind() == LTX_COMMIT) {
-    for (const LtxWrite& write : record->ltx().writes()) ApplyLtxWrite(store_, slot, write, epoch);
   }
   install.record = record;
   if (install.report) {
@@ -268,9 +310,9 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
     stats.ltx_stage_us[kLtxStartWait].RecordElapsed(install.locked_us - install.placed_us);
     stats.ltx_stage_us[kLtxReadWait].RecordElapsed(start - install.locked_us);
     stats.ltx_stage_us[kLtxRun].RecordElapsed(ran - start);
-    stats.ltx_stage_us[kLtxInstall].RecordElapsed(NowMicros() - ran);
+    stats.ltx_stage_us[kLtxInstall].RecordElapsed(installed - ran);
     // An abort is the lane's to report (LtxLane::OnLockedRunDone).
-    if (record->ltx().kind() == LTX_COMMIT) {
+    if (commit) {
       TxnOutcome outcome = install.outcome;
       outcome.checksum = record->ltx().checksum();
       ReadValues none;

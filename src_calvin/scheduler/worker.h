@@ -104,7 +104,9 @@ class WorkerPool {
   void Execute(const WorkItem& item, Context* context);
   void Install(TxnWork* work, Context* context);
   // A locked run (LtxInstall::run_here): the LTX's procedure, then its
-  // writes, under its install's locks; or the run given back.
+  // writes, under its install's locks; a commit's locks go before its
+  // record is built (done, not finished), the record then finishes it. Or
+  // the run given back.
   void RunLocked(TxnWork* work, Context* context);
   void ReadLocal(TxnWork* work, size_t slot, ReadValues* reads);
   void SendReads(TxnWork* work, const ReadValues& reads, Context* context);
