@@ -5,6 +5,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "applications/summary_words.h"
+
 namespace paxflow {
 namespace tpcc {
 namespace {
@@ -147,37 +149,9 @@ struct Run {
   }
 };
 
-// A summary is its fields as little-endian 64-bit words, Q3's rows last.
-class Writer {
- public:
-  void Word(uint64_t word) { out_.append(reinterpret_cast<const char*>(&word), sizeof(word)); }
-  std::string Take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::string& in) : in_(in) {}
-  // False once the summary ran out (the word is then 0).
-  bool Word(uint64_t* word) {
-    *word = 0;
-    if (in_.size() - at_ < sizeof(*word)) return ok_ = false;
-    std::memcpy(word, in_.data() + at_, sizeof(*word));
-    at_ += sizeof(*word);
-    return true;
-  }
-  bool ok() const { return ok_ && at_ == in_.size(); }
-
- private:
-  const std::string& in_;
-  size_t at_ = 0;
-  bool ok_ = true;
-};
-
+// A share's summary: its fields in order (summary_words.h), Q3's rows last.
 std::string EncodeShare(const Share& s) {
-  Writer w;
+  SummaryWriter w;
   w.Word(s.districts);
   w.Word(s.past_w);
   w.Word(s.past_d);
@@ -205,7 +179,7 @@ std::string EncodeShare(const Share& s) {
 }
 
 bool DecodeShare(const std::string& in, Share* s) {
-  Reader r(in);
+  SummaryReader r(in);
   uint64_t word = 0;
   auto u32 = [&](uint32_t* field) {
     r.Word(&word);

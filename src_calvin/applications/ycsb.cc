@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "applications/key_picker.h"
+#include "applications/summary_words.h"
 #include "common/key_area.h"
 #include "common/hash.h"
 #include "common/random.h"
@@ -53,20 +54,20 @@ struct ReportShare {
     fold += other.fold;
   }
   std::string Encode() const {
-    std::string out(24, '\0');
-    std::memcpy(&out[0], &rows, 8);
-    std::memcpy(&out[8], &sum, 8);
-    std::memcpy(&out[16], &fold, 8);
-    return out;
+    SummaryWriter out;
+    out.Word(rows);
+    out.Word(sum);
+    out.Word(fold);
+    return out.Take();
   }
   // A share as Encode wrote it (anything else reads as no rows).
   static ReportShare Decode(const std::string& share) {
     ReportShare out;
-    if (share.size() != 24) return out;
-    std::memcpy(&out.rows, share.data(), 8);
-    std::memcpy(&out.sum, share.data() + 8, 8);
-    std::memcpy(&out.fold, share.data() + 16, 8);
-    return out;
+    SummaryReader in(share);
+    in.Word(&out.rows);
+    in.Word(&out.sum);
+    in.Word(&out.fold);
+    return in.ok() ? out : ReportShare{};
   }
 };
 

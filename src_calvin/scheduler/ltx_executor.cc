@@ -517,8 +517,22 @@ void LtxExecutor::Absorb(LtxReadResult&& result) {
   }
 }
 
+std::optional<Key> LowestWriteOutside(const LtxRound& round, const KeyArea& write_area) {
+  std::optional<Key> lowest;
+  auto note = [&](Key key) {
+    if (!write_area.Contains(key) && (!lowest || key < *lowest)) lowest = key;
+  };
+  for (size_t i = 0; i < round.writes.size(); ++i) note(round.writes.key(i));
+  for (Key key : round.deletes) note(key);
+  return lowest;
+}
+
 Txn LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& write_area,
                     const std::set<TxnId>& read_from) {
+  if (const std::optional<Key> outside = LowestWriteOutside(round, write_area)) {
+    return LtxAbortRecord(begin, kAbortWriteArea,
+                          "it wrote key " + std::to_string(*outside) + ", outside its write area");
+  }
   // The last write of each key wins; a delete after a write deletes. In key
   // order: (key, order made, index; deletes index past the writes).
   struct Final {
@@ -549,11 +563,6 @@ Txn LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& writ
   for (size_t i = 0; i < finals.size(); ++i) {
     if (i + 1 < finals.size() && finals[i + 1].key == finals[i].key) continue;  // overwritten
     const Final& final = finals[i];
-    if (!write_area.Contains(final.key)) {
-      return LtxAbortRecord(begin, kAbortWriteArea,
-                            "it wrote key " + std::to_string(final.key) +
-                                ", outside its write area");
-    }
     LtxWrite* write = ltx->add_writes();
     write->set_key(final.key);
     if (final.index == SIZE_MAX) {

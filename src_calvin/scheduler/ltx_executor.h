@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <set>
 #include <string>
@@ -112,6 +113,9 @@ struct LtxExecutorOptions {
 // The abort record of LTX `begin`, its reason `reason` (LtxAbortReason)
 // with `text`.
 Txn LtxAbortRecord(const Txn& begin, int reason, const std::string& text);
+// The lowest key `round` wrote or deleted outside `write_area`, if any: a
+// procedure that did commits nothing (LtxFinishRecord makes it an abort).
+std::optional<Key> LowestWriteOutside(const LtxRound& round, const KeyArea& write_area);
 // The record of LTX `begin` whose procedure ended with `round`: its commit
 // record (each key's last write, in key order; `read_from` named), or its
 // abort record if it wrote outside `write_area`.

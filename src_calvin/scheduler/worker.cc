@@ -37,30 +37,16 @@ void PrefetchAhead(Store* store, size_t i, size_t total, const KeyAt& key_at) {
   if (i + kValueAhead < total) store->Prefetch(key_at(i + kValueAhead), 2);
 }
 
-// An LTX's writes (thousands, each a few cache misses in the store: the
-// key's record, its head version, the version below): fetched ahead as the
-// reads are, so the misses overlap while the install holds its locks.
-// `apply(i)` writes (or deletes) the i-th key.
-template <typename KeyAt, typename Apply>
-void ApplyLtxWrites(Store* store, size_t slot, size_t total, const KeyAt& key_at, Epoch epoch,
-                    const Apply& apply) {
+// Keys 0..total-1 visited in order with their cache misses overlapped (an
+// LTX's thousands of reads or writes): `visit(i)` reads or writes the i-th
+// key, and returns false to stop.
+template <typename KeyAt, typename Visit>
+void VisitPrefetched(Store* store, size_t total, const KeyAt& key_at, const Visit& visit) {
   PrefetchFirstRecords(store, total, key_at);
   for (size_t i = 0; i < total; ++i) {
     PrefetchAhead(store, i, total, key_at);
-    apply(i);
+    if (!visit(i)) return;
   }
-}
-
-// Whether every key a finished procedure wrote or deleted lies in its
-// write area (otherwise its record is an abort, LtxFinishRecord).
-bool WritesInArea(const LtxRound& round, const KeyArea& area) {
-  for (size_t i = 0; i < round.writes.size(); ++i) {
-    if (!area.Contains(round.writes.key(i))) return false;
-  }
-  for (Key key : round.deletes) {
-    if (!area.Contains(key)) return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -203,10 +189,12 @@ void WorkerPool::Install(TxnWork* work, Context* context) {
   }
   const LtxInstall& install = *work->install;
   const Epoch epoch = work->epoch->epoch;
-  ApplyLtxWrites(store_, context->store_slot, install.writes.size(),
-                 [&](size_t i) { return install.writes[i]->key(); }, epoch,
-                 [&](size_t i) { ApplyLtxWrite(store_, context->store_slot, *install.writes[i],
-                                               epoch); });
+  VisitPrefetched(store_, install.writes.size(),
+                  [&](size_t i) { return install.writes[i]->key(); },
+                  [&](size_t i) {
+                    ApplyLtxWrite(store_, context->store_slot, *install.writes[i], epoch);
+                    return true;
+                  });
   if (install.report) {
     if (install.commit_seen_us > 0) {
       stats_->worker(context->index)
@@ -236,11 +224,8 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
   auto fetch = [&](const std::vector<Key>& keys, const std::vector<KeyRange>& scans,
                    LtxReads* out) -> std::string {
     if (!scans.empty() || ++rounds > kMaxLockedRounds) give_back = true;
-    // Thousands of reads: their cache misses overlap.
-    auto key_at = [&keys](size_t i) { return keys[i]; };
-    PrefetchFirstRecords(store_, keys.size(), key_at);
-    for (size_t i = 0; i < keys.size() && !give_back; ++i) {
-      PrefetchAhead(store_, i, keys.size(), key_at);
+    if (give_back) return "given back";
+    VisitPrefetched(store_, keys.size(), [&keys](size_t i) { return keys[i]; }, [&](size_t i) {
       const Key key = keys[i];
       std::string_view value;
       bool found;
@@ -250,7 +235,7 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
         auto it = std::lower_bound(install.declared.begin(), install.declared.end(), key);
         if (it == install.declared.end() || *it != key) {
           give_back = true;
-          break;
+          return false;
         }
         const size_t at = static_cast<size_t>(it - install.declared.begin());
         if (install.chosen[at]) {
@@ -261,7 +246,8 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
         }
       }
       out->SetPoint(key, found, found ? value : std::string_view());
-    }
+      return true;
+    });
     return give_back ? "given back" : "";
   };
   LtxRound last;
@@ -280,16 +266,20 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
   // lane's record of the writes (what later LTXs of its epoch read, and its
   // outcome) is built after, and the lane counts the LTX finished only when
   // it arrives (docs/ltx.md, "Locked run").
-  const bool commit = reason.empty() && WritesInArea(last, area);
+  const bool commit = reason.empty() && !LowestWriteOutside(last, area);
   const int64_t ran = NowMicros();
   const Epoch epoch = work->epoch->epoch;
   if (commit) {
-    ApplyLtxWrites(store_, slot, last.writes.size(),
-                   [&](size_t i) { return last.writes.key(i); }, epoch,
-                   [&](size_t i) { store_->Write(slot, last.writes.key(i), last.writes.value(i),
-                                                 epoch); });
-    ApplyLtxWrites(store_, slot, last.deletes.size(), [&](size_t i) { return last.deletes[i]; },
-                   epoch, [&](size_t i) { store_->Delete(slot, last.deletes[i], epoch); });
+    VisitPrefetched(store_, last.writes.size(), [&](size_t i) { return last.writes.key(i); },
+                    [&](size_t i) {
+                      store_->Write(slot, last.writes.key(i), last.writes.value(i), epoch);
+                      return true;
+                    });
+    VisitPrefetched(store_, last.deletes.size(), [&](size_t i) { return last.deletes[i]; },
+                    [&](size_t i) {
+                      store_->Delete(slot, last.deletes[i], epoch);
+                      return true;
+                    });
     callbacks_.done(work, false);  // its locks only; the record follows
   }
   const int64_t installed = NowMicros();
