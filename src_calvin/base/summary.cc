@@ -41,7 +41,9 @@ std::string DigestHex(uint64_t digest) {
 bool LtxSummary::any() const {
   uint64_t aborted = 0;
   for (uint64_t n : aborts) aborted += n;
-  return aborted + deferrals + parked_reads + guards + late_records + stage_us[kLtxRun].count() > 0;
+  return aborted + deferrals + parked_reads + guards + late_records + pushed_down_shares +
+             stage_us[kLtxRun].count() >
+         0;
 }
 
 void LtxSummary::Add(const LtxSummary& other) {
@@ -54,6 +56,8 @@ void LtxSummary::Add(const LtxSummary& other) {
   early_reads += other.early_reads;
   locked_runs += other.locked_runs;
   locked_runs_given_back += other.locked_runs_given_back;
+  pushed_down_shares += other.pushed_down_shares;
+  pushed_down_rows += other.pushed_down_rows;
   guards += other.guards;
   late_records += other.late_records;
   deferred_wait_us.Merge(other.deferred_wait_us);
@@ -164,6 +168,10 @@ std::string RunSummary::ToText() const {
   if (ltx.locked_runs + ltx.locked_runs_given_back > 0) {
     out << "LTXs in place run locked on a worker: " << ltx.locked_runs
         << " (given back to an LTX thread: " << ltx.locked_runs_given_back << ")\n";
+  }
+  if (ltx.pushed_down_shares > 0) {
+    out << "Long-scan shares summarized where their rows are: " << ltx.pushed_down_shares
+        << " (" << ltx.pushed_down_rows << " rows folded in place, not shipped)\n";
   }
   if (ltx.held_installs + ltx.guards + ltx.late_records > 0) {
     out << "LTX installs held behind an earlier LTX: " << ltx.held_installs
@@ -290,6 +298,8 @@ SummaryFile RunSummary::ToFile() const {
     out->set_early_reads(ltx.early_reads);
     out->set_locked_runs(ltx.locked_runs);
     out->set_locked_runs_given_back(ltx.locked_runs_given_back);
+    out->set_pushed_down_shares(ltx.pushed_down_shares);
+    out->set_pushed_down_rows(ltx.pushed_down_rows);
     out->set_guards(ltx.guards);
     out->set_late_records(ltx.late_records);
     out->set_deferred_wait_us(ltx.deferred_wait_us.Encode());
@@ -372,6 +382,8 @@ std::string RunSummary::FromFile(const SummaryFile& file, RunSummary* out) {
     s.ltx.early_reads = in.early_reads();
     s.ltx.locked_runs = in.locked_runs();
     s.ltx.locked_runs_given_back = in.locked_runs_given_back();
+    s.ltx.pushed_down_shares = in.pushed_down_shares();
+    s.ltx.pushed_down_rows = in.pushed_down_rows();
     s.ltx.guards = in.guards();
     s.ltx.late_records = in.late_records();
     for (auto [text, histogram] : {std::make_pair(&in.deferred_wait_us(), &s.ltx.deferred_wait_us),

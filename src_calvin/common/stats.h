@@ -81,6 +81,11 @@ struct LtxCounters {
   std::atomic<uint64_t> early_reads{0};     // LTXs that read an unresolved LTX's writes
   std::atomic<uint64_t> locked_runs{0};     // LTXs in place run under their install's locks
   std::atomic<uint64_t> locked_runs_given_back{0};  // of those, given back to an LTX thread
+  // Long-scan shares this node summarized in place (Application::
+  // SummarizesScans) and the rows they folded: what did not travel. LTX
+  // threads add to these concurrently, so with fetch_add, not Add.
+  std::atomic<uint64_t> pushed_down_shares{0};
+  std::atomic<uint64_t> pushed_down_rows{0};
 
   static void Add(std::atomic<uint64_t>& counter, uint64_t n = 1) {
     counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);

@@ -1286,6 +1286,8 @@ RunSummary Node::Summary() const {
   summary.ltx.early_reads = ltx.early_reads.load();
   summary.ltx.locked_runs = ltx.locked_runs.load();
   summary.ltx.locked_runs_given_back = ltx.locked_runs_given_back.load();
+  summary.ltx.pushed_down_shares = ltx.pushed_down_shares.load();
+  summary.ltx.pushed_down_rows = ltx.pushed_down_rows.load();
   summary.ltx.guards = ltx.guards.load();
   summary.ltx.late_records = ltx.late_records.load();
   summary.ltx.deferred_wait_us = stats_->LtxWait(kKindReadWrite);

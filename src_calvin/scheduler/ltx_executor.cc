@@ -771,12 +771,19 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
     }
     memo.snapshot = task.snapshot;
     memo.may_learn = task.read_from.empty();
+    uint64_t folded = 0;
     result.summary = app_->SummarizeScans(
         *task.scan_txn,
         [&](size_t s, Key from, Key to, const ScanRow& row) {
-          if (s < task.scans.size()) scan_share(s, from, to, row);
+          if (s >= task.scans.size()) return;
+          scan_share(s, from, to, [&](Key key, std::string_view value) {
+            ++folded;
+            row(key, value);
+          });
         },
         memo);
+    stats_->ltx().pushed_down_shares.fetch_add(1, std::memory_order_relaxed);
+    stats_->ltx().pushed_down_rows.fetch_add(folded, std::memory_order_relaxed);
     if (memo.memo != nullptr) {
       std::lock_guard<std::mutex> lock(mu_);
       memo_ = std::move(held);
