@@ -529,9 +529,17 @@ std::optional<Key> LowestWriteOutside(const LtxRound& round, const KeyArea& writ
 
 Txn LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& write_area,
                     const std::set<TxnId>& read_from) {
+  Txn record;
+  LtxFinishRecord(begin, round, write_area, read_from, &record);
+  return record;
+}
+
+void LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& write_area,
+                     const std::set<TxnId>& read_from, Txn* out) {
   if (const std::optional<Key> outside = LowestWriteOutside(round, write_area)) {
-    return LtxAbortRecord(begin, kAbortWriteArea,
+    *out = LtxAbortRecord(begin, kAbortWriteArea,
                           "it wrote key " + std::to_string(*outside) + ", outside its write area");
+    return;
   }
   // The last write of each key wins; a delete after a write deletes. In key
   // order: (key, order made, index; deletes index past the writes).
@@ -549,7 +557,7 @@ Txn LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& writ
   std::sort(finals.begin(), finals.end(), [](const Final& a, const Final& b) {
     return a.key != b.key ? a.key < b.key : a.order < b.order;
   });
-  Txn record;
+  Txn& record = *out;
   record.set_txn_class(LTX);
   record.set_origin_partition(begin.origin_partition());
   record.set_origin_node(begin.origin_node());
@@ -572,7 +580,6 @@ Txn LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& writ
       write->set_value(value.data(), value.size());
     }
   }
-  return record;
 }
 
 void LtxExecutor::Finish(const std::shared_ptr<Run>& run, const LtxRound& round, size_t index) {

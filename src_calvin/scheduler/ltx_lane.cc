@@ -271,7 +271,7 @@ void LtxLane::Begin(std::shared_ptr<const Txn> begin, Epoch epoch) {
   entry.origin_here = origin_here;
   PlanLockedRun(&entry);
   unresolved_.insert(txn.id());
-  areas_.Add(txn.id(), entry.area);
+  if (!options_.in_place) areas_.Add(txn.id(), entry.area);
   begun_this_epoch_.push_back(txn.id());
   if (origin_here && Acts(epoch)) RecordWait(kLtxSequencing, txn.submit_time_us());
 }
@@ -343,6 +343,7 @@ const LtxWrite* LtxLane::LocalWrite(const Entry& entry, Key key) {
 void LtxLane::IndexWrites(Entry* entry) {
   if (entry->indexed) return;
   entry->indexed = true;
+  if (options_.in_place) return;  // readers walk their pending lists (ChosenWrite)
   // Ascending LTX order per key: an LTX may finish before an earlier one.
   for (const auto& [key, write] : entry->local_writes) written_[key].Insert(entry->id);
 }
@@ -354,6 +355,7 @@ void LtxLane::UnindexWrites(Entry* entry) {
 }
 
 void LtxLane::DropWrites(const Entry& entry) {
+  if (options_.in_place) return;  // never indexed
   for (const auto& [key, write] : entry.local_writes) {
     SmallIdList* writers = written_.Find(key);
     if (!writers) continue;
@@ -511,7 +513,7 @@ void LtxLane::Resolve(Entry* entry, bool install, Epoch epoch, uint64_t anchor, 
   }
   entry->resolved_epoch = epoch;
   unresolved_.erase(id);
-  areas_.Remove(id, entry->area);
+  if (!options_.in_place) areas_.Remove(id, entry->area);
   resolved_this_epoch_ = true;
   executor_.Forget(id);
   for (auto guard = guards_.begin(); guard != guards_.end();) {
@@ -650,7 +652,6 @@ void LtxLane::Place(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
 
 void LtxLane::Settle(Entry* entry) {
   placed_.erase(entry->id);
-  areas_.Remove(entry->id, entry->area);
   LtxInstall& install = *entry->install->install;
   const bool report = entry->origin_here && Acts(entry->resolved_epoch);
   if (entry->commit) {
@@ -689,8 +690,12 @@ void LtxLane::PlanLockedRun(Entry* entry) const {
                    &declared)) {
     return;  // too many to check key by key: it runs on an LTX thread
   }
+  // Both ascending: one walk, not a search of the area per key.
+  const auto& ranges = entry->area.ranges();
+  auto range = ranges.begin();
   for (Key key : declared) {
-    if (!entry->area.Contains(key)) entry->declared_reads.push_back(key);
+    while (range != ranges.end() && range->second < key) ++range;
+    if (range == ranges.end() || key < range->first) entry->declared_reads.push_back(key);
   }
   entry->locked_run = true;
 }
@@ -784,7 +789,6 @@ void LtxLane::OnLockedRunDone(const TxnWork& work) {
   if (!entry || entry->state != State::kPlaced || entry->install != &work) return;
   entry->install = nullptr;
   placed_.erase(entry->id);
-  areas_.Remove(entry->id, entry->area);
   entry->finished_us = NowMicros();
   const bool commit = install.record->ltx().kind() == LTX_COMMIT;
   if (commit) {
@@ -936,14 +940,30 @@ bool LtxLane::Blocks(const Entry& entry, const ReadPlan& plan) const {
 bool LtxLane::KeyCoveredUnresolved(Key key, const ReadPlan& plan,
                                    std::vector<TxnId>* covering) const {
   bool any = false;
-  areas_.ForEachCovering(key, [&](TxnId id) {
-    const Entry& entry = ltxs_.at(id);
+  auto visit = [&](const Entry& entry) {
     if (!IsPendingFor(entry, plan) || !Blocks(entry, plan)) return;
-    if (std::find(covering->begin(), covering->end(), id) == covering->end()) {
-      covering->push_back(id);
+    if (std::find(covering->begin(), covering->end(), entry.id) == covering->end()) {
+      covering->push_back(entry.id);
     }
     any = true;
-  });
+  };
+  if (!options_.in_place) {
+    areas_.ForEachCovering(key, [&](TxnId id) { visit(ltxs_.at(id)); });
+    return any;
+  }
+  // In place nothing is deferred, and the few LTXs that can block a reader
+  // (its pending list; for a reader by snapshot, the running ones) are
+  // asked in turn: cheaper than indexing each LTX's thousands of keys.
+  if (plan.pending) {
+    for (TxnId id : *plan.pending) {
+      const Entry* entry = Find(id);
+      if (entry && entry->area.Contains(key)) visit(*entry);
+    }
+  } else {
+    ForEachRunning([&](const Entry& entry) {
+      if (entry.area.Contains(key)) visit(entry);
+    });
+  }
   return any;
 }
 
@@ -974,6 +994,27 @@ bool LtxLane::ChosenValue(Key key, const ReadPlan& plan, bool* found, std::strin
 const LtxWrite* LtxLane::ChosenWrite(Key key, const ReadPlan& plan, const Entry** from,
                                      std::vector<TxnId>* read_from) const {
   // The last LTX (in LTX order) pending for the reader that wrote the key.
+  if (options_.in_place) {
+    // Not indexed (IndexWrites): the candidates, newest first. Writes of
+    // an LTX in place are final once known: no need to name it.
+    auto chosen = [&](const Entry& entry) -> const LtxWrite* {
+      if (!IsPendingFor(entry, plan) || !WritesVisible(entry, plan)) return nullptr;
+      const LtxWrite* write = LocalWrite(entry, key);
+      if (write) *from = &entry;
+      return write;
+    };
+    if (plan.pending) {
+      for (auto it = plan.pending->rbegin(); it != plan.pending->rend(); ++it) {
+        const Entry* entry = Find(*it);
+        if (const LtxWrite* write = entry ? chosen(*entry) : nullptr) return write;
+      }
+    } else {
+      for (auto it = ltxs_.rbegin(); it != ltxs_.rend(); ++it) {
+        if (const LtxWrite* write = chosen(it->second)) return write;
+      }
+    }
+    return nullptr;
+  }
   const SmallIdList* writers = written_.Find(key);
   if (!writers) return nullptr;
   for (const TxnId* it = writers->end(); it != writers->begin();) {

@@ -302,7 +302,7 @@ class LtxLane {
     std::shared_ptr<const Txn> finished_record;
     // The record `local_writes` points into (`commit` or `finished_record`).
     std::shared_ptr<const Txn> writes_record;
-    bool indexed = false;  // its local writes are in written_
+    bool indexed = false;  // its local writes are in written_ (record protocol)
     // In place (options_.in_place, then every LTX is): its write area's
     // keys here, locked by `install` from its serialization point until its
     // writes are in.
@@ -504,9 +504,12 @@ class LtxLane {
   std::set<TxnId> placed_;                // in place, procedure not finished
   std::vector<TxnWork*> ready_installs_;  // TakeReadyInstalls
   std::set<TxnId> locked_waiting_;        // locked runs holding locks, reads not readable yet
-  AreaIndex areas_;                       // the WP areas of unresolved LTXs
+  // The WP areas of running LTXs (record protocol only: in place nothing
+  // is deferred, and a reader asks its few pending LTXs in turn).
+  AreaIndex areas_;
   // For each key a known installed LTX wrote on this partition, those
-  // LTXs (ascending): where readers look for the values they must see.
+  // LTXs (ascending): where readers look for the values they must see
+  // (record protocol only; in place, ChosenWrite asks the pending LTXs).
   FlatKeyMap<SmallIdList> written_;
   std::map<TxnId, std::vector<uint64_t>> waiters_;  // LTX -> waiter ids (deferred, parked)
   std::map<uint64_t, Deferred> deferred_;           // waiter id -> deferred txn

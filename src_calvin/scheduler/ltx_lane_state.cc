@@ -309,7 +309,7 @@ bool LtxLane::RestoreState(const std::string& bytes, std::string* error) {
     entry.origin_here = saved.origin_here();
     if (unresolved.count(id)) {
       unresolved_.insert(id);
-      areas_.Add(id, entry.area);
+      if (!options_.in_place) areas_.Add(id, entry.area);
       if (options_.in_place) {
         // Its procedure's run went with the old process: it runs again, at
         // the same snapshot (the checkpoint's epoch or later).
