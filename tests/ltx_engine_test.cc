@@ -263,6 +263,18 @@ TEST(LtxOllpTest, CalvinModeRestartsARollupWhoseWalkChangedAndCountsIt) {
   EXPECT_EQ(cluster.node(0).stats()->ltx().aborts[kAbortRecon].load(), restarts);
   EXPECT_EQ(cluster.node(0).Summary().ltx.aborts[kAbortRecon], restarts);
   EXPECT_NE(cluster.node(0).Summary().ToText().find("OLLP restarts"), std::string::npos);
+  // The procedure table counts them as restarts too (they were once only
+  // "declined"), and their attempts are no latency samples of their own.
+  bool rollups = false;
+  for (const ProcedureSummary& p : cluster.node(0).Summary().procedures) {
+    if (p.name != "bom-rollup") continue;
+    rollups = true;
+    EXPECT_EQ(p.restarts, restarts);
+    EXPECT_EQ(p.declined, restarts);
+    EXPECT_EQ(p.committed, committed);
+    EXPECT_EQ(p.latency_us.count(), committed);
+  }
+  EXPECT_TRUE(rollups) << "no bom-rollup in the procedure table";
   // Every committed txn still matches the serial order.
   testing::OrderResult order = testing::ExecuteInPositionOrder(params.workload, 1, all);
   ASSERT_EQ(order.error, "");

@@ -790,9 +790,14 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
   const bool restart = !outcome.committed && outcome.retryable &&
                        (txn.txn_class() != LTX || planned_ltx) &&
                        app_->NeedsRecon(txn.procedure());
+  // What goes back to the generators to run again: besides the restarts
+  // above, every generated LTX whose plan went stale (calvin mode's
+  // reconnoitered walks, bom's roll-ups). Each is an OLLP restart, counted
+  // as one and not as a result of its own.
+  const bool resubmitted = generated && resubmits_ && (restart || ltx_recon);
   if (txn.procedure() < kCountedProcedures) {
     by_procedure_[txn.procedure()][outcome.committed ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
-    if (restart) {
+    if (restart || resubmitted) {
       // Its latency is counted once, by the attempt that resolves (it
       // keeps its first submit time, so its latency counts its restarts).
       by_procedure_[txn.procedure()][2].fetch_add(1, std::memory_order_relaxed);
@@ -809,7 +814,7 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
     if (generated) app_->OnGeneratedResult(txn, outcome);
   }
   bool answered_later = false;
-  if (generated && resubmits_ && (restart || ltx_recon)) resubmits_->Push(Replanned(txn));
+  if (resubmitted) resubmits_->Push(Replanned(txn));
   if (restart && !generated && clients_ && txn.origin_node() == options_.id) answered_later = clients_->Resubmit(Replanned(txn));
   if (clients_ && !answered_later) clients_->OnResult(txn, outcome, read_version, reads);
   if (options_.result_tap) options_.result_tap->OnResult(txn, outcome, read_version, reads);
