@@ -66,5 +66,44 @@ TEST(KeyAreaTest, MembershipMatchesTheKeysOfRandomRanges) {
   }
 }
 
+// Many ranges over a narrow span keep a bitmap (an LTX's area of single
+// keys); it must answer like the ranges, at its edges too, and a span too
+// wide for it keeps the binary search.
+TEST(KeyAreaTest, ManyRangesAnswerMembershipFromABitmapLikeTheRanges) {
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 40; ++round) {
+    std::vector<std::pair<Key, Key>> list;
+    std::set<Key> keys;
+    // Near 0, in the middle, and at the top of the key space.
+    const Key base = round % 3 == 0 ? 0 : round % 3 == 1 ? Key{1} << 40 : UINT64_MAX - 5000;
+    const int n = 40 + static_cast<int>(rng() % 400);
+    for (int i = 0; i < n; ++i) {
+      const Key lo = base + rng() % 4800;
+      const Key hi = lo + (i % 7 == 0 ? rng() % 150 : 0);  // some span several words
+      list.emplace_back(lo, hi);
+      for (Key k = lo; k <= hi; ++k) keys.insert(k);
+    }
+    const KeyArea area(Ranges(list));
+    const KeyArea unindexed(Ranges({list.begin(), list.begin() + 1}));
+    ASSERT_TRUE(area.ranges().size() < 32 || area.indexed()) << "round " << round;
+    for (Key offset = 0; offset < 5000; ++offset) {
+      const Key k = base + offset;
+      ASSERT_EQ(area.Contains(k), keys.count(k) == 1) << "key " << k << " round " << round;
+    }
+    for (Key k : {Key{0}, base - 1, base - 64, UINT64_MAX, Key{1} << 41}) {
+      ASSERT_EQ(area.Contains(k), keys.count(k) == 1) << "key " << k << " round " << round;
+    }
+    EXPECT_FALSE(unindexed.indexed());
+    EXPECT_EQ(KeyArea::OfKeys(std::vector<Key>(keys.begin(), keys.end())).ranges(), area.ranges());
+  }
+  // Too wide a span for its ranges: the binary search answers.
+  std::vector<std::pair<Key, Key>> wide;
+  for (Key i = 0; i < 64; ++i) wide.emplace_back(i << 20, (i << 20) + 1);
+  const KeyArea sparse(Ranges(wide));
+  EXPECT_FALSE(sparse.indexed());
+  EXPECT_TRUE(sparse.Contains(Key{5} << 20));
+  EXPECT_FALSE(sparse.Contains((Key{5} << 20) + 2));
+}
+
 }  // namespace
 }  // namespace paxflow

@@ -1,10 +1,15 @@
 // A set of keys given as inclusive ranges (an LTX's write-preservation
 // area, a scan's ranges, a guard's keys): sorted, overlapping and adjacent
-// ranges merged, so membership is one binary search.
+// ranges merged, so membership is one binary search. An area of many
+// ranges over a narrow span of keys (a `long` LTX's 4,000 keys among
+// 100,000) also keeps a bitmap of that span, so membership is one bit:
+// a locked run asks it for every key it reads and writes, and the binary
+// search's cache misses over 4,000 ranges were a fifth of that run's time.
 //
 // Immutable after construction; any thread may read it.
 #pragma once
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,18 +26,26 @@ class KeyArea {
     ranges_.reserve(static_cast<size_t>(ranges.size()));
     for (const KeyRange& range : ranges) Add(range.lo(), range.hi());
     Normalize();
+    Index();
   }
   static KeyArea OfKeys(std::vector<Key> keys) {
     KeyArea area;
     for (Key key : keys) area.Add(key, key);
     area.Normalize();
+    area.Index();
     return area;
   }
 
   bool empty() const { return ranges_.empty(); }
+  // Membership is answered from the bitmap (tests check both ways).
+  bool indexed() const { return !bits_.empty(); }
   const std::vector<std::pair<Key, Key>>& ranges() const { return ranges_; }
 
   bool Contains(Key key) const {
+    if (!bits_.empty()) {
+      const Key offset = key - base_;  // below base_ it wraps past span_
+      return offset <= span_ && ((bits_[offset >> 6] >> (offset & 63)) & 1) != 0;
+    }
     auto it = std::upper_bound(ranges_.begin(), ranges_.end(), key,
                                [](Key k, const std::pair<Key, Key>& r) { return k < r.first; });
     return it != ranges_.begin() && std::prev(it)->second >= key;
@@ -132,7 +145,37 @@ class KeyArea {
     ranges_ = std::move(merged);
   }
 
+  // From this many ranges on, a binary search takes enough steps (and cache
+  // misses) that one bit is worth keeping, if the bitmap takes at most
+  // kBitmapWordsPerRange words (8 bytes each) per range, i.e. at most four
+  // times the ranges' own 16 bytes each.
+  static constexpr size_t kIndexFrom = 32;
+  static constexpr uint64_t kBitmapWordsPerRange = 8;
+  void Index() {
+    if (ranges_.size() < kIndexFrom) return;
+    const Key base = ranges_.front().first;
+    const Key span = ranges_.back().second - base;
+    if ((span >> 6) >= kBitmapWordsPerRange * ranges_.size()) return;
+    base_ = base;
+    span_ = span;
+    bits_.assign(static_cast<size_t>(span >> 6) + 1, 0);
+    for (const auto& [lo, hi] : ranges_) {
+      for (Key offset = lo - base; offset <= hi - base;) {
+        const uint64_t bit = offset & 63;
+        // One word at a time: bits bit.. of this word, up to hi.
+        const uint64_t count = std::min<uint64_t>(64 - bit, hi - base - offset + 1);
+        const uint64_t mask = count == 64 ? ~uint64_t{0} : ((uint64_t{1} << count) - 1) << bit;
+        bits_[offset >> 6] |= mask;
+        offset += count;  // at most span_ + 1: span_ is far below 2^64 here
+      }
+    }
+  }
+
   std::vector<std::pair<Key, Key>> ranges_;  // disjoint, ascending, not adjacent
+  // Bit i: key base_ + i is in the area; empty when not indexed.
+  std::vector<uint64_t> bits_;
+  Key base_ = 0;
+  Key span_ = 0;  // the last range's hi minus base_
 };
 
 }  // namespace paxflow

@@ -960,8 +960,10 @@ bool LtxLane::KeyCoveredUnresolved(Key key, const ReadPlan& plan,
       if (entry && entry->area.Contains(key)) visit(*entry);
     }
   } else {
+    // The epoch test first: most running LTXs began at or after a
+    // reader's snapshot, and the area's test is the dearer one.
     ForEachRunning([&](const Entry& entry) {
-      if (entry.area.Contains(key)) visit(entry);
+      if (entry.begin_epoch < plan.snapshot && entry.area.Contains(key)) visit(entry);
     });
   }
   return any;
