@@ -536,6 +536,7 @@ Txn LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& writ
 
 void LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& write_area,
                      const std::set<TxnId>& read_from, Txn* out) {
+  out->Clear();
   if (const std::optional<Key> outside = LowestWriteOutside(round, write_area)) {
     *out = LtxAbortRecord(begin, kAbortWriteArea,
                           "it wrote key " + std::to_string(*outside) + ", outside its write area");
@@ -736,6 +737,7 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
   // Scan s's rows at the snapshot: the store's keys merged (both ascending)
   // with the values the lane chose, which replace, insert, or delete (not
   // found).
+  uint64_t rows_read = 0;  // what a pushed-down share folded, for the counters
   auto scan_share = [&](size_t s, Key from, Key to, const ScanRow& row) {
     const Key lo = std::max(task.scans[s].lo(), from), hi = std::min(task.scans[s].hi(), to);
     if (lo > hi) return;
@@ -744,7 +746,10 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
     auto take_chosen_below = [&](Key bound, bool inclusive) {
       while (next_chosen != chosen.end() &&
              (next_chosen->first < bound || (inclusive && next_chosen->first == bound))) {
-        if (next_chosen->second.first) row(next_chosen->first, next_chosen->second.second);
+        if (next_chosen->second.first) {
+          ++rows_read;
+          row(next_chosen->first, next_chosen->second.second);
+        }
         ++next_chosen;
       }
     };
@@ -755,6 +760,7 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
                        take_chosen_below(key, /*inclusive=*/true);
                        return;
                      }
+                     ++rows_read;
                      row(key, value);
                    });
     if (next_chosen != chosen.end()) take_chosen_below(hi, /*inclusive=*/true);
@@ -778,19 +784,14 @@ void LtxExecutor::ServeReads(const LtxReadTask& task, size_t slot) {
     }
     memo.snapshot = task.snapshot;
     memo.may_learn = task.read_from.empty();
-    uint64_t folded = 0;
     result.summary = app_->SummarizeScans(
         *task.scan_txn,
         [&](size_t s, Key from, Key to, const ScanRow& row) {
-          if (s >= task.scans.size()) return;
-          scan_share(s, from, to, [&](Key key, std::string_view value) {
-            ++folded;
-            row(key, value);
-          });
+          if (s < task.scans.size()) scan_share(s, from, to, row);
         },
         memo);
     stats_->ltx().pushed_down_shares.fetch_add(1, std::memory_order_relaxed);
-    stats_->ltx().pushed_down_rows.fetch_add(folded, std::memory_order_relaxed);
+    stats_->ltx().pushed_down_rows.fetch_add(rows_read, std::memory_order_relaxed);
     if (memo.memo != nullptr) {
       std::lock_guard<std::mutex> lock(mu_);
       memo_ = std::move(held);

@@ -121,9 +121,9 @@ std::optional<Key> LowestWriteOutside(const LtxRound& round, const KeyArea& writ
 // abort record if it wrote outside `write_area`.
 Txn LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& write_area,
                     const std::set<TxnId>& read_from);
-// The same, built into `record`, which may live on an arena.
+// The same, built into `out` (cleared first), which may live on an arena.
 void LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& write_area,
-                     const std::set<TxnId>& read_from, Txn* record);
+                     const std::set<TxnId>& read_from, Txn* out);
 
 class LtxExecutor {
  public:

@@ -960,10 +960,13 @@ bool LtxLane::KeyCoveredUnresolved(Key key, const ReadPlan& plan,
       if (entry && entry->area.Contains(key)) visit(*entry);
     }
   } else {
-    // The epoch test first: most running LTXs began at or after a
-    // reader's snapshot, and the area's test is the dearer one.
+    // Whether the LTX can block this reader at all first: an LTX placed at
+    // N+1 is pending for no snapshot after N, so this is nearly always
+    // false, and the area's test is the dearer one.
     ForEachRunning([&](const Entry& entry) {
-      if (entry.begin_epoch < plan.snapshot && entry.area.Contains(key)) visit(entry);
+      if (IsPendingFor(entry, plan) && Blocks(entry, plan) && entry.area.Contains(key)) {
+        visit(entry);
+      }
     });
   }
   return any;

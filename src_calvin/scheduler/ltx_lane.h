@@ -297,7 +297,7 @@ class LtxLane {
     // Its writes are known before it is resolved: it finished here (its
     // origin; `finished_record`), or its commit record is held. LTX
     // readers may then read them early; `local_writes` points into the
-    // record that gave them, and they are in `written_`.
+    // record that gave them, and (record protocol) they are in `written_`.
     bool finished = false;
     std::shared_ptr<const Txn> finished_record;
     // The record `local_writes` points into (`commit` or `finished_record`).

@@ -283,11 +283,16 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
     callbacks_.done(work, false);  // its locks only; the record follows
   }
   const int64_t installed = NowMicros();
-  // The record's thousands of writes live on one arena: the scheduler
-  // thread, which drops the record when the lane forgets the LTX, then
-  // frees a few blocks instead of one allocation per write made here.
+  // The record's thousands of writes live on one arena: whichever thread
+  // drops the record last (the scheduler thread, when the lane forgets
+  // the LTX, or an LTX thread that read from it) frees a few blocks
+  // instead of one allocation per write made here. The first block is
+  // sized to the writes, so a small LTX's record, kept until the lane
+  // forgets it, stays small.
   google::protobuf::ArenaOptions arena_options;
-  arena_options.start_block_size = size_t{64} << 10;
+  arena_options.start_block_size =
+      std::clamp<size_t>(size_t{128} * (last.writes.size() + last.deletes.size()), size_t{1} << 10,
+                         size_t{64} << 10);
   arena_options.max_block_size = size_t{1} << 20;
   auto arena = std::make_shared<google::protobuf::Arena>(arena_options);
   Txn* record = google::protobuf::Arena::CreateMessage<Txn>(arena.get());
