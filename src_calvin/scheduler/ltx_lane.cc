@@ -940,33 +940,36 @@ bool LtxLane::Blocks(const Entry& entry, const ReadPlan& plan) const {
 bool LtxLane::KeyCoveredUnresolved(Key key, const ReadPlan& plan,
                                    std::vector<TxnId>* covering) const {
   bool any = false;
-  auto visit = [&](const Entry& entry) {
-    if (!IsPendingFor(entry, plan) || !Blocks(entry, plan)) return;
+  auto blocks_reader = [&](const Entry& entry) {
+    return IsPendingFor(entry, plan) && Blocks(entry, plan);
+  };
+  auto note = [&](const Entry& entry) {
     if (std::find(covering->begin(), covering->end(), entry.id) == covering->end()) {
       covering->push_back(entry.id);
     }
     any = true;
   };
   if (!options_.in_place) {
-    areas_.ForEachCovering(key, [&](TxnId id) { visit(ltxs_.at(id)); });
+    areas_.ForEachCovering(key, [&](TxnId id) {
+      const Entry& entry = ltxs_.at(id);
+      if (blocks_reader(entry)) note(entry);
+    });
     return any;
   }
   // In place nothing is deferred, and the few LTXs that can block a reader
   // (its pending list; for a reader by snapshot, the running ones) are
   // asked in turn: cheaper than indexing each LTX's thousands of keys.
+  // Whether one can block the reader at all is asked first: an LTX placed
+  // at N+1 is pending for no snapshot after N, so for a reader by snapshot
+  // the answer is nearly always no, and the area's test is the dearer one.
   if (plan.pending) {
     for (TxnId id : *plan.pending) {
       const Entry* entry = Find(id);
-      if (entry && entry->area.Contains(key)) visit(*entry);
+      if (entry && blocks_reader(*entry) && entry->area.Contains(key)) note(*entry);
     }
   } else {
-    // Whether the LTX can block this reader at all first: an LTX placed at
-    // N+1 is pending for no snapshot after N, so this is nearly always
-    // false, and the area's test is the dearer one.
     ForEachRunning([&](const Entry& entry) {
-      if (IsPendingFor(entry, plan) && Blocks(entry, plan) && entry.area.Contains(key)) {
-        visit(entry);
-      }
+      if (blocks_reader(entry) && entry.area.Contains(key)) note(entry);
     });
   }
   return any;
