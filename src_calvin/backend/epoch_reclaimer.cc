@@ -13,8 +13,9 @@ EpochReclaimer::EpochReclaimer(size_t slots, void* context) : context_(context) 
 
 EpochReclaimer::~EpochReclaimer() {
   for (size_t slot = 0; slot < slots_.size(); ++slot) {
-    for (const Retired& retired : slots_[slot]->retired) {
-      retired.deleter(context_, slot, retired.pointer);
+    const Slot& owner = *slots_[slot];
+    for (size_t i = owner.first; i < owner.retired.size(); ++i) {
+      owner.retired[i].deleter(context_, slot, owner.retired[i].pointer);
     }
   }
 }
@@ -38,7 +39,7 @@ void EpochReclaimer::Retire(size_t slot, void* pointer, Deleter deleter) {
   // (store-load) that a plain load is not.
   owner.retired.push_back(
       Retired{pointer, deleter, global_epoch_.fetch_add(0, std::memory_order_seq_cst)});
-  if (owner.retired.size() % kCollectEvery == 0) {
+  if ((owner.retired.size() - owner.first) % kCollectEvery == 0) {
     global_epoch_.fetch_add(1, std::memory_order_seq_cst);
     Collect(slot);
   }
@@ -56,24 +57,32 @@ uint64_t EpochReclaimer::OldestActive() const {
 
 void EpochReclaimer::Collect(size_t slot) {
   Slot& owner = *slots_[slot];
-  if (owner.retired.empty()) return;
+  std::vector<Retired>& retired = owner.retired;
+  if (owner.first == retired.size()) return;
   // A reader inside since epoch r may hold anything retired at epoch >= r.
+  // Tags never decrease along the list, so the first entry still held ends
+  // what can go: a collect costs what it frees, not the whole list. A long
+  // reader (an LTX's snapshot walk, a sweep inside its own section) keeps
+  // everything after its entry, and rescanning that every kCollectEvery
+  // retirements made the cost quadratic in what it kept.
   const uint64_t oldest = OldestActive();
-  size_t kept = 0;
-  uint64_t freed = 0;
   constexpr size_t kAhead = 8;  // deleters touch the memory: fetch it ahead
-  for (size_t i = 0; i < owner.retired.size(); ++i) {
-    if (i + kAhead < owner.retired.size()) __builtin_prefetch(owner.retired[i + kAhead].pointer, 1);
-    const Retired retired = owner.retired[i];
-    if (retired.epoch < oldest) {
-      retired.deleter(context_, slot, retired.pointer);
-      ++freed;
-    } else {
-      owner.retired[kept++] = retired;
-    }
+  size_t i = owner.first;
+  for (; i < retired.size() && retired[i].epoch < oldest; ++i) {
+    if (i + kAhead < retired.size()) __builtin_prefetch(retired[i + kAhead].pointer, 1);
+    retired[i].deleter(context_, slot, retired[i].pointer);
   }
-  owner.retired.resize(kept);
-  freed_.fetch_add(freed, std::memory_order_relaxed);
+  freed_.fetch_add(i - owner.first, std::memory_order_relaxed);
+  owner.first = i;
+  // Drop the freed prefix once it is most of the list: amortized O(1) per
+  // entry, and the list's memory stays bounded by what is kept.
+  if (owner.first == retired.size()) {
+    retired.clear();
+    owner.first = 0;
+  } else if (owner.first > retired.size() / 2) {
+    retired.erase(retired.begin(), retired.begin() + static_cast<std::ptrdiff_t>(owner.first));
+    owner.first = 0;
+  }
 }
 
 }  // namespace paxflow

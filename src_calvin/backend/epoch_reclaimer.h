@@ -46,7 +46,10 @@ class EpochReclaimer {
   };
   struct alignas(64) Slot {
     std::atomic<uint64_t> active_epoch{0};  // 0: not reading
-    std::vector<Retired> retired;           // owner thread only
+    // Owner thread only. Tagged in retirement order, so epochs never
+    // decrease along it: what can be freed is always a prefix, from `first`.
+    std::vector<Retired> retired;
+    size_t first = 0;  // retired[0, first) already freed
   };
   uint64_t OldestActive() const;
 
