@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -927,6 +928,68 @@ TEST(BomTest, GeneratedTxnsRelinkWithinTheLevelsAndRollupsWalkTheTree) {
   EXPECT_NEAR(rollups, 90, 40);
   EXPECT_GT(relinks, 1000);
   EXPECT_GT(costs, 3000);
+}
+
+// Once re-links make the trees DAGs (parts reached by several paths, some
+// by none), each level's roll-up is still the cost summed over every path
+// from the root: checked against a walk that follows each path on its own.
+TEST(BomTest, RollupsSumEveryPathThroughSharedParts) {
+  WorkloadParams params = SmallBom();
+  params.bom_fanout = 4;
+  params.bom_levels = 4;
+  params.bom_products = 3;
+  params.ltx_fraction = 0.02;
+  const BomLayout layout(params);
+  auto app = MakeApplication(params);
+  MapLoader loader;
+  app->Load(0, 1, &loader);
+  auto generator = app->NewGenerator(0, 1, 5);
+  // Sum over paths, one path at a time.
+  std::function<void(Key, uint32_t, std::vector<uint64_t>*)> walk =
+      [&](Key key, uint32_t level, std::vector<uint64_t>* sums) {
+        auto it = loader.table.find(key);
+        if (it == loader.table.end()) return;
+        (*sums)[level] += BomLayout::Word(it->second, 0);
+        if (level + 1 == layout.levels()) return;
+        for (uint32_t j = 0; j < layout.fanout(); ++j) {
+          walk(BomLayout::Word(it->second, 1 + j), level + 1, sums);
+        }
+      };
+  int rollups = 0, shared = 0;
+  for (int i = 0; i < 4000; ++i) {
+    Txn txn;
+    generator->Next(&txn);
+    if (txn.txn_class() == LTX) {
+      Key root;
+      std::memcpy(&root, txn.args().data(), 8);
+      std::vector<uint64_t> sums(layout.levels(), 0);
+      walk(root, 0, &sums);
+      std::set<Key> read;
+      const LtxRound last = RunOver(*app, txn, loader.table, &read);
+      ASSERT_EQ(last.writes.size(), layout.levels());
+      for (uint32_t l = 0; l < layout.levels(); ++l) {
+        uint64_t total = 0;
+        std::memcpy(&total, last.writes.value(l).data(), 8);
+        ASSERT_EQ(total, sums[l]) << "roll-up " << i << ", level " << l;
+      }
+      // Fewer distinct parts read than paths: the walk shared parts.
+      if (read.size() < 1 + 4 + 16 + 64) ++shared;
+      ++rollups;
+      continue;
+    }
+    ReadValues reads;
+    reads.Reset(txn.read_write_set_size());
+    for (int k = 0; k < txn.read_write_set_size(); ++k) {
+      reads.Set(k, loader.table.at(txn.read_write_set(k)));
+    }
+    WriteSet writes;
+    TxnOutcome outcome;
+    app->Execute(txn, reads, &writes, &outcome);
+    ASSERT_TRUE(outcome.committed) << outcome.detail;
+    for (size_t w = 0; w < writes.size(); ++w) loader.table[writes.key(w)] = std::string(writes.value(w));
+  }
+  EXPECT_GT(rollups, 40);
+  EXPECT_GT(shared, rollups / 2) << "the re-links should have made most walks share parts";
 }
 
 // OLLP: the reconnaissance declares exactly what the walk reads; the locked

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
+#include <utility>
+#include <vector>
 
 #include "common/hash.h"
 #include "common/key_area.h"
@@ -204,17 +205,23 @@ void BomApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads&
   std::memcpy(&root, txn.args().data(), 8);
   const uint32_t levels = params_.bom_levels;
   // Walk again from the root over what earlier rounds read: level l's parts
-  // with how many paths reach each (a DAG may share parts). Round r asks for
-  // level r, named by the values of level r - 1.
-  std::map<Key, uint64_t> level = {{root, 1}};
+  // with how many paths reach each (a DAG may share parts), in key order.
+  // Round r asks for level r, named by the values of level r - 1. Sorted
+  // vectors rather than a map: the leaf level has fanout^(levels-1) parts,
+  // and this walk runs once per round.
+  using Paths = std::vector<std::pair<Key, uint64_t>>;
+  Paths level = {{root, 1}};
+  Paths next;
   uint64_t checksum = 0, parts = 0;
   std::vector<uint64_t> subtotal(levels, 0);
   for (uint32_t l = 0; l < levels; ++l) {
     if (l == round) {
+      out->reads.reserve(out->reads.size() + level.size());
       for (const auto& [key, paths] : level) out->reads.push_back(key);
       return;
     }
-    std::map<Key, uint64_t> next;
+    next.clear();
+    if (l + 1 < levels) next.reserve(level.size() * params_.bom_fanout);
     for (const auto& [key, paths] : level) {
       bool found = false;
       std::string_view value;
@@ -225,9 +232,21 @@ void BomApplication::ExecuteLong(const Txn& txn, uint32_t round, const LtxReads&
       subtotal[l] += paths * BomLayout::Word(value, 0);
       if (l + 1 == levels) continue;
       for (uint32_t j = 0; j < params_.bom_fanout; ++j) {
-        next[BomLayout::Word(value, 1 + j)] += paths;
+        next.emplace_back(BomLayout::Word(value, 1 + j), paths);
       }
     }
+    // Each child once, its paths summed.
+    std::sort(next.begin(), next.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    size_t merged = 0;
+    for (size_t i = 0; i < next.size(); ++i) {
+      if (merged > 0 && next[merged - 1].first == next[i].first) {
+        next[merged - 1].second += next[i].second;
+      } else {
+        next[merged++] = next[i];
+      }
+    }
+    next.resize(merged);
     level.swap(next);
   }
   // Every level read: the roll-up, one key per level (the write area's keys,
