@@ -275,6 +275,15 @@ TEST(LtxOllpTest, CalvinModeRestartsARollupWhoseWalkChangedAndCountsIt) {
     EXPECT_EQ(p.latency_us.count(), committed);
   }
   EXPECT_TRUE(rollups) << "no bom-rollup in the procedure table";
+  // So does the row of long txns: a restart is neither an aborted LTX nor a
+  // latency sample of its own, and the summary names it once, as a restart.
+  const RunSummary summary = cluster.node(0).Summary();
+  EXPECT_EQ(summary.kinds[kKindLong].committed, committed);
+  EXPECT_EQ(summary.kinds[kKindLong].aborted, 0u);
+  EXPECT_EQ(summary.kinds[kKindLong].latency_us.count(), committed);
+  const std::string text = summary.ToText();
+  EXPECT_NE(text.find("long txns: " + std::to_string(committed) + " committed, 0 aborted\n"),
+            std::string::npos) << text;
   // Every committed txn still matches the serial order.
   testing::OrderResult order = testing::ExecuteInPositionOrder(params.workload, 1, all);
   ASSERT_EQ(order.error, "");

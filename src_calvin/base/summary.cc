@@ -120,7 +120,8 @@ std::string RunSummary::ToText() const {
       out << " (";
       bool first = true;
       for (int r = 0; r < kLtxAbortReasons; ++r) {
-        if (ltx.aborts[r] == 0) continue;
+        // Generated LTXs' OLLP restarts have a line of their own, below.
+        if (ltx.aborts[r] == 0 || r == kAbortRecon) continue;
         out << (first ? "" : ", ") << LtxAbortReasonName(r) << " " << ltx.aborts[r];
         first = false;
       }

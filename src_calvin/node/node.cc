@@ -1200,8 +1200,11 @@ void Node::ReportLoop() {
     if (status.active_ltx + status.deferred + status.parked > 0 ||
         options_.params.workload.ltx_fraction > 0) {
       const LtxCounters& ltx = stats_->ltx();
+      // OLLP restarts (recon) run again: they have their own count, below.
       uint64_t aborted = 0;
-      for (const auto& n : ltx.aborts) aborted += n.load(std::memory_order_relaxed);
+      for (int r = 0; r < kLtxAbortReasons; ++r) {
+        if (r != kAbortRecon) aborted += ltx.aborts[r].load(std::memory_order_relaxed);
+      }
       line += " | LTX active " + std::to_string(status.active_ltx) + "  aborted " +
               std::to_string(aborted) + "  deferred " + std::to_string(status.deferred) +
               "  parked-RO " + std::to_string(status.parked);

@@ -451,11 +451,17 @@ void WorkerPool::Report(TxnWork* work, const TxnOutcome& outcome, const ReadValu
   WorkerStats& stats = stats_->worker(context->index);
   const int64_t now = NowMicros();
   const int64_t latency = now - txn.submit_time_us();
-  stats.latency_us[work->kind].RecordElapsed(latency);
-  if (outcome.aborted) {
-    WorkerStats::Add(stats.aborted[work->kind]);
-  } else {
-    WorkerStats::Add(stats.committed[work->kind]);
+  // An LTX whose reconnaissance went stale (calvin mode's OLLP) runs again:
+  // a generated one, or a client's the node planned, is submitted again
+  // under its first submit time, and the attempt that resolves counts it
+  // and its latency; any other client's is told to retry. This attempt is
+  // a restart, counted as one (LtxCounters' recon aborts), not an aborted
+  // LTX nor a latency sample.
+  const bool ollp_restart = work->kind == kKindLong && outcome.aborted &&
+                            LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon;
+  if (!ollp_restart) {
+    stats.latency_us[work->kind].RecordElapsed(latency);
+    WorkerStats::Add(outcome.aborted ? stats.aborted[work->kind] : stats.committed[work->kind]);
   }
   if (txn.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
   if (!outcome.committed && !outcome.aborted) WorkerStats::Add(stats.declined[work->kind]);

@@ -25,8 +25,6 @@ class InflightWindow {
   size_t Claim(size_t want);
   // Claimed but not generated after all: room again.
   void Release(size_t count);
-  // One more txn that must go whatever the room (an OLLP restart).
-  void Force() { generated_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   const uint64_t limit_;
