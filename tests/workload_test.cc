@@ -857,29 +857,38 @@ TEST(BomTest, LayoutLoadsEveryTreeOnOnePartition) {
   }
 }
 
+// A bom application loaded for one partition, with that partition's generator.
+struct LoadedBom {
+  LoadedBom(const WorkloadParams& params, PartitionId partition, uint32_t partitions, uint64_t seed)
+      : layout(params), app(MakeApplication(params)) {
+    app->Load(partition, partitions, &loader);
+    generator = app->NewGenerator(partition, partitions, seed);
+  }
+  const BomLayout layout;
+  std::unique_ptr<Application> app;
+  MapLoader loader;
+  std::unique_ptr<TxnGenerator> generator;
+};
+
 TEST(BomTest, GeneratedTxnsRelinkWithinTheLevelsAndRollupsWalkTheTree) {
   WorkloadParams params = SmallBom();
   params.ltx_fraction = 0.03;
-  const BomLayout layout(params);
-  auto app = MakeApplication(params);
-  MapLoader loader;
-  app->Load(1, 3, &loader);
-  auto generator = app->NewGenerator(1, 3, 9);
+  LoadedBom bom(params, 1, 3, 9);
   int rollups = 0, relinks = 0, costs = 0;
   for (int i = 0; i < 3000; ++i) {
     Txn txn;
-    generator->Next(&txn);
-    EXPECT_EQ(app->CheckClientTxn(txn), "") << i;
+    bom.generator->Next(&txn);
+    EXPECT_EQ(bom.app->CheckClientTxn(txn), "") << i;
     if (txn.txn_class() == LTX) {
       ++rollups;
       ASSERT_EQ(txn.procedure(), BomApplication::kRollup);
-      EXPECT_TRUE(app->NeedsRecon(txn.procedure()));
+      EXPECT_TRUE(bom.app->NeedsRecon(txn.procedure()));
       EXPECT_EQ(txn.ltx().read_area_size(), 0) << "paxflow needs no declared reads";
       // A roll-up of the walk, summed over every path, into the write area.
       std::set<Key> read;
-      const LtxRound last = RunOver(*app, txn, loader.table, &read);
+      const LtxRound last = RunOver(*bom.app, txn, bom.loader.table, &read);
       const KeyArea area(txn.ltx().write_area());
-      ASSERT_EQ(last.writes.size(), layout.levels());
+      ASSERT_EQ(last.writes.size(), bom.layout.levels());
       for (size_t w = 0; w < last.writes.size(); ++w) EXPECT_TRUE(area.Contains(last.writes.key(w)));
       for (Key key : read) {
         EXPECT_EQ(key % 3, 1u);
@@ -887,7 +896,7 @@ TEST(BomTest, GeneratedTxnsRelinkWithinTheLevelsAndRollupsWalkTheTree) {
       }
       EXPECT_LE(read.size(), 13u);
       uint64_t leaves = 0;
-      std::memcpy(&leaves, last.writes.value(layout.levels() - 1).data(), 8);
+      std::memcpy(&leaves, last.writes.value(bom.layout.levels() - 1).data(), 8);
       EXPECT_GE(leaves, 9u) << "9 leaf paths of cost >= 1";
       continue;
     }
@@ -895,34 +904,34 @@ TEST(BomTest, GeneratedTxnsRelinkWithinTheLevelsAndRollupsWalkTheTree) {
     ASSERT_EQ(txn.read_write_set_size(), 4);
     ReadValues reads;
     reads.Reset(4);
-    for (int k = 0; k < 4; ++k) reads.Set(k, loader.table.at(txn.read_write_set(k)));
+    for (int k = 0; k < 4; ++k) reads.Set(k, bom.loader.table.at(txn.read_write_set(k)));
     WriteSet writes;
     TxnOutcome outcome;
-    app->Execute(txn, reads, &writes, &outcome);
+    bom.app->Execute(txn, reads, &writes, &outcome);
     ASSERT_TRUE(outcome.committed) << outcome.detail;
     ASSERT_EQ(writes.size(), 4u);
     for (size_t w = 0; w < writes.size(); ++w) {
       uint64_t product, index;
       uint32_t level;
-      ASSERT_TRUE(layout.DecodePart(writes.key(w), &product, &level, &index));
+      ASSERT_TRUE(bom.layout.DecodePart(writes.key(w), &product, &level, &index));
       EXPECT_EQ(writes.key(w) % 3, 1u);
-      const std::string& old = loader.table.at(writes.key(w));
+      const std::string& old = bom.loader.table.at(writes.key(w));
       const std::string now(writes.value(w));
-      if (level + 1 == layout.levels()) {
+      if (level + 1 == bom.layout.levels()) {
         ++costs;
       } else {
         // A re-link: still a pointer into the next level, on this partition.
         ++relinks;
-        for (uint32_t j = 0; j < layout.fanout(); ++j) {
+        for (uint32_t j = 0; j < bom.layout.fanout(); ++j) {
           uint64_t cp, ci;
           uint32_t cl;
-          ASSERT_TRUE(layout.DecodePart(BomLayout::Word(now, 1 + j), &cp, &cl, &ci));
+          ASSERT_TRUE(bom.layout.DecodePart(BomLayout::Word(now, 1 + j), &cp, &cl, &ci));
           EXPECT_EQ(cl, level + 1);
           EXPECT_EQ(BomLayout::Word(now, 1 + j) % 3, 1u);
         }
         EXPECT_EQ(BomLayout::Word(now, 0), BomLayout::Word(old, 0)) << "a re-link keeps the cost";
       }
-      loader.table[writes.key(w)] = now;
+      bom.loader.table[writes.key(w)] = now;
     }
   }
   EXPECT_NEAR(rollups, 90, 40);
@@ -939,35 +948,31 @@ TEST(BomTest, RollupsSumEveryPathThroughSharedParts) {
   params.bom_levels = 4;
   params.bom_products = 3;
   params.ltx_fraction = 0.02;
-  const BomLayout layout(params);
-  auto app = MakeApplication(params);
-  MapLoader loader;
-  app->Load(0, 1, &loader);
-  auto generator = app->NewGenerator(0, 1, 5);
+  LoadedBom bom(params, 0, 1, 5);
   // Sum over paths, one path at a time.
   std::function<void(Key, uint32_t, std::vector<uint64_t>*)> walk =
       [&](Key key, uint32_t level, std::vector<uint64_t>* sums) {
-        auto it = loader.table.find(key);
-        if (it == loader.table.end()) return;
+        auto it = bom.loader.table.find(key);
+        if (it == bom.loader.table.end()) return;
         (*sums)[level] += BomLayout::Word(it->second, 0);
-        if (level + 1 == layout.levels()) return;
-        for (uint32_t j = 0; j < layout.fanout(); ++j) {
+        if (level + 1 == bom.layout.levels()) return;
+        for (uint32_t j = 0; j < bom.layout.fanout(); ++j) {
           walk(BomLayout::Word(it->second, 1 + j), level + 1, sums);
         }
       };
   int rollups = 0, shared = 0;
   for (int i = 0; i < 4000; ++i) {
     Txn txn;
-    generator->Next(&txn);
+    bom.generator->Next(&txn);
     if (txn.txn_class() == LTX) {
       Key root;
       std::memcpy(&root, txn.args().data(), 8);
-      std::vector<uint64_t> sums(layout.levels(), 0);
+      std::vector<uint64_t> sums(bom.layout.levels(), 0);
       walk(root, 0, &sums);
       std::set<Key> read;
-      const LtxRound last = RunOver(*app, txn, loader.table, &read);
-      ASSERT_EQ(last.writes.size(), layout.levels());
-      for (uint32_t l = 0; l < layout.levels(); ++l) {
+      const LtxRound last = RunOver(*bom.app, txn, bom.loader.table, &read);
+      ASSERT_EQ(last.writes.size(), bom.layout.levels());
+      for (uint32_t l = 0; l < bom.layout.levels(); ++l) {
         uint64_t total = 0;
         std::memcpy(&total, last.writes.value(l).data(), 8);
         ASSERT_EQ(total, sums[l]) << "roll-up " << i << ", level " << l;
@@ -980,13 +985,13 @@ TEST(BomTest, RollupsSumEveryPathThroughSharedParts) {
     ReadValues reads;
     reads.Reset(txn.read_write_set_size());
     for (int k = 0; k < txn.read_write_set_size(); ++k) {
-      reads.Set(k, loader.table.at(txn.read_write_set(k)));
+      reads.Set(k, bom.loader.table.at(txn.read_write_set(k)));
     }
     WriteSet writes;
     TxnOutcome outcome;
-    app->Execute(txn, reads, &writes, &outcome);
+    bom.app->Execute(txn, reads, &writes, &outcome);
     ASSERT_TRUE(outcome.committed) << outcome.detail;
-    for (size_t w = 0; w < writes.size(); ++w) loader.table[writes.key(w)] = std::string(writes.value(w));
+    for (size_t w = 0; w < writes.size(); ++w) bom.loader.table[writes.key(w)] = std::string(writes.value(w));
   }
   EXPECT_GT(rollups, 40);
   EXPECT_GT(shared, rollups / 2) << "the re-links should have made most walks share parts";
