@@ -324,6 +324,32 @@ uint64_t LtxBench::Digest(Epoch epoch) {
   return digest;
 }
 
+bool LtxBench::ValueAt(PartitionId p, Key key, Epoch epoch, std::string* value) {
+  Partition& partition = *partitions_[p];
+  Store& store = *partition.store;
+  store.EnterSnapshot(partition.owner_slot);
+  std::string_view view;
+  const bool found = store.ReadAt(partition.owner_slot, key, epoch, &view);
+  if (found) value->assign(view);
+  store.ExitSnapshot(partition.owner_slot);
+  return found;
+}
+
+uint64_t LtxBench::ChecksumReading(const Txn& ltx, const std::map<Key, std::string>& values) const {
+  // Every key the procedure may ask for is answered, as the lane answers a
+  // round: with the value given, or absent.
+  LtxReads reads;
+  std::vector<Key> keys(ltx.read_set().begin(), ltx.read_set().end());
+  keys.insert(keys.end(), ltx.read_write_set().begin(), ltx.read_write_set().end());
+  for (Key key : keys) {
+    auto it = values.find(key);
+    reads.SetPoint(key, it != values.end(), it != values.end() ? it->second : std::string_view());
+  }
+  LtxRound round;
+  app_->ExecuteLong(ltx, /*round=*/1, reads, &round);
+  return round.outcome.checksum;
+}
+
 Epoch LtxBench::Published() const {
   Epoch published = UINT64_MAX;
   for (PartitionId p = 0; p < options_.partitions; ++p) {

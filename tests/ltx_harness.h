@@ -114,6 +114,13 @@ class LtxBench : public RecordSubmitter, public PeerSender {
   const NodeStats& stats(PartitionId p) const { return *partitions_[p]->stats; }
   const ResultLog& results() const { return results_; }
   bool Result(TxnId id, ResultLog::Result* out) const { return results_.Find(id, out); }
+  // The value of `key` on partition `p` at `epoch` (the newest version
+  // tagged `epoch` or before): false if it had none.
+  bool ValueAt(PartitionId p, Key key, Epoch epoch, std::string* value);
+  // The checksum LTX `ltx`'s procedure reports when its point reads return
+  // `values` (a key missing there reads as absent): what a test compares an
+  // LTX's result with to pin the exact values it read.
+  uint64_t ChecksumReading(const Txn& ltx, const std::map<Key, std::string>& values) const;
   // Digest of the whole database as of `epoch` (published on every partition).
   uint64_t Digest(Epoch epoch);
   Epoch Published() const;

@@ -253,6 +253,116 @@ TEST(LtxInPlaceTest, AnLtxBegunInTheCheckpointEpochRunsAgainAfterTheRestart) {
   EXPECT_EQ(restarted.Digest(4), live.Digest(4));
 }
 
+// The read rule with three LTXs begun in one epoch (docs/ltx.md, "The read
+// rule"): A, B and C begun in epoch 1 stand at (2, 0, 0, A) < B < C. C reads
+// key 5, which A's and B's areas both cover: it takes the write of the
+// newest of them that wrote key 5, or epoch 1's value if neither did, and
+// only once both finished. The test picks which of A and B is held on its
+// LTX thread while the other finishes, and checks the exact value C read.
+
+constexpr Key kCovered = 5;
+
+struct ThreeLtxs {
+  TxnId a = 0, b = 0, c = 0;
+};
+
+// Epoch 1: A and B (areas covering key 5; what they write is the caller's),
+// then C, which reads key 5 and writes key 7. Epoch 2 places them.
+ThreeLtxs BeginThree(LtxBench* bench, Txn a, Txn b) {
+  const auto ids = bench->Sequence(
+      1, {std::move(a), std::move(b), LtxBench::LongKv({kCovered}, {{7, "c"}}, {{7, 7}})});
+  bench->Sequence(2, {});
+  return ThreeLtxs{ids[0], ids[1], ids[2]};
+}
+
+// Runs every LTX but `held` as far as it goes: the other of A and B
+// finishes, and C's read of key 5 must still wait for `held`.
+void FinishAllBut(LtxBench* bench, const ThreeLtxs& ltxs, TxnId held) {
+  bench->DrainHolding(held);
+  // Nothing but the held LTX's tasks is left for the LTX threads: the
+  // other one ran its procedure to its end, and C is not reading.
+  EXPECT_EQ(bench->scheduler(0).RunQueuedLtxWork(held), 0u);
+  Result result;
+  EXPECT_FALSE(bench->Result(ltxs.c, &result))
+      << "C read key 5 while " << (held == ltxs.a ? "A" : "B") << ", pending for it, ran";
+  EXPECT_FALSE(bench->Result(held, &result));
+}
+
+// Every LTX committed, and C's checksum is the one reading `value` for key
+// 5 (and nothing else); A and B read nothing.
+void ExpectCRead(LtxBench* bench, const ThreeLtxs& ltxs, const std::string& value) {
+  Result result;
+  for (TxnId id : {ltxs.a, ltxs.b}) {
+    ASSERT_TRUE(bench->Result(id, &result));
+    EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+    EXPECT_EQ(result.outcome.checksum, bench->ChecksumReading(result.txn, {}));
+  }
+  ASSERT_TRUE(bench->Result(ltxs.c, &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_TRUE(SamePosition(result.outcome.position, SerialPosition{2, 0, 0, ltxs.c}));
+  EXPECT_EQ(result.outcome.checksum, bench->ChecksumReading(result.txn, {{kCovered, value}}))
+      << "C did not read \"" << value << "\" for key 5";
+}
+
+std::string ValueAtOne(LtxBench* bench, Key key) {
+  std::string value;
+  EXPECT_TRUE(bench->ValueAt(0, key, 1, &value));
+  return value;
+}
+
+TEST(LtxInPlaceTest, AThirdLtxReadsTheOlderWriterWhenTheNewerCoveringLtxDidNotWriteTheKey) {
+  LtxBench bench(OnLtxThreads());
+  // A writes key 5; B's area covers keys 5 and 6, it writes key 6 only.
+  const ThreeLtxs ltxs =
+      BeginThree(&bench, LtxBench::LongKv({}, {{kCovered, "a"}}, {{kCovered, kCovered}}),
+                 LtxBench::LongKv({}, {{6, "b"}}, {{kCovered, 6}}));
+  const std::string at_one = ValueAtOne(&bench, kCovered);
+  FinishAllBut(&bench, ltxs, ltxs.a);  // B finishes before A
+  bench.Drain();
+  ExpectCRead(&bench, ltxs, "a");
+  Result c;
+  ASSERT_TRUE(bench.Result(ltxs.c, &c));
+  EXPECT_NE(c.outcome.checksum, bench.ChecksumReading(c.txn, {{kCovered, at_one}}))
+      << "C read epoch 1's value of key 5, past A's write";
+  std::string value;
+  ASSERT_TRUE(bench.ValueAt(0, kCovered, 2, &value));
+  EXPECT_EQ(value, "a");
+  ASSERT_TRUE(bench.ValueAt(0, 6, 2, &value));
+  EXPECT_EQ(value, "b");
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+TEST(LtxInPlaceTest, AThirdLtxReadsTheSnapshotWhenNeitherCoveringLtxWroteTheKey) {
+  // A's area covers keys 5 and 6, B's keys 5 and 8; they write keys 6 and 8.
+  // Held A, then held B: either way C waits for both.
+  for (int held = 0; held < 2; ++held) {
+    SCOPED_TRACE(held == 0 ? "A held" : "B held");
+    LtxBench bench(OnLtxThreads());
+    const ThreeLtxs ltxs =
+        BeginThree(&bench, LtxBench::LongKv({}, {{6, "a"}}, {{kCovered, 6}}),
+                   LtxBench::LongKv({}, {{8, "b"}}, {{kCovered, kCovered}, {8, 8}}));
+    const std::string at_one = ValueAtOne(&bench, kCovered);
+    FinishAllBut(&bench, ltxs, held == 0 ? ltxs.a : ltxs.b);
+    bench.Drain();
+    ExpectCRead(&bench, ltxs, at_one);
+    EXPECT_EQ(bench.CheckSerialOrder(), "");
+  }
+}
+
+TEST(LtxInPlaceTest, AThirdLtxReadsTheNewerOfTwoWritersEvenIfItFinishedFirst) {
+  LtxBench bench(OnLtxThreads());
+  const ThreeLtxs ltxs =
+      BeginThree(&bench, LtxBench::LongKv({}, {{kCovered, "a"}}, {{kCovered, kCovered}}),
+                 LtxBench::LongKv({}, {{kCovered, "b"}}, {{kCovered, kCovered}}));
+  FinishAllBut(&bench, ltxs, ltxs.a);  // B finishes before A
+  bench.Drain();
+  ExpectCRead(&bench, ltxs, "b");
+  std::string value;
+  ASSERT_TRUE(bench.ValueAt(0, kCovered, 2, &value));
+  EXPECT_EQ(value, "b") << "A's install came after B's";
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
 // Locked runs (docs/ltx.md, "Locked run"): an LTX in place whose procedure
 // reads only its write area and its declared reads (ycsb-ltx) runs on a
 // worker once its install holds its area's locks. One test per row of that
@@ -391,6 +501,102 @@ TEST(LtxLockedRunTest, AShortTxnAfterItOverwritesItsKeyBeforeALaterLtxOfItsEpoch
   threads.Drain();
   EXPECT_EQ(threads.CheckSerialOrder(), "");
   EXPECT_EQ(threads.Digest(2), bench.Digest(2));
+}
+
+// The read rule with three LTXs (above), now run locked: A (reads key 1,
+// writes key 5) and C (reads key 5, writes key 7) are ycsb-ltx LTXs; B is
+// the caller's, its area covering key 5, which it does not write.
+ThreeLtxs BeginThreeLocked(LtxBench* bench, Txn b) {
+  const auto ids = bench->Sequence(
+      1, {LtxBench::Long({1}, {kCovered}), std::move(b), LtxBench::Long({kCovered}, {7})});
+  bench->Sequence(2, {});
+  return ThreeLtxs{ids[0], ids[1], ids[2]};
+}
+
+// C read A's write of key 5 (and key 7 at epoch 1), A and B their keys at
+// epoch 1; every LTX committed.
+void ExpectCReadA(LtxBench* bench, const ThreeLtxs& ltxs) {
+  std::string from_a;
+  ASSERT_TRUE(bench->ValueAt(0, kCovered, 2, &from_a));
+  ASSERT_NE(from_a, ValueAtOne(bench, kCovered));
+  Result result;
+  for (TxnId id : {ltxs.a, ltxs.b}) {
+    ASSERT_TRUE(bench->Result(id, &result));
+    EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  }
+  ASSERT_TRUE(bench->Result(ltxs.a, &result));
+  EXPECT_EQ(result.outcome.checksum,
+            bench->ChecksumReading(result.txn, {{1, ValueAtOne(bench, 1)},
+                                                {kCovered, ValueAtOne(bench, kCovered)}}));
+  // B reads (at most) keys 2 and 6, at epoch 1: no LTX pending for it
+  // covers them.
+  ASSERT_TRUE(bench->Result(ltxs.b, &result));
+  EXPECT_EQ(result.outcome.checksum,
+            bench->ChecksumReading(result.txn,
+                                   {{2, ValueAtOne(bench, 2)}, {6, ValueAtOne(bench, 6)}}));
+  ASSERT_TRUE(bench->Result(ltxs.c, &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_EQ(result.outcome.checksum,
+            bench->ChecksumReading(result.txn, {{kCovered, from_a}, {7, ValueAtOne(bench, 7)}}))
+      << "C did not read A's write of key 5";
+}
+
+TEST(LtxLockedRunTest, AThirdLtxReadsTheOlderWriterWhenTheNewerCoveringLtxDidNotWriteTheKey) {
+  LtxBench bench(InPlace());
+  // B reads key 2 and writes key 6; its area covers key 5 as well.
+  Txn b = LtxBench::Long({2}, {6});
+  KeyRange* covered = b.mutable_ltx()->add_write_area();
+  covered->set_lo(kCovered);
+  covered->set_hi(kCovered);
+  const ThreeLtxs ltxs = BeginThreeLocked(&bench, b);
+  Scheduler& scheduler = bench.scheduler(0);
+  scheduler.Step();  // all placed: A runs; B's install waits for A's lock on key 5
+  scheduler.RunQueuedWork();
+  Result result;
+  ASSERT_TRUE(bench.Result(ltxs.a, &result));
+  EXPECT_FALSE(bench.Result(ltxs.b, &result)) << "B's install got key 5 before A's freed it";
+  EXPECT_FALSE(bench.Result(ltxs.c, &result)) << "C read key 5 before A, pending for it, ran";
+  scheduler.Step();  // A's run is done: B runs; C still waits for B, which covers key 5
+  scheduler.RunQueuedWork();
+  ASSERT_TRUE(bench.Result(ltxs.b, &result));
+  EXPECT_FALSE(bench.Result(ltxs.c, &result)) << "C read key 5 before B, pending for it, ran";
+  scheduler.Step();  // B's run is done: C takes A's write
+  scheduler.RunQueuedWork();
+  ASSERT_TRUE(bench.Result(ltxs.c, &result));
+  EXPECT_EQ(scheduler.RunQueuedLtxWork(), 0u);
+  EXPECT_EQ(bench.stats(0).ltx().locked_runs.load(), 3u);
+  bench.Drain();  // publishes epoch 2
+  ExpectCReadA(&bench, ltxs);
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+TEST(LtxLockedRunTest, AThirdLtxWaitsForTheOlderWriterAfterTheNewerCoveringLtxFinished) {
+  LtxBench bench(InPlace());
+  // B runs on an LTX thread (ltx-kv): its area covers keys 5 and 6, it
+  // writes key 6 only, and its procedure finishes before A's locked run.
+  const ThreeLtxs ltxs =
+      BeginThreeLocked(&bench, LtxBench::LongKv({}, {{6, "b"}}, {{kCovered, 6}}));
+  Scheduler& scheduler = bench.scheduler(0);
+  scheduler.Step();  // all placed: A's run is queued on the worker, B's procedure on its thread
+  size_t ran = 0;
+  while (const size_t tasks = scheduler.RunQueuedLtxWork()) {
+    ran += tasks;
+    scheduler.Step();
+  }
+  EXPECT_GT(ran, 0u) << "B's procedure did not run on an LTX thread";
+  Result result;
+  EXPECT_FALSE(bench.Result(ltxs.a, &result));
+  EXPECT_FALSE(bench.Result(ltxs.c, &result))
+      << "C read key 5 once B finished, while A, pending for it, had not run";
+  scheduler.RunQueuedWork();  // A's run
+  ASSERT_TRUE(bench.Result(ltxs.a, &result));
+  bench.Drain();
+  ExpectCReadA(&bench, ltxs);
+  std::string value;
+  ASSERT_TRUE(bench.ValueAt(0, 6, 2, &value));
+  EXPECT_EQ(value, "b");
+  EXPECT_EQ(bench.stats(0).ltx().locked_runs.load(), 2u);
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 
 TEST(LtxLockedRunTest, AnUndeclaredReadGivesTheRunBackToAnLtxThreadAndTheLocksStayHeld) {
