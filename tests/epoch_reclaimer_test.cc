@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace paxflow {
@@ -54,6 +55,42 @@ TEST(EpochReclaimerTest, ALongReaderKeepsWhatWasRetiredAfterItEnteredAndNothingE
   EXPECT_EQ(reclaimer.freed(), kBefore + kDuring);
 }
 
+// A reader that enters while a slot's list has a prefix it cannot reach
+// and a rest it may: a collect frees exactly that prefix and keeps its
+// place in the list; later collects go on from there (the list compacted
+// on the way), and the reclaimer's end frees the rest, each item once.
+TEST(EpochReclaimerTest, ACollectFreesExactlyThePrefixNoReaderCanReach) {
+  FreedLog log;
+  {
+    EpochReclaimer reclaimer(3, &log);
+    for (size_t i = 1; i <= 5; ++i) reclaimer.Retire(0, Item(i), &FreedLog::Delete);
+    // Another slot's 128 retirements move the epoch on (and free them).
+    for (size_t i = 1001; i <= 1128; ++i) reclaimer.Retire(2, Item(i), &FreedLog::Delete);
+    reclaimer.Enter(1);  // may hold anything retired from here on
+    for (size_t i = 6; i <= 20; ++i) reclaimer.Retire(0, Item(i), &FreedLog::Delete);
+    log.freed.clear();
+    reclaimer.Collect(0);
+    ASSERT_EQ(log.freed, (std::vector<size_t>{1, 2, 3, 4, 5}));
+    reclaimer.Collect(0);
+    EXPECT_EQ(log.freed.size(), 5u) << "nothing more while the reader is inside";
+    reclaimer.Exit(1);
+    for (size_t i = 21; i <= 30; ++i) reclaimer.Retire(0, Item(i), &FreedLog::Delete);
+    for (size_t i = 2001; i <= 2128; ++i) reclaimer.Retire(2, Item(i), &FreedLog::Delete);
+    log.freed.erase(std::remove_if(log.freed.begin(), log.freed.end(),
+                                   [](size_t item) { return item > 1000; }),
+                    log.freed.end());
+    reclaimer.Enter(1);  // in a later epoch than 6-30's
+    for (size_t i = 31; i <= 40; ++i) reclaimer.Retire(0, Item(i), &FreedLog::Delete);
+    reclaimer.Collect(0);  // 6-30 go now, 31-40 stay
+    for (size_t i = 0; i < log.freed.size(); ++i) ASSERT_EQ(log.freed[i], i + 1);
+    EXPECT_EQ(log.freed.size(), 30u);
+    reclaimer.Exit(1);
+  }
+  // 31-40 were still kept when the reclaimer went: freed then, after the rest.
+  ASSERT_EQ(log.freed.size(), 40u);
+  for (size_t i = 0; i < log.freed.size(); ++i) ASSERT_EQ(log.freed[i], i + 1);
+}
+
 // What a slot still keeps when the reclaimer goes is freed then, once.
 TEST(EpochReclaimerTest, DestructionFreesWhatIsStillKept) {
   FreedLog log;
@@ -69,6 +106,26 @@ TEST(EpochReclaimerTest, DestructionFreesWhatIsStillKept) {
     ASSERT_FALSE(seen[item]) << "item " << item << " freed twice";
     seen[item] = true;
   }
+}
+
+// The same after a collect that freed only a prefix: the end frees what
+// follows it, not the prefix again.
+TEST(EpochReclaimerTest, DestructionAfterAPartialCollectFreesOnlyTheRest) {
+  FreedLog log;
+  {
+    EpochReclaimer reclaimer(3, &log);
+    for (size_t i = 1; i <= 5; ++i) reclaimer.Retire(0, Item(i), &FreedLog::Delete);
+    for (size_t i = 1001; i <= 1128; ++i) reclaimer.Retire(2, Item(i), &FreedLog::Delete);
+    reclaimer.Enter(1);
+    for (size_t i = 6; i <= 20; ++i) reclaimer.Retire(0, Item(i), &FreedLog::Delete);
+    reclaimer.Collect(0);
+    reclaimer.Exit(1);
+  }
+  log.freed.erase(std::remove_if(log.freed.begin(), log.freed.end(),
+                                 [](size_t item) { return item > 1000; }),
+                  log.freed.end());
+  ASSERT_EQ(log.freed.size(), 20u);
+  for (size_t i = 0; i < log.freed.size(); ++i) ASSERT_EQ(log.freed[i], i + 1);
 }
 
 }  // namespace

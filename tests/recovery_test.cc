@@ -618,7 +618,7 @@ TEST(SummaryJsonTest, StarvationBothWaysAndOllpRestartsAreReported) {
       << text;
   EXPECT_NE(text.find("long txns: 97 committed, 3 aborted (busy 2, guard 1)\n"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("reconnaissance; resubmitted): 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("run again): 1\n"), std::string::npos) << text;
   RunSummary back;
   ASSERT_EQ(RunSummary::FromJson(summary.ToJson(), &back), "");
   EXPECT_EQ(back.ltx.aborts[kAbortGuard], 1u);

@@ -8,6 +8,7 @@
 
 #include "applications/workload.h"
 #include "base/params.h"
+#include "common/stats.h"
 #include "sequencer/generator_source.h"
 #include "sequencer/sequencer.h"
 
@@ -149,6 +150,40 @@ TEST(GeneratorSourceTest, WithOnlyLtxsAndNoRoomTheGeneratorStopsAndGivesBackItsC
   g.done = 99;
   EXPECT_EQ(source.Fill(1, 2, &next), 1u);
   ASSERT_EQ(LtxProcedures(next), (std::vector<uint32_t>{2}));
+}
+
+// An LTX whose reconnaissance went stale runs again as the same LTX: the
+// node's LTX window (fed by what reporters count as done) must hold it as
+// one LTX in flight through its restart, and free its room once, when the
+// attempt that resolves is counted. A leak would stall the generator; a
+// double count would let in more LTXs than max_active_ltx admits.
+TEST(GeneratorSourceTest, AnOllpRestartStaysOneLtxInTheWindow) {
+  NodeStats stats(1);
+  WorkerStats& reporter = stats.worker(0);
+  InflightWindow window(100, [&] { return stats.GeneratedDone(); });
+  InflightWindow ltx_window(1, [&] { return stats.LongDone(); });
+  ResubmitQueue resubmit;
+  GeneratorSource source(std::make_unique<EveryNthLtxGenerator>(1), &window, &resubmit,
+                         &ltx_window);
+  Batch first;
+  ASSERT_EQ(source.Fill(1, 1, &first), 1u);
+  ASSERT_EQ(LtxProcedures(first), (std::vector<uint32_t>{1}));
+  // Its locked run finds the walk changed: a restart, reported as the
+  // reporters do, and handed back to the generator.
+  EXPECT_TRUE(reporter.RecordLong(true, "recon: read key 7, not reconnoitered", 10));
+  WorkerStats::Add(reporter.generated_done);
+  EXPECT_EQ(stats.Committed(kKindLong) + stats.Aborted(kKindLong), 0u);
+  resubmit.Push(first.txns(0));
+  Batch again;
+  ASSERT_EQ(source.Fill(1, 2, &again), 1u);
+  EXPECT_EQ(LtxProcedures(again), (std::vector<uint32_t>{1})) << "the same LTX, resubmitted";
+  EXPECT_EQ(ltx_window.Claim(1), 0u) << "still one LTX in flight: no room";
+  // The attempt that resolves frees the room, once.
+  EXPECT_FALSE(reporter.RecordLong(false, "", 20));
+  WorkerStats::Add(reporter.generated_done);
+  EXPECT_EQ(stats.LongDone(), 1u);
+  EXPECT_EQ(ltx_window.Claim(5), 1u);
+  EXPECT_EQ(stats.Latency(kKindLong).count(), 1u) << "one latency sample: the attempt that resolved";
 }
 
 TEST(SequencersPerNodeTest, BoundedByTheIdSpace) {

@@ -16,6 +16,7 @@
 #include "applications/bank.h"
 #include "applications/bom.h"
 #include "applications/long_run.h"
+#include "common/hash.h"
 #include "common/key_area.h"
 #include "applications/workload.h"
 #include "applications/ycsb.h"
@@ -939,6 +940,35 @@ TEST(BomTest, GeneratedTxnsRelinkWithinTheLevelsAndRollupsWalkTheTree) {
   EXPECT_GT(costs, 3000);
 }
 
+// bom-rollup's round as first written, over std::map: the reference its
+// faster walk must match exactly (reads and their order, sums, checksum).
+void ReferenceRollupRound(const WorkloadParams& params, Key root, uint32_t round,
+                          const LtxReads& reads, std::vector<Key>* asked,
+                          std::vector<uint64_t>* subtotal, uint64_t* checksum) {
+  std::map<Key, uint64_t> level = {{root, 1}};
+  *checksum = 0;
+  subtotal->assign(params.bom_levels, 0);
+  for (uint32_t l = 0; l < params.bom_levels; ++l) {
+    if (l == round) {
+      for (const auto& [key, paths] : level) asked->push_back(key);
+      return;
+    }
+    std::map<Key, uint64_t> next;
+    for (const auto& [key, paths] : level) {
+      bool found = false;
+      std::string_view value;
+      reads.Get(key, &found, &value);
+      *checksum = Mix64(*checksum ^ key ^ (found ? HashBytes(value) : 0));
+      if (!found) continue;
+      (*subtotal)[l] += paths * BomLayout::Word(value, 0);
+      if (l + 1 == params.bom_levels) continue;
+      for (uint32_t j = 0; j < params.bom_fanout; ++j) next[BomLayout::Word(value, 1 + j)] += paths;
+    }
+    level.swap(next);
+  }
+  for (uint64_t total : *subtotal) *checksum = Mix64(*checksum ^ total);
+}
+
 // Once re-links make the trees DAGs (parts reached by several paths, some
 // by none), each level's roll-up is still the cost summed over every path
 // from the root: checked against a walk that follows each path on its own.
@@ -949,6 +979,12 @@ TEST(BomTest, RollupsSumEveryPathThroughSharedParts) {
   params.bom_products = 3;
   params.ltx_fraction = 0.02;
   LoadedBom bom(params, 0, 1, 5);
+  // Each root's first child pointer dangles (no such key): a walk reads it,
+  // finds nothing, and goes on without it.
+  for (uint64_t product = 0; product < params.bom_products; ++product) {
+    std::string& root = bom.loader.table.at(bom.layout.PartKey(product, 0, 0));
+    BomLayout::SetWord(&root, 1, bom.layout.dense_keys() + 7 + product);
+  }
   // Sum over paths, one path at a time.
   std::function<void(Key, uint32_t, std::vector<uint64_t>*)> walk =
       [&](Key key, uint32_t level, std::vector<uint64_t>* sums) {
@@ -968,6 +1004,33 @@ TEST(BomTest, RollupsSumEveryPathThroughSharedParts) {
       Key root;
       std::memcpy(&root, txn.args().data(), 8);
       std::vector<uint64_t> sums(bom.layout.levels(), 0);
+      // Round by round, against the reference walk: the same reads in the
+      // same order, then the same roll-up and checksum.
+      LtxReads fetched;
+      for (uint32_t round = 0;; ++round) {
+        LtxRound out;
+        bom.app->ExecuteLong(txn, round, fetched, &out);
+        std::vector<Key> asked;
+        std::vector<uint64_t> subtotal;
+        uint64_t checksum = 0;
+        ReferenceRollupRound(params, root, round, fetched, &asked, &subtotal, &checksum);
+        ASSERT_FALSE(out.abort) << out.reason;
+        ASSERT_EQ(out.reads, asked) << "roll-up " << i << ", round " << round;
+        if (out.done()) {
+          EXPECT_EQ(out.outcome.checksum, checksum) << "roll-up " << i;
+          for (uint32_t l = 0; l < bom.layout.levels(); ++l) {
+            uint64_t total = 0;
+            std::memcpy(&total, out.writes.value(l).data(), 8);
+            ASSERT_EQ(total, subtotal[l]) << "roll-up " << i << ", level " << l;
+          }
+          break;
+        }
+        for (Key key : out.reads) {
+          auto it = bom.loader.table.find(key);
+          fetched.SetPoint(key, it != bom.loader.table.end(),
+                           it != bom.loader.table.end() ? it->second : std::string());
+        }
+      }
       walk(root, 0, &sums);
       std::set<Key> read;
       const LtxRound last = RunOver(*bom.app, txn, bom.loader.table, &read);

@@ -138,8 +138,8 @@ std::string RunSummary::ToText() const {
         << Fixed(100.0 * ltx.GuardAbortShare(begun), 2) << "%)\n";
   }
   if (ltx.aborts[kAbortRecon] > 0) {
-    out << "OLLP restarts (calvin mode: the read set at its position differed from the "
-           "reconnaissance; resubmitted): "
+    out << "OLLP restarts (what it read at its position differed from its "
+           "reconnaissance: calvin mode's LTXs, planned long scans; run again): "
         << ltx.aborts[kAbortRecon] << "\n";
   }
   if (ltx.deferred_txns > 0) {

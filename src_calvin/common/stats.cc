@@ -55,6 +55,14 @@ uint64_t NodeStats::GeneratedDone() const {
   return total;
 }
 
+bool WorkerStats::RecordLong(bool was_aborted, const std::string& abort_reason,
+                             int64_t latency) {
+  if (was_aborted && LtxAbortReasonOf(abort_reason) == kAbortRecon) return true;
+  latency_us[kKindLong].RecordElapsed(latency);
+  Add(was_aborted ? aborted[kKindLong] : committed[kKindLong]);
+  return false;
+}
+
 uint64_t NodeStats::LongDone() const { return Committed(kKindLong) + Aborted(kKindLong); }
 
 uint64_t NodeStats::Declined(int kind) const {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/histogram.h"
@@ -66,6 +67,15 @@ struct alignas(64) WorkerStats {
   static void Add(std::atomic<uint64_t>& counter, uint64_t n = 1) {
     counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
+
+  // A long txn's result where it is reported: committed, or aborted with
+  // `abort_reason`, and a latency sample (`latency`, from its first submit). An OLLP restart (reason recon:
+  // its reconnaissance went stale and it runs again, keeping its first
+  // submit time) is neither: the attempt that resolves counts the txn and
+  // its latency, once. So committed + aborted, which the generator's LTX
+  // window takes as done, counts each LTX once however often it restarts.
+  // Returns whether it was a restart.
+  bool RecordLong(bool was_aborted, const std::string& abort_reason, int64_t latency);
 };
 
 // The LTX lane's counters (its scheduler thread writes, anyone reads).

@@ -593,9 +593,7 @@ void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
   if (entry->local_writes.empty()) {
     if (report) {
       WorkerStats& stats = stats_->worker(stats_slot_);
-      const int64_t latency = NowMicros() - entry->begin->submit_time_us();
-      stats.latency_us[kKindLong].RecordElapsed(latency);
-      WorkerStats::Add(stats.committed[kKindLong]);
+      stats.RecordLong(false, "", NowMicros() - entry->begin->submit_time_us());
       if (entry->begin->client_request_id() == 0) WorkerStats::Add(stats.generated_done);
       if (results_) {
         ReadValues none;
@@ -843,9 +841,7 @@ void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch sna
   const int code = LtxAbortReasonOf(reason);
   LtxCounters::Add(stats_->ltx().aborts[code]);
   WorkerStats& stats = stats_->worker(stats_slot_);
-  const int64_t latency = NowMicros() - begin.submit_time_us();
-  stats.latency_us[kKindLong].RecordElapsed(latency);
-  WorkerStats::Add(stats.aborted[kKindLong]);
+  stats.RecordLong(true, reason, NowMicros() - begin.submit_time_us());
   if (begin.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
   if (!results_) return;
   ReadValues none;

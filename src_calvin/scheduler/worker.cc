@@ -451,15 +451,11 @@ void WorkerPool::Report(TxnWork* work, const TxnOutcome& outcome, const ReadValu
   WorkerStats& stats = stats_->worker(context->index);
   const int64_t now = NowMicros();
   const int64_t latency = now - txn.submit_time_us();
-  // An LTX whose reconnaissance went stale (calvin mode's OLLP) runs again:
-  // a generated one, or a client's the node planned, is submitted again
-  // under its first submit time, and the attempt that resolves counts it
-  // and its latency; any other client's is told to retry. This attempt is
-  // a restart, counted as one (LtxCounters' recon aborts), not an aborted
-  // LTX nor a latency sample.
-  const bool ollp_restart = work->kind == kKindLong && outcome.aborted &&
-                            LtxAbortReasonOf(outcome.abort_reason) == kAbortRecon;
-  if (!ollp_restart) {
+  if (work->kind == kKindLong) {
+    // An OLLP restart (calvin mode's stale reconnaissance) is counted as
+    // one by the caller (LtxCounters' recon aborts), not as a result.
+    stats.RecordLong(outcome.aborted, outcome.abort_reason, latency);
+  } else {
     stats.latency_us[work->kind].RecordElapsed(latency);
     WorkerStats::Add(outcome.aborted ? stats.aborted[work->kind] : stats.committed[work->kind]);
   }
