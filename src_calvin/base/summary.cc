@@ -120,7 +120,7 @@ std::string RunSummary::ToText() const {
       out << " (";
       bool first = true;
       for (int r = 0; r < kLtxAbortReasons; ++r) {
-        // Generated LTXs' OLLP restarts have a line of their own, below.
+        // OLLP restarts (recon) run again: they have a line of their own, below.
         if (ltx.aborts[r] == 0 || r == kAbortRecon) continue;
         out << (first ? "" : ", ") << LtxAbortReasonName(r) << " " << ltx.aborts[r];
         first = false;

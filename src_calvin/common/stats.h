@@ -69,10 +69,10 @@ struct alignas(64) WorkerStats {
   }
 
   // A long txn's result where it is reported: committed, or aborted with
-  // `abort_reason`, and a latency sample (`latency`, from its first submit). An OLLP restart (reason recon:
-  // its reconnaissance went stale and it runs again, keeping its first
-  // submit time) is neither: the attempt that resolves counts the txn and
-  // its latency, once. So committed + aborted, which the generator's LTX
+  // `abort_reason`, and a latency sample (`latency`, from its first
+  // submit). An OLLP restart (reason recon: its reconnaissance went stale
+  // and it runs again, keeping its first submit time) is neither: the
+  // attempt that resolves counts the txn and its latency, once. So committed + aborted, which the generator's LTX
   // window takes as done, counts each LTX once however often it restarts.
   // Returns whether it was a restart.
   bool RecordLong(bool was_aborted, const std::string& abort_reason, int64_t latency);

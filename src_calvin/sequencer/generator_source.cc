@@ -40,8 +40,9 @@ size_t GeneratorSource::Fill(size_t max, int64_t now_us, Batch* batch) {
   for (size_t i = 0; i < count; ++i) {
     Txn* txn = batch->add_txns();
     // A resubmitted txn keeps its first submit time (its latency counts its
-    // restarts). An LTX's restart was not reported done (WorkerPool::Report),
-    // so the LTX is still in flight in the LTX window: it takes no new room.
+    // restarts). An LTX's restart is not counted done (WorkerStats::
+    // RecordLong), so the LTX is still in flight in the LTX window: it
+    // takes no new room.
     if (resubmit_ && resubmit_->Pop(txn)) continue;
     // A held LTX keeps the time it was drawn: its latency counts the hold.
     if (!held_.empty() && ltx_window_->Claim(1) == 1) {
