@@ -55,11 +55,13 @@ uint64_t NodeStats::GeneratedDone() const {
   return total;
 }
 
-bool WorkerStats::RecordLong(bool was_aborted, const std::string& abort_reason,
-                             int64_t latency) {
-  if (was_aborted && LtxAbortReasonOf(abort_reason) == kAbortRecon) return true;
-  latency_us[kKindLong].RecordElapsed(latency);
-  Add(was_aborted ? aborted[kKindLong] : committed[kKindLong]);
+bool WorkerStats::RecordResult(int kind, bool was_aborted, const std::string& abort_reason,
+                               int64_t latency) {
+  if (kind == kKindLong && was_aborted && LtxAbortReasonOf(abort_reason) == kAbortRecon) {
+    return true;
+  }
+  latency_us[kind].RecordElapsed(latency);
+  Add(was_aborted ? aborted[kind] : committed[kind]);
   return false;
 }
 

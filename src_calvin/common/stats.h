@@ -68,19 +68,25 @@ struct alignas(64) WorkerStats {
     counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
 
-  // A long txn's result where it is reported: committed, or aborted with
+  // A txn's result where it is reported: committed, or aborted with
   // `abort_reason`, and a latency sample (`latency`, from its first
-  // submit). An OLLP restart (reason recon: its reconnaissance went stale
-  // and it runs again, keeping its first submit time) is neither: the
-  // attempt that resolves counts the txn and its latency, once. So committed + aborted, which the generator's LTX
+  // submit). A long txn's OLLP restart (reason recon: its reconnaissance
+  // went stale and it runs again, keeping its first submit time) is
+  // neither: the attempt that resolves counts the txn and its latency,
+  // once. So committed + aborted of long txns, which the generator's LTX
   // window takes as done, counts each LTX once however often it restarts.
   // Returns whether it was a restart.
-  bool RecordLong(bool was_aborted, const std::string& abort_reason, int64_t latency);
+  bool RecordResult(int kind, bool was_aborted, const std::string& abort_reason, int64_t latency);
 };
 
-// The LTX lane's counters (its scheduler thread writes, anyone reads).
+// The LTX lane's counters (its scheduler thread writes, anyone reads;
+// aborts and pushed-down shares are counted from other threads too).
 struct LtxCounters {
+  // By reason. Workers (LTXs locked at their begin, calvin mode's LTXs),
+  // LTX threads (long scans) and the scheduler thread count aborts, so
+  // with fetch_add, through CountAbort.
   std::atomic<uint64_t> aborts[kLtxAbortReasons] = {};
+  void CountAbort(int reason) { aborts[reason].fetch_add(1, std::memory_order_relaxed); }
   std::atomic<uint64_t> deferrals{0};       // times a short txn was set aside
   std::atomic<uint64_t> deferred_txns{0};   // short txns deferred at least once
   std::atomic<uint64_t> max_deferrals{0};   // most deferrals any txn took

@@ -661,12 +661,10 @@ void LtxExecutor::ReportScan(Run* run, const TxnOutcome& outcome, size_t index) 
   WorkerStats& stats =
       stats_->worker(options_.first_stats_slot + std::min<size_t>(index, options_.threads - 1));
   // A scan whose planned ranges went stale restarts (recon): counted by
-  // its reason, like every LTX abort, and not as a result (RecordLong).
-  if (outcome.aborted) {
-    stats_->ltx().aborts[LtxAbortReasonOf(outcome.abort_reason)].fetch_add(
-        1, std::memory_order_relaxed);
-  }
-  stats.RecordLong(outcome.aborted, outcome.abort_reason, NowMicros() - txn.submit_time_us());
+  // its reason, like every LTX abort, and not as a result (RecordResult).
+  if (outcome.aborted) stats_->ltx().CountAbort(LtxAbortReasonOf(outcome.abort_reason));
+  stats.RecordResult(kKindLong, outcome.aborted, outcome.abort_reason,
+                     NowMicros() - txn.submit_time_us());
   if (txn.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
   if (results_) {
     ReadValues none;

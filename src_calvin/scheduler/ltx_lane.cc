@@ -593,7 +593,7 @@ void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
   if (entry->local_writes.empty()) {
     if (report) {
       WorkerStats& stats = stats_->worker(stats_slot_);
-      stats.RecordLong(false, "", NowMicros() - entry->begin->submit_time_us());
+      stats.RecordResult(kKindLong, false, "", NowMicros() - entry->begin->submit_time_us());
       if (entry->begin->client_request_id() == 0) WorkerStats::Add(stats.generated_done);
       if (results_) {
         ReadValues none;
@@ -839,9 +839,9 @@ void LtxLane::NoteResolved(const Txn& begin, const TxnOutcome& outcome) {
 
 void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch snapshot) {
   const int code = LtxAbortReasonOf(reason);
-  LtxCounters::Add(stats_->ltx().aborts[code]);
+  stats_->ltx().CountAbort(code);
   WorkerStats& stats = stats_->worker(stats_slot_);
-  stats.RecordLong(true, reason, NowMicros() - begin.submit_time_us());
+  stats.RecordResult(kKindLong, true, reason, NowMicros() - begin.submit_time_us());
   if (begin.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
   if (!results_) return;
   ReadValues none;

@@ -602,8 +602,7 @@ void Scheduler::DispatchLockedLtx(TxnWork* work) {
         std::to_string(options_.max_locked_ltx_keys) + " keys, too many to lock in calvin mode");
     if (noted) ltx_lane_.NoteResolved(begin, outcome);
     if (begin.origin_partition() == options_.partition && options_.runs_procedures) {
-      // Workers count calvin-mode LTX aborts too (worker.cc): fetch_add.
-      stats_->ltx().aborts[kAbortProcedure].fetch_add(1, std::memory_order_relaxed);
+      stats_->ltx().CountAbort(kAbortProcedure);
       WorkerStats::Add(stats_->worker(options_.workers).aborted[kKindLong]);
       if (begin.client_request_id() == 0) {
         WorkerStats::Add(stats_->worker(options_.workers).generated_done);

@@ -434,9 +434,8 @@ void WorkerPool::RunProcedure(TxnWork* work, const ReadValues& reads, Context* c
     }
     if (work->epoch->epoch > recovered_through_) {
       // An LTX aborted under its locks: counted by reason (OLLP restarts
-      // are the recon ones). Workers share these counters with the
-      // scheduler thread, hence fetch_add.
-      if (code >= 0) stats_->ltx().aborts[code].fetch_add(1, std::memory_order_relaxed);
+      // are the recon ones).
+      if (code >= 0) stats_->ltx().CountAbort(code);
       Report(work, outcome, reads, context);
     }
   }
@@ -451,14 +450,9 @@ void WorkerPool::Report(TxnWork* work, const TxnOutcome& outcome, const ReadValu
   WorkerStats& stats = stats_->worker(context->index);
   const int64_t now = NowMicros();
   const int64_t latency = now - txn.submit_time_us();
-  if (work->kind == kKindLong) {
-    // An OLLP restart (calvin mode's stale reconnaissance) is counted as
-    // one by the caller (LtxCounters' recon aborts), not as a result.
-    stats.RecordLong(outcome.aborted, outcome.abort_reason, latency);
-  } else {
-    stats.latency_us[work->kind].RecordElapsed(latency);
-    WorkerStats::Add(outcome.aborted ? stats.aborted[work->kind] : stats.committed[work->kind]);
-  }
+  // An OLLP restart (calvin mode's stale reconnaissance) is counted as
+  // one by Execute (LtxCounters' recon aborts), not as a result.
+  stats.RecordResult(work->kind, outcome.aborted, outcome.abort_reason, latency);
   if (txn.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
   if (!outcome.committed && !outcome.aborted) WorkerStats::Add(stats.declined[work->kind]);
   if (work->kind == kKindReadOnly && work->epoch->previous_close_time_us > 0 &&

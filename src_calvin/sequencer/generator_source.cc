@@ -41,7 +41,7 @@ size_t GeneratorSource::Fill(size_t max, int64_t now_us, Batch* batch) {
     Txn* txn = batch->add_txns();
     // A resubmitted txn keeps its first submit time (its latency counts its
     // restarts). An LTX's restart is not counted done (WorkerStats::
-    // RecordLong), so the LTX is still in flight in the LTX window: it
+    // RecordResult), so the LTX is still in flight in the LTX window: it
     // takes no new room.
     if (resubmit_ && resubmit_->Pop(txn)) continue;
     // A held LTX keeps the time it was drawn: its latency counts the hold.
