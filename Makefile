@@ -29,7 +29,7 @@ BENCH_SRCS  := $(wildcard bench/*_bench.cc)
 # not instrumented).
 TSAN_CXXFLAGS := -O1 -g -fsanitize=thread -std=c++17 -pthread -MMD -MP -Wall -Wextra -Wno-unused-parameter
 TSAN_TEST_SRCS := tests/store_concurrency_test.cc tests/engine_test.cc tests/engine_harness.cc \
-                  tests/ltx_threads_test.cc \
+                  tests/ltx_threads_test.cc tests/epoch_disposer_test.cc \
                   tests/serial_reference.cc tests/test_util.cc
 TSAN_OBJS := $(patsubst %.cc,$(BUILD)/tsan/%.o,$(LIB_SRCS) $(TSAN_TEST_SRCS)) \
              $(patsubst $(BUILD)/gen/%.cc,$(BUILD)/tsan/gen/%.o,$(PROTO_CC))

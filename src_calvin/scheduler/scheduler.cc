@@ -81,6 +81,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
 Scheduler::~Scheduler() { Stop(); }
 
 void Scheduler::Start() {
+  disposer_.Start();
   scheduler_thread_ = std::thread([this] { SchedulerLoop(); });
   workers_.Start();
   ltx_lane_.Start();
@@ -90,6 +91,7 @@ void Scheduler::Stop() {
   stop_.store(true);
   Wake();
   if (scheduler_thread_.joinable()) scheduler_thread_.join();
+  disposer_.Stop();
   workers_.Stop();
   ltx_lane_.Stop();
   finished_cv_.notify_all();
@@ -458,6 +460,10 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
       work->epoch = epoch.get();
       work->position = SerialPosition{epoch->epoch, txn.id(), 0, 0};
       Dispatch(work);
+      // Workers start on an epoch's first lock holders while this thread
+      // admits the rest: a whole batch (thousands of txns) would otherwise
+      // leave them idle for milliseconds at every epoch's start.
+      if (ready_rw_.size() + ready_ro_.size() >= kHandOnEvery) HandOnReady();
     }
   }
   if (paxflow) {
@@ -764,12 +770,20 @@ void Scheduler::FlushReady() {
   ltx_lane_.TakeReadyInstalls(&ready_locked_);
   for (TxnWork* work : ready_locked_) MakeReady(work);
   ready_locked_.clear();
-  const size_t count = ready_rw_.size() + ready_ro_.size() + ready_first_.size();
+  if (!ready_first_.empty()) {
+    dispatched_txns_ += ready_first_.size();
+    dispatched_.fetch_add(ready_first_.size(), std::memory_order_relaxed);
+    workers_.PushReadWriteFirst(ready_first_);
+    ready_first_.clear();
+  }
+  HandOnReady();
+}
+
+void Scheduler::HandOnReady() {
+  const size_t count = ready_rw_.size() + ready_ro_.size();
   if (count == 0) return;
   dispatched_txns_ += count;
   dispatched_.fetch_add(count, std::memory_order_relaxed);
-  workers_.PushReadWriteFirst(ready_first_);
-  ready_first_.clear();
   workers_.PushReadWrite(ready_rw_);
   workers_.PushReadOnly(ready_ro_);
   ready_rw_.clear();
@@ -795,16 +809,17 @@ void Scheduler::FreeFinishedEpochs() {
   const Epoch published = published_.load(std::memory_order_relaxed);
   // Epochs finish out of order (a txn set aside by the LTX lane leaves its
   // first epoch and runs in a later one): free every finished one.
-  bool freed_any = false;
+  std::vector<std::unique_ptr<EpochWork>> finished;
   for (auto it = epochs_.begin(); it != epochs_.end();) {
     if ((*it)->epoch <= published && (*it)->unfinished.load(std::memory_order_acquire) == 0) {
+      finished.push_back(std::move(*it));
       it = epochs_.erase(it);
-      freed_any = true;
     } else {
       ++it;
     }
   }
-  if (!freed_any) return;
+  if (finished.empty()) return;
+  disposer_.Dispose(&finished);
   const Epoch through = epochs_.empty() ? published : epochs_.front()->epoch - 1;
   if (through <= freed_through_.load(std::memory_order_relaxed)) return;
   freed_through_.store(through, std::memory_order_release);

@@ -30,6 +30,7 @@
 #include "common/stats.h"
 #include "common/types.h"
 #include "message.pb.h"
+#include "scheduler/epoch_disposer.h"
 #include "scheduler/epoch_merger.h"
 #include "scheduler/ltx_lane.h"
 #include "scheduler/participants.h"
@@ -294,6 +295,10 @@ class Scheduler {
   void OfferBatch(std::unique_ptr<Batch> batch);
   bool AdmissionBlocked(Epoch epoch) const;
   void FlushReady();
+  // Hands the txns admission made ready (lock holders, snapshot reads) to
+  // the workers; FlushReady does this and more, between admissions.
+  void HandOnReady();
+  static constexpr size_t kHandOnEvery = 128;
   // Paxflow: hands the finished LTXs' commit (or abort) records to the lane.
   void TakeFinishedLtxs();
   void UpdatePins();
@@ -335,6 +340,7 @@ class Scheduler {
   RwLane rw_lane_;
   RoLane ro_lane_;
   std::deque<std::unique_ptr<EpochWork>> epochs_;  // admitted and not freed, oldest first
+  EpochDisposer disposer_;                          // frees finished epochs
   LtxLane ltx_lane_;
   std::vector<LtxLane::Action> actions_;  // scratch
   std::vector<LtxReadRequest> inbox_ltx_requests_, ltx_requests_;
