@@ -450,6 +450,7 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
     // The timeouts that fall here come first.
     ltx_lane_.BeginEpoch(epoch->epoch, ro_lane_.snapshot(), &actions_);
     RunActions(epoch.get());
+    if (!ready_first_.empty()) HandOnReady();
   }
   size_t next = 0;
   for (const auto& batch : epoch->batches) {
@@ -462,8 +463,11 @@ void Scheduler::Admit(std::unique_ptr<MergedEpoch> merged) {
       Dispatch(work);
       // Workers start on an epoch's first lock holders while this thread
       // admits the rest: a whole batch (thousands of txns) would otherwise
-      // leave them idle for milliseconds at every epoch's start.
-      if (ready_rw_.size() + ready_ro_.size() >= kHandOnEvery) HandOnReady();
+      // leave them idle for milliseconds at every epoch's start. A locked
+      // LTX run (others wait for it in a chain) goes at once, ahead.
+      if (!ready_first_.empty() || ready_rw_.size() + ready_ro_.size() >= kHandOnEvery) {
+        HandOnReady();
+      }
     }
   }
   if (paxflow) {
@@ -770,20 +774,16 @@ void Scheduler::FlushReady() {
   ltx_lane_.TakeReadyInstalls(&ready_locked_);
   for (TxnWork* work : ready_locked_) MakeReady(work);
   ready_locked_.clear();
-  if (!ready_first_.empty()) {
-    dispatched_txns_ += ready_first_.size();
-    dispatched_.fetch_add(ready_first_.size(), std::memory_order_relaxed);
-    workers_.PushReadWriteFirst(ready_first_);
-    ready_first_.clear();
-  }
   HandOnReady();
 }
 
 void Scheduler::HandOnReady() {
-  const size_t count = ready_rw_.size() + ready_ro_.size();
+  const size_t count = ready_rw_.size() + ready_ro_.size() + ready_first_.size();
   if (count == 0) return;
   dispatched_txns_ += count;
   dispatched_.fetch_add(count, std::memory_order_relaxed);
+  workers_.PushReadWriteFirst(ready_first_);
+  ready_first_.clear();
   workers_.PushReadWrite(ready_rw_);
   workers_.PushReadOnly(ready_ro_);
   ready_rw_.clear();

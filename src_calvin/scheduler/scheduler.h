@@ -295,8 +295,10 @@ class Scheduler {
   void OfferBatch(std::unique_ptr<Batch> batch);
   bool AdmissionBlocked(Epoch epoch) const;
   void FlushReady();
-  // Hands the txns admission made ready (lock holders, snapshot reads) to
-  // the workers; FlushReady does this and more, between admissions.
+  // Hands what is ready to the workers: locked LTX runs ahead of every
+  // queued item, then lock holders and snapshot reads. FlushReady first
+  // takes the installs the LTX lane made ready; admission calls this
+  // alone, every kHandOnEvery txns and at once for a locked run.
   void HandOnReady();
   static constexpr size_t kHandOnEvery = 128;
   // Paxflow: hands the finished LTXs' commit (or abort) records to the lane.
