@@ -46,18 +46,16 @@ class EpochDisposer {
 
   void Dispose(std::vector<std::unique_ptr<EpochWork>>* finished) {
     if (finished->empty()) return;
+    bool queued = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (thread_.joinable() && !stopped_) {
         for (auto& epoch : *finished) queued_.push_back(std::move(epoch));
-        finished->clear();
+        queued = true;
       }
     }
-    if (finished->empty()) {
-      cv_.notify_one();
-    } else {
-      finished->clear();  // no thread: freed here
-    }
+    if (queued) cv_.notify_one();
+    finished->clear();  // what no thread took is freed here
   }
 
  private:
@@ -66,12 +64,11 @@ class EpochDisposer {
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
       cv_.wait(lock, [&] { return stopped_ || !queued_.empty(); });
+      if (queued_.empty()) return;  // stopped, and everything handed over is freed
       freeing.swap(queued_);
-      const bool stopping = stopped_;
       lock.unlock();
       freeing.clear();
       lock.lock();
-      if (stopping && queued_.empty()) return;
     }
   }
 
