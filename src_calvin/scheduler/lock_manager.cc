@@ -1,5 +1,7 @@
 #include "scheduler/lock_manager.h"
 
+#include <algorithm>
+
 namespace paxflow {
 
 struct LockEntry {
@@ -109,10 +111,26 @@ void LockManager::Grant(LockRequest* request, std::vector<LockedTxn*>* ready) {
   if (--request->owner->locks_waiting == 0 && ready) ready->push_back(request->owner);
 }
 
+void LockManager::PrefetchSlot(Key key) const { __builtin_prefetch(&slots_[Home(key)]); }
+
+void LockManager::PrefetchEntry(Key key) const {
+  const Slot& home = slots_[Home(key)];
+  if (home.entry && home.key == key) __builtin_prefetch(home.entry);
+}
+
 bool LockManager::Acquire(LockedTxn* txn) {
-  txn->locks_waiting = static_cast<uint32_t>(txn->lock_requests.size());
+  std::vector<LockRequest>& requests = txn->lock_requests;
+  const size_t count = requests.size();
+  txn->locks_waiting = static_cast<uint32_t>(count);
   txn->locks_held = true;
-  for (LockRequest& request : txn->lock_requests) {
+  // Every request's slot, then its entry, is a cache miss once the table
+  // outgrows the cache: fetching them a few requests ahead keeps several in
+  // flight instead of one at a time.
+  for (size_t i = 0; i < std::min(count, kPrefetchAhead); ++i) PrefetchSlot(requests[i].key);
+  for (size_t i = 0; i < count; ++i) {
+    if (i + kPrefetchAhead < count) PrefetchSlot(requests[i + kPrefetchAhead].key);
+    if (i + kPrefetchAhead / 2 < count) PrefetchEntry(requests[i + kPrefetchAhead / 2].key);
+    LockRequest& request = requests[i];
     LockEntry* entry = FindOrInsert(request.key);
     if (entry->tail && entry->tail->owner == txn) {
       // The same txn named this key before (its requests are queued back to
@@ -159,7 +177,18 @@ void LockManager::MergeDuplicate(LockEntry* entry, LockRequest* request) {
 void LockManager::Release(LockedTxn* txn, std::vector<LockedTxn*>* ready) {
   if (!txn->locks_held) return;
   txn->locks_held = false;
-  for (LockRequest& request : txn->lock_requests) {
+  std::vector<LockRequest>& requests = txn->lock_requests;
+  const size_t count = requests.size();
+  for (size_t i = 0; i < std::min(count, kPrefetchAhead); ++i) {
+    if (requests[i].entry) __builtin_prefetch(requests[i].entry);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (i + kPrefetchAhead < count && requests[i + kPrefetchAhead].entry) {
+      __builtin_prefetch(requests[i + kPrefetchAhead].entry);
+    }
+    // A key left with no queue is erased from its slot.
+    if (i + kPrefetchAhead / 2 < count) PrefetchSlot(requests[i + kPrefetchAhead / 2].key);
+    LockRequest& request = requests[i];
     LockEntry* entry = request.entry;
     if (!entry) continue;  // folded into an earlier request of the same key
     if (request.prev) request.prev->next = request.next;

@@ -46,6 +46,11 @@ class LockManager {
   void Erase(Key key);
   void Grow();
   size_t Home(Key key) const { return (key * 0x9e3779b97f4a7c15ULL) >> shift_; }
+  // How many requests ahead Acquire and Release fetch what they will touch.
+  static constexpr size_t kPrefetchAhead = 8;
+  void PrefetchSlot(Key key) const;
+  // The key's entry, if it sits in its home slot (the usual case).
+  void PrefetchEntry(Key key) const;
   LockEntry* NewEntry(Key key);
   void FreeEntry(LockEntry* entry);
   void Grant(LockRequest* request, std::vector<LockedTxn*>* ready);
