@@ -40,6 +40,8 @@ struct LtxBenchOptions {
   // node's default); off, every LTX runs on an LTX thread.
   bool ltx_locked_run = true;
   GcPolicy gc = GcPolicy::kEpo;
+  // Calvin mode: the most keys an LTX may lock (0: the scheduler's default).
+  uint64_t max_locked_ltx_keys = 0;
 };
 
 // What a checkpoint of one partition holds (what the node's checkpointer

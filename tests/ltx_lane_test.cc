@@ -585,6 +585,33 @@ TEST(LtxLaneTest, CalvinModeRunsAnLtxAsOneLockedTxnAtItsBeginPosition) {
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 
+// Calvin mode refuses an LTX whose areas hold more keys than it may lock;
+// the abort is reported like every LTX abort: counted by its reason, once
+// as an aborted long txn, with a latency sample, and out of the generator's
+// window. The txn behind it runs.
+TEST(LtxLaneTest, CalvinModeAbortsAnLtxTooLargeToLockAndReportsItLikeEveryAbort) {
+  LtxBenchOptions options;
+  options.mode = Mode::kCalvin;
+  options.max_locked_ltx_keys = 2;
+  LtxBench bench(options);
+  const auto ids = bench.Sequence(1, {LtxBench::Long({1}, {5, 6}), LtxBench::Rmw({5})});
+  bench.Drain();
+  Result result;
+  ASSERT_TRUE(bench.Result(ids[0], &result));
+  EXPECT_TRUE(result.outcome.aborted);
+  EXPECT_NE(result.outcome.abort_reason.find("too many to lock"), std::string::npos)
+      << result.outcome.abort_reason;
+  ASSERT_TRUE(bench.Result(ids[1], &result));
+  EXPECT_FALSE(result.outcome.aborted);
+  const NodeStats& stats = bench.stats(0);
+  EXPECT_EQ(stats.ltx().aborts[kAbortProcedure].load(), 1u);
+  EXPECT_EQ(stats.Aborted(kKindLong), 1u);
+  EXPECT_EQ(stats.Committed(kKindLong), 0u);
+  EXPECT_EQ(stats.Latency(kKindLong).count(), 1u) << "the abort is a latency sample";
+  EXPECT_EQ(stats.GeneratedDone(), 2u) << "both txns left the generator's window";
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
 // ------------------------------------------------------------ restarts
 //
 // A partition restarts from a checkpoint taken at an epoch boundary: a

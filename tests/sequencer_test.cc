@@ -170,8 +170,8 @@ TEST(GeneratorSourceTest, AnOllpRestartStaysOneLtxInTheWindow) {
   ASSERT_EQ(LtxProcedures(first), (std::vector<uint32_t>{1}));
   // Its locked run finds the walk changed: a restart, reported as the
   // reporters do, and handed back to the generator.
-  EXPECT_TRUE(reporter.RecordResult(kKindLong, true, "recon: read key 7, not reconnoitered", 10));
-  WorkerStats::Add(reporter.generated_done);
+  EXPECT_TRUE(reporter.RecordResult(kKindLong, true, "recon: read key 7, not reconnoitered", 10,
+                                    /*generated=*/true));
   EXPECT_EQ(stats.Committed(kKindLong) + stats.Aborted(kKindLong), 0u);
   resubmit.Push(first.txns(0));
   Batch again;
@@ -179,8 +179,7 @@ TEST(GeneratorSourceTest, AnOllpRestartStaysOneLtxInTheWindow) {
   EXPECT_EQ(LtxProcedures(again), (std::vector<uint32_t>{1})) << "the same LTX, resubmitted";
   EXPECT_EQ(ltx_window.Claim(1), 0u) << "still one LTX in flight: no room";
   // The attempt that resolves frees the room, once.
-  EXPECT_FALSE(reporter.RecordResult(kKindLong, false, "", 20));
-  WorkerStats::Add(reporter.generated_done);
+  EXPECT_FALSE(reporter.RecordResult(kKindLong, false, "", 20, /*generated=*/true));
   EXPECT_EQ(stats.LongDone(), 1u);
   EXPECT_EQ(ltx_window.Claim(5), 1u);
   EXPECT_EQ(stats.Latency(kKindLong).count(), 1u) << "one latency sample: the attempt that resolved";

@@ -56,7 +56,8 @@ uint64_t NodeStats::GeneratedDone() const {
 }
 
 bool WorkerStats::RecordResult(int kind, bool was_aborted, const std::string& abort_reason,
-                               int64_t latency) {
+                               int64_t latency, bool generated) {
+  if (generated) Add(generated_done);
   if (kind == kKindLong && was_aborted && LtxAbortReasonOf(abort_reason) == kAbortRecon) {
     return true;
   }

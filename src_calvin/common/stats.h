@@ -75,8 +75,11 @@ struct alignas(64) WorkerStats {
   // neither: the attempt that resolves counts the txn and its latency,
   // once. So committed + aborted of long txns, which the generator's LTX
   // window takes as done, counts each LTX once however often it restarts.
-  // Returns whether it was a restart.
-  bool RecordResult(int kind, bool was_aborted, const std::string& abort_reason, int64_t latency);
+  // A `generated` txn (no client's) also leaves the generator's window,
+  // restart or not: a restart is generated again. Returns whether it was
+  // a restart.
+  bool RecordResult(int kind, bool was_aborted, const std::string& abort_reason, int64_t latency,
+                    bool generated);
 };
 
 // The LTX lane's counters (its scheduler thread writes, anyone reads;

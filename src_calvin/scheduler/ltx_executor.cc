@@ -664,8 +664,7 @@ void LtxExecutor::ReportScan(Run* run, const TxnOutcome& outcome, size_t index) 
   // its reason, like every LTX abort, and not as a result (RecordResult).
   if (outcome.aborted) stats_->ltx().CountAbort(LtxAbortReasonOf(outcome.abort_reason));
   stats.RecordResult(kKindLong, outcome.aborted, outcome.abort_reason,
-                     NowMicros() - txn.submit_time_us());
-  if (txn.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
+                     NowMicros() - txn.submit_time_us(), txn.client_request_id() == 0);
   if (results_) {
     ReadValues none;
     results_->OnResult(txn, outcome, run->snapshot, none);

@@ -593,8 +593,8 @@ void LtxLane::Install(Entry* entry, Epoch epoch, std::vector<Action>* actions) {
   if (entry->local_writes.empty()) {
     if (report) {
       WorkerStats& stats = stats_->worker(stats_slot_);
-      stats.RecordResult(kKindLong, false, "", NowMicros() - entry->begin->submit_time_us());
-      if (entry->begin->client_request_id() == 0) WorkerStats::Add(stats.generated_done);
+      stats.RecordResult(kKindLong, false, "", NowMicros() - entry->begin->submit_time_us(),
+                         entry->begin->client_request_id() == 0);
       if (results_) {
         ReadValues none;
         results_->OnResult(*entry->begin, outcome, entry->begin_epoch, none);
@@ -841,8 +841,8 @@ void LtxLane::ReportAbort(const Txn& begin, const std::string& reason, Epoch sna
   const int code = LtxAbortReasonOf(reason);
   stats_->ltx().CountAbort(code);
   WorkerStats& stats = stats_->worker(stats_slot_);
-  stats.RecordResult(kKindLong, true, reason, NowMicros() - begin.submit_time_us());
-  if (begin.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
+  stats.RecordResult(kKindLong, true, reason, NowMicros() - begin.submit_time_us(),
+                     begin.client_request_id() == 0);
   if (!results_) return;
   ReadValues none;
   results_->OnResult(begin, LtxAbortOutcome(reason), snapshot, none);

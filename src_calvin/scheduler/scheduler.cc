@@ -613,10 +613,9 @@ void Scheduler::DispatchLockedLtx(TxnWork* work) {
     if (noted) ltx_lane_.NoteResolved(begin, outcome);
     if (begin.origin_partition() == options_.partition && options_.runs_procedures) {
       stats_->ltx().CountAbort(kAbortProcedure);
-      WorkerStats::Add(stats_->worker(options_.workers).aborted[kKindLong]);
-      if (begin.client_request_id() == 0) {
-        WorkerStats::Add(stats_->worker(options_.workers).generated_done);
-      }
+      stats_->worker(options_.workers)
+          .RecordResult(kKindLong, true, outcome.abort_reason, NowMicros() - begin.submit_time_us(),
+                        begin.client_request_id() == 0);
       ReadValues none;
       if (results_) results_->OnResult(begin, outcome, 0, none);
     }

@@ -452,8 +452,8 @@ void WorkerPool::Report(TxnWork* work, const TxnOutcome& outcome, const ReadValu
   const int64_t latency = now - txn.submit_time_us();
   // An OLLP restart (calvin mode's stale reconnaissance) is counted as
   // one by Execute (LtxCounters' recon aborts), not as a result.
-  stats.RecordResult(work->kind, outcome.aborted, outcome.abort_reason, latency);
-  if (txn.client_request_id() == 0) WorkerStats::Add(stats.generated_done);
+  stats.RecordResult(work->kind, outcome.aborted, outcome.abort_reason, latency,
+                     txn.client_request_id() == 0);
   if (!outcome.committed && !outcome.aborted) WorkerStats::Add(stats.declined[work->kind]);
   if (work->kind == kKindReadOnly && work->epoch->previous_close_time_us > 0 &&
       work->set_aside_us == 0) {
