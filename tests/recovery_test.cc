@@ -596,6 +596,42 @@ TEST(SummaryJsonTest, RoundTripsThroughProtobufJson) {
   EXPECT_NE(RunSummary::FromJson("{\"digest\": \"0xnothex\"}", &back), "");
 }
 
+// Whether a limit on new txns bounded a run: its summary says which, so a
+// comparison made at a cap is not read as one of the engines.
+TEST(SummaryJsonTest, SaysWhichAdmissionLimitBoundedTheRun) {
+  RunSummary summary;
+  summary.seconds = 1;
+  summary.kinds[kKindReadWrite].committed = 200000;
+  summary.admission.epochs = 100;
+  summary.admission.window_ceiling = 400000;
+  EXPECT_EQ(summary.admission.Bound(summary.Throughput()), "") << "half the window's ceiling";
+  EXPECT_EQ(summary.ToText().find("bounded by admission"), std::string::npos);
+  summary.admission.at_batch_cap = 99;
+  EXPECT_EQ(summary.admission.Bound(summary.Throughput()),
+            "batch full (max_batch) in 99.0% of epochs");
+  EXPECT_NE(summary.ToText().find("bounded by admission: batch full (max_batch) in 99.0%"),
+            std::string::npos) << summary.ToText();
+  summary.admission.at_batch_cap = 10;
+  summary.admission.ltx_window_full = 60;
+  EXPECT_EQ(summary.admission.Bound(summary.Throughput()),
+            "LTX window full (max_inflight_ltx) in 60.0% of epochs");
+  summary.admission.ltx_window_full = 0;
+  summary.kinds[kKindReadWrite].committed = 380000;
+  EXPECT_EQ(summary.admission.Bound(summary.Throughput()),
+            "at 95.0% of the window's ceiling (max_inflight per epoch)");
+  // It survives the node's JSON, and a cluster's total adds the nodes'.
+  RunSummary back;
+  ASSERT_EQ(RunSummary::FromJson(summary.ToJson(), &back), "");
+  EXPECT_EQ(back.admission.epochs, 100u);
+  EXPECT_EQ(back.admission.at_batch_cap, 10u);
+  EXPECT_EQ(back.admission.window_ceiling, 400000);
+  const RunSummary total = RunSummary::Combine({back, back});
+  EXPECT_EQ(total.admission.epochs, 200u);
+  EXPECT_EQ(total.admission.window_ceiling, 800000);
+  EXPECT_EQ(total.admission.Bound(total.Throughput()),
+            "at 95.0% of the window's ceiling (max_inflight per epoch)");
+}
+
 // Starvation both ways: the most deferrals of one short txn, and the share
 // of LTXs aborted by guards, told apart from busy aborts (and calvin mode's
 // OLLP restarts), in the text and through the JSON the launcher combines.

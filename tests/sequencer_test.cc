@@ -65,6 +65,21 @@ TEST(SequencerTest, SecondSequencerOfANodeOrdersUnderItsOwnIdWithTheNodesOrigin)
   }
 }
 
+// What the summary's admission line reports: epochs that took new txns,
+// and those whose batch reached max_batch (the cap bounded the load).
+TEST(SequencerTest, CountsEpochsWhoseBatchReachedTheCap) {
+  FixedSource source({{1}, {2}, {3}, {4}, {5}});
+  SequencerOptions options;
+  options.max_batch = 2;
+  Sequencer sequencer(options, {&source});
+  sequencer.CloseEpoch(1, 100, false);  // 2 txns: full
+  sequencer.CloseEpoch(2, 200, false);  // 2: full
+  sequencer.CloseEpoch(3, 300, false);  // 1: not full
+  sequencer.CloseEpoch(4, 400, false, /*take_new=*/false);  // records only: not counted
+  EXPECT_EQ(sequencer.epochs_taking_new(), 3u);
+  EXPECT_EQ(sequencer.epochs_at_batch_cap(), 2u);
+}
+
 TEST(InflightWindowTest, SequencersShareTheNodesWindow) {
   uint64_t completed = 0;
   InflightWindow window(100, [&] { return completed; });
@@ -145,6 +160,7 @@ TEST(GeneratorSourceTest, WithOnlyLtxsAndNoRoomTheGeneratorStopsAndGivesBackItsC
   EXPECT_EQ(source.Fill(50, 1, &batch), 1u) << "one LTX, then kMaxHeld held, then it stops";
   EXPECT_EQ(batch.txns_size(), 1);
   EXPECT_EQ(g.window.Claim(1000), 99u) << "the claims it did not fill are room again";
+  EXPECT_EQ(source.ltx_window_full(), 1u) << "the LTX window cut this fill short";
   g.ltx_done = 1;
   Batch next;
   g.done = 99;

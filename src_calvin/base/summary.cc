@@ -30,7 +30,26 @@ std::string Fixed(double x, int digits) {
 
 std::string Millis(uint64_t micros) { return Fixed(micros / 1000.0, 2); }
 
+std::string Percent(uint64_t part, uint64_t whole) {
+  return Fixed(whole > 0 ? 100.0 * part / whole : 0, 1) + "%";
+}
+
 }  // namespace
+
+std::string AdmissionSummary::Bound(double throughput) const {
+  if (epochs > 0 && 2 * at_batch_cap >= epochs) {
+    return "batch full (max_batch) in " + Percent(at_batch_cap, epochs) + " of epochs";
+  }
+  if (epochs > 0 && 2 * ltx_window_full >= epochs) {
+    return "LTX window full (max_inflight_ltx) in " + Percent(ltx_window_full, epochs) +
+           " of epochs";
+  }
+  if (window_ceiling > 0 && throughput >= 0.9 * window_ceiling) {
+    return "at " + Percent(static_cast<uint64_t>(throughput), static_cast<uint64_t>(window_ceiling)) +
+           " of the window's ceiling (max_inflight per epoch)";
+  }
+  return "";
+}
 
 std::string DigestHex(uint64_t digest) {
   char buffer[32];
@@ -224,6 +243,19 @@ std::string RunSummary::ToText() const {
   if (invariant_failures > 0) out << "INVARIANT FAILURES: " << invariant_failures << "\n";
   if (dropped_messages > 0) out << "dropped messages: " << dropped_messages << "\n";
   if (waited_ro > 0) out << "read-only txns that waited for their snapshot: " << waited_ro << "\n";
+  if (admission.epochs > 0) {
+    auto share = [&](uint64_t n) { return Percent(n, admission.epochs); };
+    out << "admission: " << admission.epochs << " epochs took new txns; batch full (max_batch) in "
+        << share(admission.at_batch_cap) << ", LTX window full (max_inflight_ltx) in "
+        << share(admission.ltx_window_full);
+    if (admission.window_ceiling > 0) {
+      out << "; window's ceiling (max_inflight per epoch) " << Fixed(admission.window_ceiling, 0)
+          << " txn/s";
+    }
+    out << "\n";
+    const std::string bound = admission.Bound(Throughput());
+    if (!bound.empty()) out << "bounded by admission: " << bound << "\n";
+  }
   if (peak_rss_bytes > 0) out << "peak resident memory: " << (peak_rss_bytes >> 20) << " MiB\n";
   for (const auto& [epoch, digest] : epoch_digests) {
     out << "state digest at epoch " << epoch << ": " << DigestHex(digest) << "\n";
@@ -266,6 +298,11 @@ SummaryFile RunSummary::ToFile() const {
   file.set_invariant_failures(invariant_failures);
   file.set_dropped_messages(dropped_messages);
   file.set_waited_ro(waited_ro);
+  AdmissionFile* admitted = file.mutable_admission();
+  admitted->set_epochs(admission.epochs);
+  admitted->set_at_batch_cap(admission.at_batch_cap);
+  admitted->set_ltx_window_full(admission.ltx_window_full);
+  admitted->set_window_ceiling(admission.window_ceiling);
   file.set_peak_rss_bytes(peak_rss_bytes);
   file.set_consistency(consistency);
   for (const ProcedureSummary& p : procedures) {
@@ -352,6 +389,10 @@ std::string RunSummary::FromFile(const SummaryFile& file, RunSummary* out) {
   s.invariant_failures = file.invariant_failures();
   s.dropped_messages = file.dropped_messages();
   s.waited_ro = file.waited_ro();
+  s.admission.epochs = file.admission().epochs();
+  s.admission.at_batch_cap = file.admission().at_batch_cap();
+  s.admission.ltx_window_full = file.admission().ltx_window_full();
+  s.admission.window_ceiling = file.admission().window_ceiling();
   s.peak_rss_bytes = file.peak_rss_bytes();
   s.consistency = file.consistency();
   for (const ProcedureSummaryFile& f : file.procedures()) {
@@ -456,6 +497,7 @@ RunSummary RunSummary::Combine(const std::vector<RunSummary>& nodes) {
     total.visibility_us.Merge(node.visibility_us);
     total.invariant_failures += node.invariant_failures;
     total.waited_ro += node.waited_ro;
+    total.admission.Add(node.admission);
     total.ltx.Add(node.ltx);
     if (!node.consistency.empty()) {
       total.consistency += (total.consistency.empty() ? "" : "; ") + std::string("node ") +

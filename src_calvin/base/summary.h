@@ -21,6 +21,32 @@ struct KindSummary {
   Histogram latency_us;   // committed and aborted alike
 };
 
+// Whether a limit on new txns bounded the load: a run bounded there
+// measures the limit, not the engine.
+// - Of the epochs whose batches took new txns, those whose batch reached
+//   max_batch, and generator fills that stopped because the LTX window
+//   (max_inflight_ltx) was full.
+// - The window's ceiling: a generated txn enters the batch of the next
+//   epoch to close, and each close takes at most the window's room, so
+//   generated txns never run faster than max_inflight per epoch per
+//   sequencer, however fast the engine is (0: no window).
+struct AdmissionSummary {
+  uint64_t epochs = 0;
+  uint64_t at_batch_cap = 0;
+  uint64_t ltx_window_full = 0;
+  double window_ceiling = 0;  // txn/s
+  void Add(const AdmissionSummary& other) {
+    epochs += other.epochs;
+    at_batch_cap += other.at_batch_cap;
+    ltx_window_full += other.ltx_window_full;
+    window_ceiling += other.window_ceiling;
+  }
+  // What bounded a run of `throughput` txn/s, if anything did: the batch
+  // cap or the LTX window in at least half the epochs, or a throughput at
+  // 90% of the window's ceiling or more; else empty.
+  std::string Bound(double throughput) const;
+};
+
 // What the long-transaction lane did on a node.
 struct LtxSummary {
   uint64_t aborts[kLtxAbortReasons] = {};  // LTXs aborted, by reason
@@ -73,6 +99,7 @@ struct RunSummary {
   uint64_t dropped_messages = 0;
   uint64_t waited_ro = 0;  // read-only txns that waited for their snapshot
   uint64_t peak_rss_bytes = 0;  // the node process's peak resident memory (cluster: largest node)
+  AdmissionSummary admission;
   LtxSummary ltx;
   // An epoch's input from its cut to its batch at the scheduler, at the
   // node that cut it, by stage (InputStage; node/epoch_timeline.h).

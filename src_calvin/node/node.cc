@@ -1280,6 +1280,18 @@ RunSummary Node::Summary() const {
   summary.dropped_messages = scheduler_->dropped_messages() +
                              (transport_ ? transport_->garbled() : 0) + dropped_.load();
   summary.waited_ro = scheduler_->Status().waited_ro;
+  for (const auto& sequencer : sequencers_) {
+    summary.admission.epochs += sequencer->epochs_taking_new();
+    summary.admission.at_batch_cap += sequencer->epochs_at_batch_cap();
+  }
+  for (const auto& generator : generators_) {
+    summary.admission.ltx_window_full += generator->ltx_window_full();
+  }
+  const EngineParams& engine = options_.params.engine;
+  if (!generators_.empty() && engine.max_inflight > 0) {
+    summary.admission.window_ceiling =
+        1000.0 * engine.max_inflight * engine.sequencers_per_node / engine.epoch_ms;
+  }
   rusage usage;
   if (getrusage(RUSAGE_SELF, &usage) == 0) {
     summary.peak_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // KiB on Linux

@@ -150,6 +150,16 @@ std::string Table(const std::vector<BenchRow>& rows) {
   }
   out << "latencies in ms; vis = RO visibility delay (end of the snapshot's epoch -> result); "
          "RSS = the node's peak resident memory (largest node)\n";
+  std::string bounds;
+  for (const BenchRow& row : rows) {
+    const std::string bound = row.summary.admission.Bound(row.summary.Throughput());
+    if (!bound.empty()) bounds += "  " + row.label + " " + row.mode + ": " + bound + "\n";
+  }
+  if (!bounds.empty()) {
+    out << "bounded by admission (these rows measure a limit on new txns, not the engine; "
+           "lift it with an override such as :max_batch=10000 or :max_inflight=8000):\n"
+        << bounds;
+  }
   return out.str();
 }
 

@@ -60,6 +60,9 @@ size_t GeneratorSource::Fill(size_t max, int64_t now_us, Batch* batch) {
         // The batch ends here; what it claimed but did not fill is room again.
         batch->mutable_txns()->RemoveLast();
         if (window_) window_->Release(count - i);
+        // Single writer: no read-modify-write.
+        ltx_window_full_.store(ltx_window_full_.load(std::memory_order_relaxed) + 1,
+                               std::memory_order_relaxed);
         return i;
       }
       txn->Clear();

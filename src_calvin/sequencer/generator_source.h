@@ -74,12 +74,18 @@ class GeneratorSource : public TxnSource {
 
   static constexpr size_t kMaxHeld = 16;
 
+  // Fills that stopped with kMaxHeld LTXs held (`ltx_window` full): how
+  // often the LTX lane's pace bounded the load. Written by the sequencer's
+  // thread, read by any.
+  uint64_t ltx_window_full() const { return ltx_window_full_.load(std::memory_order_relaxed); }
+
  private:
   std::unique_ptr<TxnGenerator> generator_;
   InflightWindow* const window_;
   ResubmitQueue* const resubmit_;
   InflightWindow* const ltx_window_;
   std::deque<Txn> held_;  // LTXs drawn while ltx_window_ was full, oldest first
+  std::atomic<uint64_t> ltx_window_full_{0};
 };
 
 }  // namespace paxflow

@@ -30,6 +30,14 @@ std::vector<std::unique_ptr<Batch>> Sequencer::CloseEpoch(Epoch epoch, int64_t n
     if (room == 0) break;
     room -= source->Fill(room, now_us, all.get());
   }
+  if (take_new) {
+    epochs_taking_new_.store(epochs_taking_new_.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
+    if (room == 0) {
+      epochs_at_batch_cap_.store(epochs_at_batch_cap_.load(std::memory_order_relaxed) + 1,
+                                 std::memory_order_relaxed);
+    }
+  }
   bool has_rw = false;
   uint32_t position = 0;
   for (Txn& txn : *all->mutable_txns()) {

@@ -56,8 +56,18 @@ class Sequencer {
   static void SplitLtxRecord(const Txn& txn, uint32_t partitions,
                              std::vector<std::unique_ptr<Batch>>* out);
 
+  // Epochs closed that took new txns, and of those, the ones whose batch
+  // reached max_batch: how often the batch cap bounded the load. Written by
+  // the sequencer's thread, read by any.
+  uint64_t epochs_taking_new() const { return epochs_taking_new_.load(std::memory_order_relaxed); }
+  uint64_t epochs_at_batch_cap() const {
+    return epochs_at_batch_cap_.load(std::memory_order_relaxed);
+  }
+
  private:
   const SequencerOptions options_;
+  std::atomic<uint64_t> epochs_taking_new_{0};
+  std::atomic<uint64_t> epochs_at_batch_cap_{0};
   std::vector<TxnSource*> sources_;
   RecordQueue* const records_;
   std::vector<uint8_t> marks_;  // by partition, CloseEpoch scratch
