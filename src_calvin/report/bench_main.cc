@@ -156,8 +156,9 @@ std::string Table(const std::vector<BenchRow>& rows) {
     if (!bound.empty()) bounds += "  " + row.label + " " + row.mode + ": " + bound + "\n";
   }
   if (!bounds.empty()) {
-    out << "bounded by admission (these rows measure a limit on new txns, not the engine; "
-           "lift it with an override such as :max_batch=10000 or :max_inflight=8000):\n"
+    out << "bounded by admission (these rows ran at a limit on new txns, so a ratio there "
+           "compares limits; lift it with an override such as :max_batch=10000, "
+           ":max_inflight=8000 or :max_inflight_ltx=256):\n"
         << bounds;
   }
   return out.str();
