@@ -157,8 +157,8 @@ std::string Table(const std::vector<BenchRow>& rows) {
   }
   if (!bounds.empty()) {
     out << "bounded by admission (these rows ran at a limit on new txns, so a ratio there "
-           "compares limits; lift it with an override such as :max_batch=10000, "
-           ":max_inflight=8000 or :max_inflight_ltx=256):\n"
+           "compares limits; raise it with an override, e.g. :max_batch=10000, or a larger "
+           ":max_inflight or :max_inflight_ltx):\n"
         << bounds;
   }
   return out.str();
