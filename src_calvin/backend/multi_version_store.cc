@@ -8,6 +8,7 @@
 #include <new>
 
 #include "common/hash.h"
+#include "common/single_writer.h"
 
 namespace paxflow {
 
@@ -107,10 +108,8 @@ void MultiVersionStore::Retire(size_t slot, Version* version) {
 void MultiVersionStore::Count(size_t slot, int64_t versions, int64_t bytes) {
   // One thread per slot: plain read-modify-write, atomic only for Metrics.
   SlotState& state = *slots_[slot];
-  state.live_versions.store(state.live_versions.load(std::memory_order_relaxed) + versions,
-                            std::memory_order_relaxed);
-  state.live_bytes.store(state.live_bytes.load(std::memory_order_relaxed) + bytes,
-                         std::memory_order_relaxed);
+  SingleWriterAdd(state.live_versions, versions);
+  SingleWriterAdd(state.live_bytes, bytes);
 }
 
 const MultiVersionStore::Pins& MultiVersionStore::CurrentPins(size_t slot) {
@@ -281,8 +280,7 @@ bool MultiVersionStore::Recycle(size_t slot, Record* record, Version* head,
   older->next.store(head, std::memory_order_release);
   record->head.store(older, std::memory_order_release);
   SlotState& counters = *slots_[slot];
-  counters.reclaimed.store(counters.reclaimed.load(std::memory_order_relaxed) + 1,
-                           std::memory_order_relaxed);
+  SingleWriterAdd(counters.reclaimed);
   return true;
 }
 
@@ -428,8 +426,7 @@ size_t MultiVersionStore::Prune(size_t slot, Record* record, bool below_oldest_o
     --length;
   }
   if (reclaimed) {
-    counters.reclaimed.store(counters.reclaimed.load(std::memory_order_relaxed) + reclaimed,
-                             std::memory_order_relaxed);
+    SingleWriterAdd(counters.reclaimed, reclaimed);
   }
   return length;
 }

@@ -30,7 +30,7 @@ std::string Fixed(double x, int digits) {
 
 std::string Millis(uint64_t micros) { return Fixed(micros / 1000.0, 2); }
 
-std::string Percent(uint64_t part, uint64_t whole) {
+std::string Percent(double part, double whole) {
   return Fixed(whole > 0 ? 100.0 * part / whole : 0, 1) + "%";
 }
 
@@ -45,7 +45,7 @@ std::string AdmissionSummary::Bound(double throughput) const {
            " of epochs";
   }
   if (window_ceiling > 0 && throughput >= 0.9 * window_ceiling) {
-    return "at " + Percent(static_cast<uint64_t>(throughput), static_cast<uint64_t>(window_ceiling)) +
+    return "at " + Percent(throughput, window_ceiling) +
            " of the window's ceiling (max_inflight per epoch)";
   }
   return "";

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/histogram.h"
+#include "common/single_writer.h"
 #include "common/types.h"
 
 namespace paxflow {
@@ -64,9 +65,7 @@ struct alignas(64) WorkerStats {
   Histogram ltx_wait_us[kTxnKinds];
   Histogram ltx_stage_us[kLtxStages];  // LTXs at their origin, by stage
 
-  static void Add(std::atomic<uint64_t>& counter, uint64_t n = 1) {
-    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
+  static void Add(std::atomic<uint64_t>& counter, uint64_t n = 1) { SingleWriterAdd(counter, n); }
 
   // A txn's result where it is reported: committed, or aborted with
   // `abort_reason`, and a latency sample (`latency`, from its first
@@ -106,9 +105,7 @@ struct LtxCounters {
   std::atomic<uint64_t> pushed_down_shares{0};
   std::atomic<uint64_t> pushed_down_rows{0};
 
-  static void Add(std::atomic<uint64_t>& counter, uint64_t n = 1) {
-    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
+  static void Add(std::atomic<uint64_t>& counter, uint64_t n = 1) { SingleWriterAdd(counter, n); }
 };
 
 class NodeStats {

@@ -1287,10 +1287,10 @@ RunSummary Node::Summary() const {
   for (const auto& generator : generators_) {
     summary.admission.ltx_window_full += generator->ltx_window_full();
   }
-  const EngineParams& engine = options_.params.engine;
-  if (!generators_.empty() && engine.max_inflight > 0) {
+  if (generated_window_ && generated_window_->limit() > 0) {
+    // Each epoch's closes together take at most the window's room.
     summary.admission.window_ceiling =
-        1000.0 * engine.max_inflight * engine.sequencers_per_node / engine.epoch_ms;
+        1000.0 * generated_window_->limit() / options_.params.engine.epoch_ms;
   }
   rusage usage;
   if (getrusage(RUSAGE_SELF, &usage) == 0) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/single_writer.h"
+
 namespace paxflow {
 
 InflightWindow::InflightWindow(uint64_t limit, std::function<uint64_t()> completed)
@@ -60,9 +62,7 @@ size_t GeneratorSource::Fill(size_t max, int64_t now_us, Batch* batch) {
         // The batch ends here; what it claimed but did not fill is room again.
         batch->mutable_txns()->RemoveLast();
         if (window_) window_->Release(count - i);
-        // Single writer: no read-modify-write.
-        ltx_window_full_.store(ltx_window_full_.load(std::memory_order_relaxed) + 1,
-                               std::memory_order_relaxed);
+        SingleWriterAdd(ltx_window_full_);
         return i;
       }
       txn->Clear();

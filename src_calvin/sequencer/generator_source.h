@@ -25,6 +25,7 @@ class InflightWindow {
   size_t Claim(size_t want);
   // Claimed but not generated after all: room again.
   void Release(size_t count);
+  uint64_t limit() const { return limit_; }
 
  private:
   const uint64_t limit_;

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/record_file.h"
+#include "common/single_writer.h"
 
 namespace paxflow {
 
@@ -117,8 +118,7 @@ std::string InputLogWriter::Append(const MergedEpoch& epoch) {
   const int64_t flush_start = NowMicros();
   if (error.empty()) error = log_.Flush(fsync_);
   sync_us_.RecordElapsed(NowMicros() - flush_start);
-  if (error.empty()) bytes_.store(bytes_.load(std::memory_order_relaxed) + 8 + buffer_.size(),
-                                  std::memory_order_relaxed);
+  if (error.empty()) SingleWriterAdd(bytes_, 8 + buffer_.size());
   return error;
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "common/clock.h"
+#include "common/single_writer.h"
 
 namespace paxflow {
 
@@ -31,12 +32,8 @@ std::vector<std::unique_ptr<Batch>> Sequencer::CloseEpoch(Epoch epoch, int64_t n
     room -= source->Fill(room, now_us, all.get());
   }
   if (take_new) {
-    epochs_taking_new_.store(epochs_taking_new_.load(std::memory_order_relaxed) + 1,
-                             std::memory_order_relaxed);
-    if (room == 0) {
-      epochs_at_batch_cap_.store(epochs_at_batch_cap_.load(std::memory_order_relaxed) + 1,
-                                 std::memory_order_relaxed);
-    }
+    SingleWriterAdd(epochs_taking_new_);
+    if (room == 0) SingleWriterAdd(epochs_at_batch_cap_);
   }
   bool has_rw = false;
   uint32_t position = 0;
