@@ -103,6 +103,25 @@ TEST(LtxLaneTest, WriterOfAKeyTheLtxOnlyReadsRunsAtOnceAndTheLtxReadsTheOldValue
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 
+// The node's generator holds new LTXs back while the LTX threads are
+// behind (--max_ltx_backlog): the scheduler says how many tasks wait for
+// them, and the count falls as they run.
+TEST(LtxLaneTest, TheSchedulerCountsTheTasksWaitingForAnLtxThread) {
+  LtxBench bench(LtxBenchOptions{});
+  Scheduler& scheduler = bench.scheduler(0);
+  EXPECT_EQ(scheduler.ltx_backlog(), 0u);
+  bench.Sequence(1, {LtxBench::Long({3}, {5}), LtxBench::Long({4}, {6})});
+  bench.Drain(/*ltx_threads=*/false);
+  EXPECT_EQ(scheduler.ltx_backlog(), 2u) << "each LTX's first round waits for a thread";
+  EXPECT_EQ(scheduler.RunQueuedLtxWork(), 2u);
+  EXPECT_EQ(scheduler.ltx_backlog(), 0u);
+  bench.Drain(/*ltx_threads=*/false);
+  EXPECT_EQ(scheduler.ltx_backlog(), 2u) << "the reads they asked for wait to be served";
+  bench.Drain();
+  EXPECT_EQ(scheduler.ltx_backlog(), 0u);
+  EXPECT_EQ(bench.TakeRecords().size(), 2u) << "both finished";
+}
+
 TEST(LtxLaneTest, AnLtxIsActiveFromTheEpochAfterItsBegin) {
   // A short txn after the begin record, in the same epoch, is ordered
   // before the LTX (which is serialized at the start of the next epoch):

@@ -615,6 +615,16 @@ TEST(SummaryJsonTest, SaysWhichAdmissionLimitBoundedTheRun) {
   summary.admission.ltx_window_full = 60;
   EXPECT_EQ(summary.admission.Bound(summary.Throughput()),
             "LTX window full (max_inflight_ltx) in 60.0% of epochs");
+  // Fills held while the LTX threads were behind are the lane's own pace:
+  // the text says so, and they bound nothing.
+  summary.admission.ltx_lane_behind = 55;
+  EXPECT_EQ(summary.admission.Bound(summary.Throughput()), "");
+  EXPECT_NE(summary.ToText().find("(LTX threads behind, max_ltx_backlog, in 55.0%)"),
+            std::string::npos) << summary.ToText();
+  RunSummary behind;
+  ASSERT_EQ(RunSummary::FromJson(summary.ToJson(), &behind), "");
+  EXPECT_EQ(behind.admission.ltx_lane_behind, 55u);
+  summary.admission.ltx_lane_behind = 0;
   summary.admission.ltx_window_full = 0;
   summary.kinds[kKindReadWrite].committed = 380000;
   EXPECT_EQ(summary.admission.Bound(summary.Throughput()),

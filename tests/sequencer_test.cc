@@ -124,9 +124,10 @@ std::vector<uint32_t> LtxProcedures(const Batch& batch) {
 struct WindowedGenerator {
   WindowedGenerator(uint64_t limit, uint64_t ltx_limit, uint32_t ltx_every)
       : window(limit, [this] { return done; }),
-        ltx_window(ltx_limit, [this] { return ltx_done; }),
+        ltx_window(ltx_limit, [this] { return ltx_done; }, [this] { return lane_behind; }),
         source(std::make_unique<EveryNthLtxGenerator>(ltx_every), &window, nullptr, &ltx_window) {}
   uint64_t done = 0, ltx_done = 0;
+  bool lane_behind = false;  // the LTX threads' queue is past its limit
   InflightWindow window, ltx_window;
   GeneratorSource source;
 };
@@ -153,6 +154,30 @@ TEST(GeneratorSourceTest, LtxsBeyondTheLtxWindowWaitInOrderAndTheMixStays) {
   EXPECT_EQ(next.txns(2).procedure(), 19u);
 }
 
+// An LTX sequenced while the LTX threads are behind would wait in their
+// queue and then read an old snapshot: the window holds it back, whatever
+// room it has, and short txns go on; the fill that stops is counted as the
+// lane's pace, not the window's limit.
+TEST(GeneratorSourceTest, WhileTheLtxThreadsAreBehindLtxsAreHeldDespiteRoom) {
+  WindowedGenerator g(1000, 100, 3);
+  GeneratorSource& source = g.source;
+  g.lane_behind = true;
+  Batch behind;
+  ASSERT_EQ(source.Fill(12, 1, &behind), 12u);
+  EXPECT_TRUE(LtxProcedures(behind).empty()) << "98 of 100 LTXs of room, but the lane is behind";
+  EXPECT_EQ(behind.txns(11).procedure(), 17u) << "short txns go on: 3, 6, 9, 12, 15 are held";
+  EXPECT_EQ(source.ltx_window_full(), 0u);
+  Batch stopped;
+  EXPECT_EQ(source.Fill(100, 2, &stopped), 20u) << "it stops with kMaxHeld held";
+  EXPECT_EQ(source.ltx_window_full(), 1u);
+  EXPECT_EQ(source.ltx_lane_behind(), 1u) << "stopped by the lane's pace, not by the window";
+  g.lane_behind = false;
+  Batch caught_up;
+  ASSERT_EQ(source.Fill(3, 3, &caught_up), 3u);
+  EXPECT_EQ(LtxProcedures(caught_up), (std::vector<uint32_t>{3, 6, 9})) << "oldest held first";
+  EXPECT_EQ(caught_up.txns(0).submit_time_us(), 1) << "a held LTX keeps the time it was drawn";
+}
+
 TEST(GeneratorSourceTest, WithOnlyLtxsAndNoRoomTheGeneratorStopsAndGivesBackItsClaims) {
   WindowedGenerator g(100, 1, 1);
   GeneratorSource& source = g.source;
@@ -161,6 +186,7 @@ TEST(GeneratorSourceTest, WithOnlyLtxsAndNoRoomTheGeneratorStopsAndGivesBackItsC
   EXPECT_EQ(batch.txns_size(), 1);
   EXPECT_EQ(g.window.Claim(1000), 99u) << "the claims it did not fill are room again";
   EXPECT_EQ(source.ltx_window_full(), 1u) << "the LTX window cut this fill short";
+  EXPECT_EQ(source.ltx_lane_behind(), 0u) << "at the window's limit, the lane not behind";
   g.ltx_done = 1;
   Batch next;
   g.done = 99;

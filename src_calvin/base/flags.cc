@@ -32,6 +32,11 @@ DEFINE_uint64(max_inflight_ltx, 64,
               "it is held back in order (with 16 held the generator waits), so the mix stays "
               "and the load slows to the LTX lane's pace instead of its queue growing "
               "(0: unbounded)");
+DEFINE_uint64(max_ltx_backlog, 32,
+              "Most tasks a node's LTX threads may have waiting; while more wait, the "
+              "generator holds new LTXs and long scans back as if max_inflight_ltx were full, "
+              "so an LTX starts soon after its snapshot instead of reading an old one behind a "
+              "queue (0: no limit)");
 DEFINE_uint64(seed, 42, "Load generator seed (each node adds its id)");
 DEFINE_bool(generate, true, "Run the embedded load generator");
 DEFINE_double(duration, 10, "Seconds of load (0: until SIGINT/SIGTERM)");
@@ -250,7 +255,7 @@ std::set<std::string> ExplicitFlags() {
 const std::vector<std::string>& NodeFlagNames() {
   static const std::vector<std::string> kNames = {
       "mode", "epoch_ms", "max_batch", "sequencers_per_node", "workers", "ro_workers",
-      "max_inflight", "max_inflight_ltx", "seed",
+      "max_inflight", "max_inflight_ltx", "max_ltx_backlog", "seed",
       "generate", "duration", "run_epochs", "log_fsync", "progress_ms", "digest_epochs",
       "peer_wait_s", "drain_timeout_s", "client_admit_limit", "client_buffer_mb", "gc",
       "checkpoint_every", "heartbeat_ms", "peer_timeout_ms", "peer_queue_mb", "max_epochs_ahead",
@@ -307,6 +312,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.ro_workers = FLAGS_ro_workers;
   e.max_inflight = FLAGS_max_inflight;
   e.max_inflight_ltx = FLAGS_max_inflight_ltx;
+  e.max_ltx_backlog = FLAGS_max_ltx_backlog;
   e.seed = FLAGS_seed;
   e.generate = FLAGS_generate;
   e.duration_s = FLAGS_duration;

@@ -25,6 +25,7 @@ struct EngineParams {
   // LTX lane's queue stays bounded when LTXs come faster than it runs them
   // (16 held bank-ltx's 1% of LTXs below what the lane runs; README).
   uint64_t max_inflight_ltx = 64;
+  uint64_t max_ltx_backlog = 32;  // tasks waiting for LTX threads; beyond: hold LTXs (0: none)
   uint64_t seed = 42;
   bool generate = true;          // run the embedded load generator
   double duration_s = 10;        // load duration; 0: until stopped

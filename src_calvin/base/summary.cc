@@ -40,8 +40,11 @@ std::string AdmissionSummary::Bound(double throughput) const {
   if (epochs > 0 && 2 * at_batch_cap >= epochs) {
     return "batch full (max_batch) in " + Percent(at_batch_cap, epochs) + " of epochs";
   }
-  if (epochs > 0 && 2 * ltx_window_full >= epochs) {
-    return "LTX window full (max_inflight_ltx) in " + Percent(ltx_window_full, epochs) +
+  // Fills held while the LTX threads were behind measure the lane's pace,
+  // not a limit: a larger window would only queue more.
+  const uint64_t at_ltx_limit = ltx_window_full - std::min(ltx_lane_behind, ltx_window_full);
+  if (epochs > 0 && 2 * at_ltx_limit >= epochs) {
+    return "LTX window full (max_inflight_ltx) in " + Percent(at_ltx_limit, epochs) +
            " of epochs";
   }
   if (window_ceiling > 0 && throughput >= 0.9 * window_ceiling) {
@@ -248,6 +251,10 @@ std::string RunSummary::ToText() const {
     out << "admission: " << admission.epochs << " epochs took new txns; batch full (max_batch) in "
         << share(admission.at_batch_cap) << ", LTX window full (max_inflight_ltx) in "
         << share(admission.ltx_window_full);
+    if (admission.ltx_lane_behind > 0) {
+      out << " (LTX threads behind, max_ltx_backlog, in " << share(admission.ltx_lane_behind)
+          << ")";
+    }
     if (admission.window_ceiling > 0) {
       out << "; window's ceiling (max_inflight per epoch) " << Fixed(admission.window_ceiling, 0)
           << " txn/s";
@@ -302,6 +309,7 @@ SummaryFile RunSummary::ToFile() const {
   admitted->set_epochs(admission.epochs);
   admitted->set_at_batch_cap(admission.at_batch_cap);
   admitted->set_ltx_window_full(admission.ltx_window_full);
+  admitted->set_ltx_lane_behind(admission.ltx_lane_behind);
   admitted->set_window_ceiling(admission.window_ceiling);
   file.set_peak_rss_bytes(peak_rss_bytes);
   file.set_consistency(consistency);
@@ -392,6 +400,7 @@ std::string RunSummary::FromFile(const SummaryFile& file, RunSummary* out) {
   s.admission.epochs = file.admission().epochs();
   s.admission.at_batch_cap = file.admission().at_batch_cap();
   s.admission.ltx_window_full = file.admission().ltx_window_full();
+  s.admission.ltx_lane_behind = file.admission().ltx_lane_behind();
   s.admission.window_ceiling = file.admission().window_ceiling();
   s.peak_rss_bytes = file.peak_rss_bytes();
   s.consistency = file.consistency();

@@ -25,7 +25,8 @@ struct KindSummary {
 // measures the limit, not the engine.
 // - Of the epochs whose batches took new txns, those whose batch reached
 //   max_batch, and generator fills that stopped because the LTX window
-//   (max_inflight_ltx) was full.
+//   (max_inflight_ltx) was full; of those, the fills that stopped while
+//   the LTX threads were behind (max_ltx_backlog) rather than at the limit.
 // - The window's ceiling: a generated txn enters the batch of the next
 //   epoch to close, and each close takes at most the window's room, so
 //   generated txns never run faster than max_inflight per epoch per
@@ -34,16 +35,20 @@ struct AdmissionSummary {
   uint64_t epochs = 0;
   uint64_t at_batch_cap = 0;
   uint64_t ltx_window_full = 0;
+  uint64_t ltx_lane_behind = 0;  // of ltx_window_full
   double window_ceiling = 0;  // txn/s
   void Add(const AdmissionSummary& other) {
     epochs += other.epochs;
     at_batch_cap += other.at_batch_cap;
     ltx_window_full += other.ltx_window_full;
+    ltx_lane_behind += other.ltx_lane_behind;
     window_ceiling += other.window_ceiling;
   }
   // What bounded a run of `throughput` txn/s, if anything did: the batch
-  // cap or the LTX window in at least half the epochs, or a throughput at
-  // 90% of the window's ceiling or more; else empty.
+  // cap or the LTX window's limit in at least half the epochs (not the
+  // fills held while the LTX threads were behind: that is the lane's own
+  // pace), or a throughput at 90% of the window's ceiling or more; else
+  // empty.
   std::string Bound(double throughput) const;
 };
 

@@ -483,10 +483,17 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
     generated_window_ = std::make_unique<InflightWindow>(
         params.engine.max_inflight * per_node, [this] { return stats_->GeneratedDone(); });
     // Counted by what the node reports of long txns, client LTXs too (which
-    // only ever makes the window looser).
+    // only ever makes the window looser). An LTX's snapshot is fixed when it
+    // is sequenced, so one sequenced while the LTX threads are behind waits
+    // in their queue and then reads an older snapshot, through more
+    // versions per key, which puts the threads further behind: past
+    // max_ltx_backlog waiting tasks the window is closed, and LTXs are
+    // held before they are sequenced, where waiting costs nothing.
     if (params.engine.max_inflight_ltx > 0) {
+      const uint64_t backlog = params.engine.max_ltx_backlog;
       generated_ltx_window_ = std::make_unique<InflightWindow>(
-          params.engine.max_inflight_ltx, [this] { return stats_->LongDone(); });
+          params.engine.max_inflight_ltx, [this] { return stats_->LongDone(); },
+          [this, backlog] { return backlog > 0 && scheduler_->ltx_backlog() >= backlog; });
     }
     // OLLP (the Calvin paper's way with dependent txns): a generated txn
     // whose keys depend on values is first run on this partition's current
@@ -1286,6 +1293,7 @@ RunSummary Node::Summary() const {
   }
   for (const auto& generator : generators_) {
     summary.admission.ltx_window_full += generator->ltx_window_full();
+    summary.admission.ltx_lane_behind += generator->ltx_lane_behind();
   }
   if (generated_window_ && generated_window_->limit() > 0) {
     // Each epoch's closes together take at most the window's room.

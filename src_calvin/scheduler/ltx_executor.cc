@@ -105,6 +105,7 @@ void LtxExecutor::Push(std::unique_ptr<Task> task) {
     std::lock_guard<std::mutex> lock(mu_);
     task->sequence = next_sequence_++;
     queue_.push(task.release());
+    NoteQueuedLocked();
   }
   cv_.notify_one();
 }
@@ -135,6 +136,7 @@ size_t LtxExecutor::RunQueued(TxnId held) {
       }
       if (queue_.empty()) {
         for (Task* waiting : kept) queue_.push(waiting);
+        NoteQueuedLocked();
         return ran;
       }
       task.reset(PopLocked());
@@ -152,6 +154,7 @@ size_t LtxExecutor::running() const {
 LtxExecutor::Task* LtxExecutor::PopLocked() {
   Task* task = queue_.top();
   queue_.pop();
+  NoteQueuedLocked();
   // A serve taken off the queue is still owed until it ran (QueuedServes).
   if (task->kind == Task::kServe) running_serves_.insert(task);
   return task;

@@ -15,6 +15,7 @@
 // Threads: its own (`threads` of them) after Start(); any thread calls in.
 // Tests without Start() run queued tasks with RunQueued().
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -176,6 +177,9 @@ class LtxExecutor {
   void AskAgain(PartitionId p);
 
   size_t running() const;
+  // Tasks queued for an LTX thread and not yet taken: how far the threads
+  // are behind. Any thread.
+  size_t queued() const { return queued_.load(std::memory_order_relaxed); }
   // Read tasks handed to Serve and not done yet, queued or running (a
   // checkpoint lists them as reads this partition owes).
   std::vector<LtxReadTask> QueuedServes() const;
@@ -200,6 +204,8 @@ class LtxExecutor {
   };
 
   void Push(std::unique_ptr<Task> task);
+  // After the queue changed (mu_ held).
+  void NoteQueuedLocked() { queued_.store(queue_.size(), std::memory_order_relaxed); }
   // Takes the next task (mu_ held); a serve counts as running until done.
   Task* PopLocked();
   // Whether partition `p` still owes `run` reads of its round (mu_ held).
@@ -239,6 +245,7 @@ class LtxExecutor {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::priority_queue<Task*, std::vector<Task*>, Older> queue_;  // owned
+  std::atomic<size_t> queued_{0};  // queue_.size(), written under mu_
   // Snapshots of the serve tasks queued or running: they read the store
   // there, so those snapshots stay pinned until they are done, whatever
   // became of the LTX meanwhile (ServingSnapshots).

@@ -130,6 +130,8 @@ class LtxLane {
   void Start() { executor_.Start(); }
   void Stop() { executor_.Stop(); }
   size_t RunQueued(TxnId held = 0) { return executor_.RunQueued(held); }
+  // Tasks waiting for an LTX thread (LtxExecutor::queued). Any thread.
+  size_t queued_tasks() const { return executor_.queued(); }
 
   // Epoch boundaries. BeginEpoch applies the timeouts that fall at `epoch`;
   // EndEpoch fixes what each LTX begun in `epoch` will find pending and

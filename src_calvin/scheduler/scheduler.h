@@ -207,6 +207,8 @@ class Scheduler {
   // Replicated input: this node leads its group and sequences from epoch
   // `first_epoch` on (0: it no longer leads). LtxLane::SetOrigin. Any thread.
   void SetLtxOrigin(Epoch first_epoch) { ltx_lane_.SetOrigin(first_epoch); }
+  // Tasks waiting for this node's LTX threads (LtxExecutor::queued). Any thread.
+  size_t ltx_backlog() const { return ltx_lane_.queued_tasks(); }
   // The outcomes of LTXs begun here under client request ids, for their
   // retries (scheduler/ltx_outcomes.h). Ask from any thread.
   LtxOutcomes& ltx_outcomes() { return ltx_lane_.outcomes(); }

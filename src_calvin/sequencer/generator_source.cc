@@ -6,10 +6,12 @@
 
 namespace paxflow {
 
-InflightWindow::InflightWindow(uint64_t limit, std::function<uint64_t()> completed)
-    : limit_(limit), completed_(std::move(completed)) {}
+InflightWindow::InflightWindow(uint64_t limit, std::function<uint64_t()> completed,
+                               std::function<bool()> behind)
+    : limit_(limit), completed_(std::move(completed)), behind_(std::move(behind)) {}
 
 size_t InflightWindow::Claim(size_t want) {
+  if (behind()) return 0;
   if (limit_ == 0) return want;
   uint64_t generated = generated_.load(std::memory_order_relaxed);
   while (true) {
@@ -63,6 +65,7 @@ size_t GeneratorSource::Fill(size_t max, int64_t now_us, Batch* batch) {
         batch->mutable_txns()->RemoveLast();
         if (window_) window_->Release(count - i);
         SingleWriterAdd(ltx_window_full_);
+        if (ltx_window_->behind()) SingleWriterAdd(ltx_lane_behind_);
         return i;
       }
       txn->Clear();

@@ -19,10 +19,14 @@ namespace paxflow {
 class InflightWindow {
  public:
   // `limit`: most unfinished generated txns (0: unbounded); `completed`
-  // returns how many of the node's generated txns have finished so far.
-  InflightWindow(uint64_t limit, std::function<uint64_t()> completed);
+  // returns how many of the node's generated txns have finished so far;
+  // while `behind` (if given) returns true, the window has no room
+  // whatever its limit: the engine that runs these txns is behind.
+  InflightWindow(uint64_t limit, std::function<uint64_t()> completed,
+                 std::function<bool()> behind = {});
   // Room for at most `want` more txns: how many the caller may generate.
   size_t Claim(size_t want);
+  bool behind() const { return behind_ && behind_(); }
   // Claimed but not generated after all: room again.
   void Release(size_t count);
   uint64_t limit() const { return limit_; }
@@ -30,6 +34,7 @@ class InflightWindow {
  private:
   const uint64_t limit_;
   std::function<uint64_t()> completed_;
+  std::function<bool()> behind_;
   std::atomic<uint64_t> generated_{0};
 };
 
@@ -64,7 +69,7 @@ class GeneratorSource : public TxnSource {
   // `window` (shared by the node's generators; null: unbounded), `resubmit`
   // (null: none) and `ltx_window` (the node's generated LTXs and long
   // scans; null: unbounded) outlive this. An LTX drawn while `ltx_window`
-  // is full is held back, in the order drawn, and goes once there is room;
+  // is full (or behind) is held back, in the order drawn, and goes once there is room;
   // with kMaxHeld held the generator stops until there is. So the mix stays
   // the one asked for, and when LTXs come faster than the LTX lane runs
   // them the whole load slows to its pace, instead of the lane's queue
@@ -75,10 +80,12 @@ class GeneratorSource : public TxnSource {
 
   static constexpr size_t kMaxHeld = 16;
 
-  // Fills that stopped with kMaxHeld LTXs held (`ltx_window` full): how
-  // often the LTX lane's pace bounded the load. Written by the sequencer's
-  // thread, read by any.
+  // Fills that stopped with kMaxHeld LTXs held (`ltx_window` full), and of
+  // those, the ones that stopped while the window was behind
+  // (InflightWindow::behind): how often the LTX lane's pace bounded the
+  // load. Written by the sequencer's thread, read by any.
   uint64_t ltx_window_full() const { return ltx_window_full_.load(std::memory_order_relaxed); }
+  uint64_t ltx_lane_behind() const { return ltx_lane_behind_.load(std::memory_order_relaxed); }
 
  private:
   std::unique_ptr<TxnGenerator> generator_;
@@ -87,6 +94,7 @@ class GeneratorSource : public TxnSource {
   InflightWindow* const ltx_window_;
   std::deque<Txn> held_;  // LTXs drawn while ltx_window_ was full, oldest first
   std::atomic<uint64_t> ltx_window_full_{0};
+  std::atomic<uint64_t> ltx_lane_behind_{0};
 };
 
 }  // namespace paxflow
