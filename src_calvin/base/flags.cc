@@ -33,7 +33,7 @@ DEFINE_uint64(max_inflight_ltx, 64,
               "and the load slows to the LTX lane's pace instead of its queue growing "
               "(0: unbounded)");
 DEFINE_uint64(max_ltx_backlog, 32,
-              "Most tasks a node's LTX threads may have waiting; while more wait, the "
+              "Paxflow mode: most tasks a node's LTX threads may have waiting; while more wait, the "
               "generator holds new LTXs and long scans back as if max_inflight_ltx were full, "
               "so an LTX starts soon after its snapshot instead of reading an old one behind a "
               "queue (0: no limit)");

@@ -488,12 +488,14 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
     // in their queue and then reads an older snapshot, through more
     // versions per key, which puts the threads further behind: past
     // max_ltx_backlog waiting tasks the window is closed, and LTXs are
-    // held before they are sequenced, where waiting costs nothing.
+    // held before they are sequenced, where waiting costs nothing. (Calvin
+    // mode runs LTXs locked, on workers: its window is only the limit.)
     if (params.engine.max_inflight_ltx > 0) {
-      const uint64_t backlog = params.engine.max_ltx_backlog;
+      const uint64_t backlog =
+          params.engine.mode == Mode::kCalvin ? 0 : params.engine.max_ltx_backlog;
       generated_ltx_window_ = std::make_unique<InflightWindow>(
           params.engine.max_inflight_ltx, [this] { return stats_->LongDone(); },
-          [this, backlog] { return backlog > 0 && scheduler_->ltx_backlog() >= backlog; });
+          [this, backlog] { return backlog > 0 && scheduler_->ltx_backlog() > backlog; });
     }
     // OLLP (the Calvin paper's way with dependent txns): a generated txn
     // whose keys depend on values is first run on this partition's current
