@@ -164,7 +164,7 @@ TEST(GeneratorSourceTest, WhileTheLtxThreadsAreBehindLtxsAreHeldDespiteRoom) {
   g.lane_behind = true;
   Batch behind;
   ASSERT_EQ(source.Fill(12, 1, &behind), 12u);
-  EXPECT_TRUE(LtxProcedures(behind).empty()) << "98 of 100 LTXs of room, but the lane is behind";
+  EXPECT_TRUE(LtxProcedures(behind).empty()) << "room for 100 LTXs, but the lane is behind";
   EXPECT_EQ(behind.txns(11).procedure(), 17u) << "short txns go on: 3, 6, 9, 12, 15 are held";
   EXPECT_EQ(source.ltx_window_full(), 0u);
   Batch stopped;

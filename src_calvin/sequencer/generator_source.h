@@ -69,11 +69,11 @@ class GeneratorSource : public TxnSource {
   // `window` (shared by the node's generators; null: unbounded), `resubmit`
   // (null: none) and `ltx_window` (the node's generated LTXs and long
   // scans; null: unbounded) outlive this. An LTX drawn while `ltx_window`
-  // is full (or behind) is held back, in the order drawn, and goes once there is room;
-  // with kMaxHeld held the generator stops until there is. So the mix stays
-  // the one asked for, and when LTXs come faster than the LTX lane runs
-  // them the whole load slows to its pace, instead of the lane's queue
-  // growing without bound.
+  // is full (or behind) is held back, in the order drawn, and goes once
+  // there is room; with kMaxHeld held the generator stops until there is.
+  // So the mix stays the one asked for, and when LTXs come faster than the
+  // LTX lane runs them the whole load slows to its pace, instead of the
+  // lane's queue growing without bound.
   GeneratorSource(std::unique_ptr<TxnGenerator> generator, InflightWindow* window,
                   ResubmitQueue* resubmit = nullptr, InflightWindow* ltx_window = nullptr);
   size_t Fill(size_t max, int64_t now_us, Batch* batch) override;
