@@ -309,6 +309,28 @@ TEST(ConfigTest, NodeEndpointFollowsTransport) {
 // Replicated input: consensus ports are checked like the others, every
 // node needs one when it is on, and the parameters it cannot run with are
 // refused by name. local-1x3 turns it on; the other demos leave it off.
+// A begin that finds max_active_ltx LTXs unresolved anywhere aborts busy,
+// so in paxflow mode each origin's generator keeps at most its share of
+// them unfinished: three nodes' 64 each met a limit of 64 (two thirds of
+// report's LTXs aborted busy on local-3).
+TEST(ConfigTest, EachNodesLtxWindowIsItsShareOfTheClustersLimit) {
+  EngineParams engine;
+  engine.max_inflight_ltx = 64;
+  engine.max_active_ltx = 64;
+  EXPECT_EQ(engine.GeneratedLtxWindow(1), 64u);
+  EXPECT_EQ(engine.GeneratedLtxWindow(2), 32u);
+  EXPECT_EQ(engine.GeneratedLtxWindow(3), 21u);
+  EXPECT_EQ(engine.GeneratedLtxWindow(100), 1u) << "every node may run some LTX";
+  engine.max_active_ltx = 192;
+  EXPECT_EQ(engine.GeneratedLtxWindow(3), 64u) << "the flag is still the window's own bound";
+  engine.max_inflight_ltx = 0;
+  EXPECT_EQ(engine.GeneratedLtxWindow(3), 0u) << "0 stays unbounded";
+  engine.mode = Mode::kCalvin;
+  engine.max_inflight_ltx = 64;
+  engine.max_active_ltx = 64;
+  EXPECT_EQ(engine.GeneratedLtxWindow(3), 64u) << "calvin mode runs LTXs locked: no busy rule";
+}
+
 TEST(ConfigTest, ReplicatedInputConfigAndParameters) {
   EXPECT_TRUE(Contains(Check("node { id: 0 host: \"127.0.0.1\" port: 5000 consensus_port: 70000 }\n"),
                        "node 0 has consensus_port 70000"));

@@ -123,6 +123,16 @@ TEST_P(LtxEngineTest, CommittedTxnsMatchASerialExecutionInTheirOrderAndReplaysAg
   // run for seconds: each stream answers once or twice in it.
   EXPECT_GE(order.long_txns, ch ? params.workload.ch_streams : 4u) << "too few long txns committed";
   EXPECT_EQ(results.invariant_failures(), 0);
+  // Each origin's generator keeps at most its share of max_active_ltx LTXs
+  // unfinished (EngineParams::GeneratedLtxWindow), so the generated LTXs of
+  // all partitions together never find that limit full.
+  uint64_t busy = 0;
+  for (const auto& r : results.all()) {
+    busy += r.txn.txn_class() == LTX && r.outcome.aborted &&
+            LtxAbortReasonOf(r.outcome.abort_reason) == kAbortBusy;
+  }
+  EXPECT_EQ(busy, 0u) << "generated LTXs aborted busy (max_active_ltx="
+                      << params.engine.max_active_ltx << " on " << c.partitions << " partitions)";
   if (params.workload.application == "tpcc") {
     // TPC-C's consistency conditions (clause 3.3.2) on every final state.
     for (size_t i = 0; i < cluster.size(); ++i) {

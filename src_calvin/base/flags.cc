@@ -30,8 +30,9 @@ DEFINE_uint64(max_inflight, 4000,
 DEFINE_uint64(max_inflight_ltx, 64,
               "Most generated LTXs and long scans a node keeps unfinished; one drawn beyond "
               "it is held back in order (with 16 held the generator waits), so the mix stays "
-              "and the load slows to the LTX lane's pace instead of its queue growing "
-              "(0: unbounded)");
+              "and the load slows to the LTX lane's pace instead of its queue growing; in "
+              "paxflow mode at most max_active_ltx / partitions, so that the nodes' generated "
+              "LTXs together never abort busy (0: unbounded)");
 DEFINE_uint64(max_ltx_backlog, 32,
               "Paxflow mode: most tasks a node's LTX threads may have waiting; while more wait, the "
               "generator holds new LTXs and long scans back as if max_inflight_ltx were full, "
@@ -143,8 +144,9 @@ DEFINE_uint64(ltx_timeout, 1000,
               "fails retryably");
 DEFINE_uint32(max_active_ltx, 64,
               "Cluster parameter: an LTX begin that finds this many LTXs unresolved aborts at "
-              "once (busy, retryable); the default matches max_inflight_ltx, so that a node's "
-              "own generated LTXs never meet it");
+              "once (busy, retryable); each node's generator keeps at most its share "
+              "(max_active_ltx / partitions) of LTXs unfinished, so that generated LTXs never "
+              "meet it: raise it with max_inflight_ltx on several partitions");
 DEFINE_uint32(ltx_max_deferrals, 3,
               "Cluster parameter: after this many deferrals of a short txn by LTX write areas, a "
               "guard record makes new LTXs on its keys abort (busy) until it ran");

@@ -98,6 +98,13 @@ struct EngineParams {
   // The epoch after which node `node`'s sequencer pauses
   // (fault_pause_sequencer); 0: it does not.
   Epoch SequencerPauseAfter(uint32_t node) const;
+  // The generator's LTX window on each of `partitions` partitions' origin
+  // nodes. In paxflow mode a begin that finds max_active_ltx LTXs
+  // unresolved anywhere in the cluster aborts (busy), so every node's
+  // window is at most its share of that limit (and at least 1): together
+  // the generated LTXs then never meet it. Calvin mode has no such limit
+  // (its LTXs run locked), and 0 stays unbounded.
+  uint64_t GeneratedLtxWindow(uint32_t partitions) const;
 };
 
 // "BATCH,REMOTE_READS" into channels; empty on success, else the problem.

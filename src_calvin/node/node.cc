@@ -490,11 +490,19 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
     // max_ltx_backlog waiting tasks the window is closed, and LTXs are
     // held before they are sequenced, where waiting costs nothing. (Calvin
     // mode runs LTXs locked, on workers: its window is only the limit.)
-    if (params.engine.max_inflight_ltx > 0) {
+    const uint64_t ltx_window = params.engine.GeneratedLtxWindow(partitions);
+    if (ltx_window < params.engine.max_inflight_ltx) {
+      LOG(INFO) << "node " << options_.id << ": the generator keeps at most " << ltx_window
+                << " LTXs unfinished (max_inflight_ltx=" << params.engine.max_inflight_ltx
+                << " is more than this node's share of max_active_ltx="
+                << params.engine.max_active_ltx << " over " << partitions
+                << " partitions, beyond which begins abort busy)";
+    }
+    if (ltx_window > 0) {
       const uint64_t backlog =
           params.engine.mode == Mode::kCalvin ? 0 : params.engine.max_ltx_backlog;
       generated_ltx_window_ = std::make_unique<InflightWindow>(
-          params.engine.max_inflight_ltx, [this] { return stats_->LongDone(); },
+          ltx_window, [this] { return stats_->LongDone(); },
           [this, backlog] { return backlog > 0 && scheduler_->ltx_backlog() > backlog; });
     }
     // OLLP (the Calvin paper's way with dependent txns): a generated txn

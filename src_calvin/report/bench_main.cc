@@ -158,7 +158,8 @@ std::string Table(const std::vector<BenchRow>& rows) {
   if (!bounds.empty()) {
     out << "bounded by admission (these rows ran at a limit on new txns, so a ratio there "
            "compares limits; raise it with an override, e.g. :max_batch=10000, or a larger "
-           ":max_inflight or :max_inflight_ltx):\n"
+           ":max_inflight or :max_inflight_ltx, the latter on several partitions with "
+           ":max_active_ltx):\n"
         << bounds;
   }
   return out.str();
