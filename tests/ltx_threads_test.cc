@@ -7,7 +7,7 @@
 #include "tests/engine_harness.h"
 #include "tests/result_log.h"
 #include "tests/serial_reference.h"
-#include "tests/test_util.h"
+#include "tests/test_basics.h"
 
 namespace paxflow {
 namespace {

@@ -12,19 +12,9 @@
 
 #include "node/node.h"
 #include "base/params.h"
+#include "tests/test_basics.h"
 
 namespace paxflow::testing {
-
-// A directory under /tmp, removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // A temporary directory with a tmpfs of its own mounted on it (a disk
 // that fills up: the disk-failure tests). Needs root; unmounted at the end.
@@ -78,9 +68,6 @@ ClusterConfig MakeConfig(const std::string& name, uint32_t partitions, uint32_t 
                          const std::string& transport);
 std::string ToText(const ClusterConfig& config);
 
-// Small, fast parameters for tests: few records, short epochs, no progress lines.
-NodeParams TestParams(const std::string& preset, Mode mode, uint64_t run_epochs);
-
 // Every node of `config` in this process (inproc transport), started
 // concurrently (each waits for the others). Fails the test on error.
 class InProcessCluster {
@@ -100,10 +87,6 @@ class InProcessCluster {
   zmq::context_t context_;
   std::vector<std::unique_ptr<Node>> nodes_;
 };
-
-// A parameterized test's name from its parts: joined by '_', with the
-// characters GoogleTest does not take in names ('-') made '_'.
-std::string CaseName(std::initializer_list<std::string> parts);
 
 // Runs a command, returns its exit status; stdout+stderr go to `output`.
 int RunProcess(const std::vector<std::string>& args, std::string* output);
