@@ -50,24 +50,22 @@ NodeParams TestParams(const std::string& preset, Mode mode, uint64_t run_epochs)
       w.ltx_fraction = 0.03;
       w.ltx_ops = 8;
     }
-  } else if (preset == "long" || preset == "long-scan") {
-    // Small long txns, often: their areas cover enough keys that short
-    // txns are deferred and reads wait, every few epochs.
+  } else if (preset == "long" || preset == "long-scan" || preset == "report") {
+    // Long txns often, beside short ones: small updates or scans whose
+    // areas cover enough keys that short txns are deferred and reads wait
+    // every few epochs, or reports over 10% of the keys.
     w.distribution = "uniform";
     w.ro_fraction = 0.1;
     w.read_proportion = 0.5;
     w.ltx_fraction = 0.02;
-    w.ltx_ops = 60;
-    w.long_kind = preset == "long" ? "update" : "scan";
-    w.scan_length = 300;
-  } else if (preset == "report") {
-    // Reports over 10% of the keys, often, beside short updates.
-    w.distribution = "uniform";
-    w.ro_fraction = 0.1;
-    w.read_proportion = 0.5;
-    w.ltx_fraction = 0.02;
-    w.long_kind = "report";
-    w.report_fraction = 0.1;
+    if (preset == "report") {
+      w.long_kind = "report";
+      w.report_fraction = 0.1;
+    } else {
+      w.ltx_ops = 60;
+      w.long_kind = preset == "long" ? "update" : "scan";
+      w.scan_length = 300;
+    }
   } else if (preset == "bom") {
     // Small trees (1 + 3 + 9 parts), re-linked often: walks change under
     // the LTXs, and calvin mode's reconnaissance is now and then out of date.
