@@ -145,8 +145,9 @@ DEFINE_uint64(ltx_timeout, 1000,
 DEFINE_uint32(max_active_ltx, 64,
               "Cluster parameter: an LTX begin that finds this many LTXs unresolved aborts at "
               "once (busy, retryable); each node's generator keeps at most its share "
-              "(max_active_ltx / partitions) of LTXs unfinished, so that generated LTXs never "
-              "meet it: raise it with max_inflight_ltx on several partitions");
+              "(max_active_ltx / partitions) of LTXs unfinished, and its client port holds "
+              "clients' LTXs to the same share, so that neither meets it: raise it with "
+              "max_inflight_ltx on several partitions");
 DEFINE_uint32(ltx_max_deferrals, 3,
               "Cluster parameter: after this many deferrals of a short txn by LTX write areas, a "
               "guard record makes new LTXs on its keys abort (busy) until it ran");

@@ -96,10 +96,14 @@ Epoch EngineParams::SequencerPauseAfter(uint32_t node) const {
   return after;
 }
 
+uint64_t EngineParams::LtxShare(uint32_t partitions) const {
+  if (mode == Mode::kCalvin) return 0;
+  return std::max<uint64_t>(1, max_active_ltx / std::max<uint32_t>(1, partitions));
+}
+
 uint64_t EngineParams::GeneratedLtxWindow(uint32_t partitions) const {
   if (mode == Mode::kCalvin || max_inflight_ltx == 0) return max_inflight_ltx;
-  const uint64_t share = std::max<uint64_t>(1, max_active_ltx / std::max<uint32_t>(1, partitions));
-  return std::min(max_inflight_ltx, share);
+  return std::min(max_inflight_ltx, LtxShare(partitions));
 }
 
 int64_t EngineParams::ReadsRetryMs() const {

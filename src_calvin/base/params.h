@@ -98,12 +98,14 @@ struct EngineParams {
   // The epoch after which node `node`'s sequencer pauses
   // (fault_pause_sequencer); 0: it does not.
   Epoch SequencerPauseAfter(uint32_t node) const;
-  // The generator's LTX window on each of `partitions` partitions' origin
-  // nodes. In paxflow mode a begin that finds max_active_ltx LTXs
-  // unresolved anywhere in the cluster aborts (busy), so every node's
-  // window is at most its share of that limit (and at least 1): together
-  // the generated LTXs then never meet it. Calvin mode has no such limit
-  // (its LTXs run locked), and 0 stays unbounded.
+  // In paxflow mode a begin that finds max_active_ltx LTXs unresolved
+  // anywhere in the cluster aborts (busy). Each origin node of `partitions`
+  // keeps its own LTXs in flight to its share of that limit (at least 1):
+  // together they then never meet it. 0 in calvin mode, which has no such
+  // limit (its LTXs run locked).
+  uint64_t LtxShare(uint32_t partitions) const;
+  // The generator's LTX window: max_inflight_ltx, at most the share (0
+  // stays unbounded).
   uint64_t GeneratedLtxWindow(uint32_t partitions) const;
 };
 

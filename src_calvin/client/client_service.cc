@@ -158,11 +158,13 @@ void ClientService::AnswerWaitingLocked(ReplyStatus status, const std::string& p
     AnswerErrorLocked(static_cast<uint32_t>(slot), status, error);
   }
   incoming_.clear();
+  held_ltxs_.clear();
 }
 
 void ClientService::AnswerErrorLocked(uint32_t slot, ReplyStatus status,
                                       const std::string& error) {
   Waiter& waiter = waiters_[slot];
+  FreeLtxRoomLocked(&waiter);
   if (waiter.batched) {
     service_writer_.AppendError(waiter.id, status, error, 0,
                                 ResultsBufferLocked(waiter.connection));
@@ -351,6 +353,9 @@ ClientPortCounters ClientService::Counters() const {
   counters.reply_messages = reply_messages_.load(std::memory_order_relaxed);
   counters.txns_received = txns_received_.load(std::memory_order_relaxed);
   counters.txns_answered = txns_answered_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(admit_mu_);
+  counters.ltxs_held = held_ltxs_.size();
+  counters.ltx_holds = ltx_holds_;
   return counters;
 }
 
@@ -784,15 +789,52 @@ uint32_t ClientService::AllocateSlotLocked() {
 size_t ClientService::Fill(size_t max, int64_t now_us, Batch* batch) {
   std::lock_guard<std::mutex> lock(admit_mu_);
   size_t count = 0;
+  // Held LTXs came before what waits in incoming_: they go first.
+  while (count < max && !held_ltxs_.empty() && LtxRoomLocked()) {
+    std::unique_ptr<Txn> txn = std::move(held_ltxs_.front());
+    held_ltxs_.pop_front();
+    SequenceLocked(std::move(txn), true, now_us, batch);
+    ++count;
+  }
   while (count < max && !incoming_.empty()) {
-    std::unique_ptr<Txn>& txn = incoming_.front();
-    const uint32_t slot = SlotOf(txn->client_request_id());
-    if (slot < waiters_.size() && waiters_[slot].connection) waiters_[slot].sequenced_us = now_us;
-    batch->mutable_txns()->AddAllocated(txn.release());
+    std::unique_ptr<Txn> txn = std::move(incoming_.front());
     incoming_.pop_front();
+    const bool takes_room =
+        ltx_hold_.limit > 0 && txn->txn_class() == LTX && ltx_hold_.counts(*txn);
+    if (takes_room && (!held_ltxs_.empty() || !LtxRoomLocked())) {
+      ++ltx_holds_;
+      held_ltxs_.push_back(std::move(txn));
+      continue;
+    }
+    SequenceLocked(std::move(txn), takes_room, now_us, batch);
     ++count;
   }
   return count;
+}
+
+bool ClientService::LtxRoomLocked() const {
+  if (ltx_hold_.behind && ltx_hold_.behind()) return false;
+  return ltx_room_taken_ < ltx_hold_.limit;
+}
+
+void ClientService::SequenceLocked(std::unique_ptr<Txn> txn, bool takes_room, int64_t now_us,
+                                   Batch* batch) {
+  const uint32_t slot = SlotOf(txn->client_request_id());
+  if (slot < waiters_.size() && waiters_[slot].connection) {
+    Waiter& waiter = waiters_[slot];
+    waiter.sequenced_us = now_us;
+    if (takes_room && !waiter.holds_ltx_room) {
+      waiter.holds_ltx_room = true;
+      ++ltx_room_taken_;
+    }
+  }
+  batch->mutable_txns()->AddAllocated(txn.release());
+}
+
+void ClientService::FreeLtxRoomLocked(Waiter* waiter) {
+  if (!waiter->holds_ltx_room) return;
+  waiter->holds_ltx_room = false;
+  --ltx_room_taken_;
 }
 
 bool ClientService::Resubmit(Txn txn) {
@@ -806,8 +848,9 @@ bool ClientService::Resubmit(Txn txn) {
   // Still admitted and unanswered; first in line, as the generators take
   // their restarts before new txns. Should the node stop before it is
   // sequenced again, its client hears that it never ran (true: the
-  // attempt that gave up wrote nothing).
+  // attempt that gave up wrote nothing). An LTX asks for room again.
   waiters_[slot].sequenced_us = 0;
+  FreeLtxRoomLocked(&waiters_[slot]);
   incoming_.push_front(std::make_unique<Txn>(std::move(txn)));
   return true;
 }
@@ -828,6 +871,7 @@ void ClientService::Answer(const Txn& txn, const TxnOutcome& outcome, Epoch read
         waiters_[slot].generation != GenerationOf(txn.client_request_id())) {
       return;  // not ours, or the service stopped
     }
+    FreeLtxRoomLocked(&waiters_[slot]);
     waiter = waiters_[slot];
     waiters_[slot].connection = nullptr;
     free_slots_.push_back(slot);

@@ -69,6 +69,21 @@ struct ClientPortCounters {
   uint64_t connections = 0;
   uint64_t request_messages = 0, reply_messages = 0;  // since start
   uint64_t txns_received = 0, txns_answered = 0;
+  uint64_t ltxs_held = 0;       // client LTXs waiting for room in the node's LTX share (now)
+  uint64_t ltx_holds = 0;       // client LTXs that waited so, since start
+};
+
+// Paxflow mode: client LTXs that count against max_active_ltx are
+// sequenced at most `limit` at a time, and none while `behind()` (the LTX
+// lane's backlog); the rest wait at the client port, in arrival order,
+// instead of aborting busy. An LTX holds its room from its batch until its
+// answer, which comes after its resolution is in the log: whatever is
+// sequenced into the room it frees is ordered after that resolution
+// (docs/ltx.md, "Records and order").
+struct ClientLtxHold {
+  uint64_t limit = 0;                        // 0: no hold (calvin mode)
+  std::function<bool(const Txn&)> counts;    // the LTXs held to the limit
+  std::function<bool()> behind;              // may be empty
 };
 
 class ClientService : public TxnSource, public ResultSink {
@@ -152,7 +167,11 @@ class ClientService : public TxnSource, public ResultSink {
   // (the node can no longer run them: its log failed). Any thread.
   void FailWaiting(const std::string& why);
 
-  // TxnSource, on sequencer threads: waiting client txns, first come first.
+  // Before Start: how client LTXs are held (ClientLtxHold).
+  void SetLtxHold(ClientLtxHold hold) { ltx_hold_ = std::move(hold); }
+
+  // TxnSource, on sequencer threads: waiting client txns, first come first
+  // (an LTX held for room goes after the txns that came behind it).
   size_t Fill(size_t max, int64_t now_us, Batch* batch) override;
   // OLLP: `txn` (a client txn of this node whose reconnaissance went
   // stale, replanned) goes back in line instead of being answered; false if
@@ -211,6 +230,7 @@ class ClientService : public TxnSource, public ResultSink {
     bool batched = false;
     bool reads_with_keys = false;
     uint32_t restarts = 0;             // OLLP restarts so far (Resubmit)
+    bool holds_ltx_room = false;       // an LTX sequenced under the hold, not yet answered
   };
 
   void Loop();
@@ -270,6 +290,7 @@ class ClientService : public TxnSource, public ResultSink {
   std::atomic<bool> sequences_{options_.sequences};
   const Application* const app_;
   const ProcedureTable procedures_;
+  ClientLtxHold ltx_hold_;
   StatusProvider status_;
   DigestProvider digest_;
   Unavailable unavailable_;
@@ -303,6 +324,12 @@ class ClientService : public TxnSource, public ResultSink {
     ReplyStatus status;
     std::string error;
   };
+  // Under admit_mu_: room for one more held LTX; sequence `txn`, noting
+  // when its batch was cut and whether it takes room.
+  bool LtxRoomLocked() const;
+  void SequenceLocked(std::unique_ptr<Txn> txn, bool takes_room, int64_t now_us, Batch* batch);
+  // Under admit_mu_: the waiter no longer holds LTX room.
+  void FreeLtxRoomLocked(Waiter* waiter);
   // Under admit_mu_ and reply_mu_: answers the txn waiting in `slot` with
   // an error, frees the slot.
   void AnswerErrorLocked(uint32_t slot, ReplyStatus status, const std::string& error);
@@ -327,6 +354,11 @@ class ClientService : public TxnSource, public ResultSink {
   // Admitted txns: the service thread adds, sequencers take, results free.
   mutable std::mutex admit_mu_;
   std::deque<std::unique_ptr<Txn>> incoming_;  // admitted, not yet sequenced
+  // Admitted LTXs waiting for room (ClientLtxHold), in arrival order; and
+  // how many sequenced ones hold room.
+  std::deque<std::unique_ptr<Txn>> held_ltxs_;
+  uint64_t ltx_room_taken_ = 0;
+  uint64_t ltx_holds_ = 0;
   std::vector<Waiter> waiters_;       // by slot
   std::vector<uint32_t> free_slots_;
   // Replies: result threads append, the service thread sends.

@@ -453,6 +453,21 @@ std::string Node::StartClients() {
         ServeDigest(epoch, std::move(done));
       },
       context_);
+  // Paxflow mode: client LTXs that will count against max_active_ltx wait
+  // here for room in this node's share of it (as the generator's do),
+  // instead of aborting busy; and wait while the LTX lane is behind. A node
+  // that also generates holds each kind to the share apart: together they
+  // may meet the limit.
+  ClientLtxHold hold;
+  hold.limit = engine.LtxShare(layout_.partitions());
+  const uint64_t max_locked_keys = scheduler_->options().max_locked_ltx_keys;
+  hold.counts = [this, max_locked_keys](const Txn& txn) {
+    return txn.ltx().kind() == LTX_BEGIN &&
+           !LtxLane::LockableAtBegin(*app_, txn, max_locked_keys);
+  };
+  const uint64_t backlog = engine.max_ltx_backlog;
+  hold.behind = [this, backlog] { return backlog > 0 && scheduler_->ltx_backlog() > backlog; };
+  clients_->SetLtxHold(std::move(hold));
   ClientService::CheckpointProvider checkpoint;
   if (log_) {
     checkpoint = [this](Epoch wait_epoch, ClientService::CheckpointDone done) {

@@ -230,6 +230,10 @@ std::string Node::MetricsText() const {
                 static_cast<double>(client.txns_answered));
     out.Counter("paxflow_client_dropped_replies_total", "Refusals not sent to clients that do "
                 "not read their replies", static_cast<double>(client.dropped_replies));
+    out.Gauge("paxflow_client_ltxs_held", "Client LTXs waiting at the client port for room in "
+              "this node's share of max_active_ltx", static_cast<double>(client.ltxs_held));
+    out.Counter("paxflow_client_ltx_holds_total", "Client LTXs that waited so",
+                static_cast<double>(client.ltx_holds));
   }
   return out.Text();
 }

@@ -190,11 +190,11 @@ void LtxLane::OnRecord(const TxnWork& work, std::vector<Action>* actions) {
   }
 }
 
-bool LtxLane::LocksAtBegin(const Txn& begin) const {
-  if (!app_) return false;
+bool LtxLane::LockableAtBegin(const Application& app, const Txn& begin,
+                              uint64_t max_locked_keys) {
   const LtxRecord& ltx = begin.ltx();
   if (ltx.kind() != LTX_BEGIN || ltx.write_area_size() == 0 ||
-      !app_->ReadsDeclared(begin.procedure())) {
+      !app.ReadsDeclared(begin.procedure())) {
     return false;
   }
   const KeyArea area(ltx.write_area());
@@ -204,7 +204,7 @@ bool LtxLane::LocksAtBegin(const Txn& begin) const {
   uint64_t keys = 0;
   for (const KeyArea* a : {&area, &reads}) {
     for (const auto& [lo, hi] : a->ranges()) {
-      if (hi - lo >= options_.max_locked_keys - keys) return false;
+      if (hi - lo >= max_locked_keys - keys) return false;
       keys += hi - lo + 1;
     }
   }
@@ -213,6 +213,12 @@ bool LtxLane::LocksAtBegin(const Txn& begin) const {
   for (const auto& [lo, hi] : reads.ranges()) {
     if (!area.Covers(lo, hi)) return false;
   }
+  return true;
+}
+
+bool LtxLane::LocksAtBegin(const Txn& begin) const {
+  if (!app_ || !LockableAtBegin(*app_, begin, options_.max_locked_keys)) return false;
+  const KeyArea area(begin.ltx().write_area());
   // Record protocol: an active LTX ordered before it may still install
   // into keys it would read and write; it takes the record protocol too
   // (and is held behind that LTX as any record-protocol LTX is). In place,

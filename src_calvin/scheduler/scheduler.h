@@ -209,6 +209,7 @@ class Scheduler {
   void SetLtxOrigin(Epoch first_epoch) { ltx_lane_.SetOrigin(first_epoch); }
   // Tasks waiting for this node's LTX threads (LtxExecutor::queued). Any thread.
   size_t ltx_backlog() const { return ltx_lane_.queued_tasks(); }
+  const SchedulerOptions& options() const { return options_; }
   // The outcomes of LTXs begun here under client request ids, for their
   // retries (scheduler/ltx_outcomes.h). Ask from any thread.
   LtxOutcomes& ltx_outcomes() { return ltx_lane_.outcomes(); }
