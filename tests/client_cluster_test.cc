@@ -586,42 +586,49 @@ TEST_F(ClientClusterTest, ABatchWithBadTxnsAnswersEachTxnOnItsOwn) {
 
 // Paxflow mode: more client LTXs at once than the node's share of
 // max_active_ltx (here 2) wait at the client port for room instead of
-// aborting busy. Their procedure does not declare its reads, so each takes
-// the record protocol and counts against the limit; all twelve come in one
-// message, so without the hold ten would begin while two were unresolved.
-// Every one commits, and the state is the serial execution of the log.
+// aborting busy. Their procedure does not declare its reads, so each goes
+// through the LTX lane and counts against the limit (placed in place on one
+// partition, commit records on three, where the share is 1); all twelve
+// come in one message, so without the hold ten would begin while two were
+// unresolved. Every one commits, and the state is the serial execution of
+// the log.
 TEST_F(ClientClusterTest, ClientLtxsBeyondTheActiveLimitWaitForRoomInsteadOfAbortingBusy) {
   tune_ = [](NodeParams* params) { params->engine.max_active_ltx = 2; };
-  StartCluster("mixed", 1);
-  PipelinedClient client;
-  ASSERT_EQ(client.Connect(Endpoint(config_.node(0))), "");
-  constexpr int kLtxs = 12;
-  for (int i = 0; i < kLtxs; ++i) {
-    LtxRequest ltx;
-    ltx.set_procedure("ycsb-rmw");
-    ltx.add_read_write_set(100 + 10 * i);
-    ltx.add_write_area()->set_lo(100 + 10 * i);
-    ltx.mutable_write_area(0)->set_hi(109 + 10 * i);
-    client.Submit(&ltx);
+  for (uint32_t partitions : {1u, 3u}) {
+    SCOPED_TRACE(std::to_string(partitions) + " partitions");
+    const std::string log_dir = logs_.path() + "/p" + std::to_string(partitions);
+    StartCluster("mixed", partitions, 1, log_dir);
+    PipelinedClient client;
+    ASSERT_EQ(client.Connect(Endpoint(config_.node(0))), "");
+    constexpr int kLtxs = 12;
+    for (int i = 0; i < kLtxs; ++i) {
+      LtxRequest ltx;
+      ltx.set_procedure("ycsb-rmw");
+      ltx.add_read_write_set(100 + 10 * i);
+      ltx.add_write_area()->set_lo(100 + 10 * i);
+      ltx.mutable_write_area(0)->set_hi(109 + 10 * i);
+      client.Submit(&ltx);
+    }
+    int committed = 0;
+    std::string aborted;
+    while (client.in_flight() > 0) {
+      ASSERT_GT(client.Poll(20000,
+                            [&](const TxnResult& r) {
+                              EXPECT_EQ(r.status(), OK) << r.error();
+                              if (r.txn().committed()) ++committed;
+                              else aborted += " [" + r.txn().abort_reason() + "]";
+                            }),
+                0u)
+          << "no reply within 20 s";
+    }
+    StopCluster();
+    // (The serial execution below knows no busy rule: it runs every LTX.)
+    ASSERT_EQ(committed, kLtxs) << "aborted:" << aborted;
+    testing::SerialResult serial = testing::SerialExecute(log_dir, params_.workload);
+    ASSERT_EQ(serial.error, "");
+    EXPECT_EQ(serial.digest, cluster_->DatabaseDigest());
+    cluster_.reset();
   }
-  int committed = 0;
-  std::string aborted;
-  while (client.in_flight() > 0) {
-    ASSERT_GT(client.Poll(20000,
-                          [&](const TxnResult& r) {
-                            EXPECT_EQ(r.status(), OK) << r.error();
-                            if (r.txn().committed()) ++committed;
-                            else aborted += " [" + r.txn().abort_reason() + "]";
-                          }),
-              0u)
-        << "no reply within 20 s";
-  }
-  StopCluster();
-  // (The serial execution below knows no busy rule: it runs every LTX.)
-  ASSERT_EQ(committed, kLtxs) << "aborted:" << aborted;
-  testing::SerialResult serial = testing::SerialExecute(logs_.path(), params_.workload);
-  ASSERT_EQ(serial.error, "");
-  EXPECT_EQ(serial.digest, cluster_->DatabaseDigest());
 }
 
 // A long txn goes through the simple client, the pipelined one and

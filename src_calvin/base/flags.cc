@@ -146,7 +146,7 @@ DEFINE_uint32(max_active_ltx, 64,
               "Cluster parameter: an LTX begin that finds this many LTXs unresolved aborts at "
               "once (busy, retryable); each node's generator keeps at most its share "
               "(max_active_ltx / partitions) of LTXs unfinished, and its client port holds "
-              "clients' LTXs to the same share, so that neither meets it: raise it with "
+              "clients' LTXs to the same share, so that neither meets it alone: raise it with "
               "max_inflight_ltx on several partitions");
 DEFINE_uint32(ltx_max_deferrals, 3,
               "Cluster parameter: after this many deferrals of a short txn by LTX write areas, a "

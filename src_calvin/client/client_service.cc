@@ -799,8 +799,7 @@ size_t ClientService::Fill(size_t max, int64_t now_us, Batch* batch) {
   while (count < max && !incoming_.empty()) {
     std::unique_ptr<Txn> txn = std::move(incoming_.front());
     incoming_.pop_front();
-    const bool takes_room =
-        ltx_hold_.limit > 0 && txn->txn_class() == LTX && ltx_hold_.counts(*txn);
+    const bool takes_room = TakesLtxRoom(*txn);
     if (takes_room && (!held_ltxs_.empty() || !LtxRoomLocked())) {
       ++ltx_holds_;
       held_ltxs_.push_back(std::move(txn));
@@ -812,6 +811,10 @@ size_t ClientService::Fill(size_t max, int64_t now_us, Batch* batch) {
   return count;
 }
 
+bool ClientService::TakesLtxRoom(const Txn& txn) const {
+  return ltx_hold_.limit > 0 && txn.txn_class() == LTX && ltx_hold_.counts(txn);
+}
+
 bool ClientService::LtxRoomLocked() const {
   if (ltx_hold_.behind && ltx_hold_.behind()) return false;
   return ltx_room_taken_ < ltx_hold_.limit;
@@ -819,6 +822,8 @@ bool ClientService::LtxRoomLocked() const {
 
 void ClientService::SequenceLocked(std::unique_ptr<Txn> txn, bool takes_room, int64_t now_us,
                                    Batch* batch) {
+  // Its waiter is live: AnswerWaitingLocked, which frees waiters without a
+  // result, empties both queues.
   const uint32_t slot = SlotOf(txn->client_request_id());
   if (slot < waiters_.size() && waiters_[slot].connection) {
     Waiter& waiter = waiters_[slot];
@@ -848,10 +853,13 @@ bool ClientService::Resubmit(Txn txn) {
   // Still admitted and unanswered; first in line, as the generators take
   // their restarts before new txns. Should the node stop before it is
   // sequenced again, its client hears that it never ran (true: the
-  // attempt that gave up wrote nothing). An LTX asks for room again.
+  // attempt that gave up wrote nothing). An LTX asks for room again, at
+  // the head of those held.
   waiters_[slot].sequenced_us = 0;
   FreeLtxRoomLocked(&waiters_[slot]);
-  incoming_.push_front(std::make_unique<Txn>(std::move(txn)));
+  auto again = std::make_unique<Txn>(std::move(txn));
+  if (TakesLtxRoom(*again)) held_ltxs_.push_front(std::move(again));
+  else incoming_.push_front(std::move(again));
   return true;
 }
 

@@ -79,7 +79,8 @@ struct ClientPortCounters {
 // instead of aborting busy. An LTX holds its room from its batch until its
 // answer, which comes after its resolution is in the log: whatever is
 // sequenced into the room it frees is ordered after that resolution
-// (docs/ltx.md, "Records and order").
+// (docs/ltx.md, "Records and order", with the exceptions, which cost at
+// most a busy abort: a stop, a failed log or a deposed node answers at once).
 struct ClientLtxHold {
   uint64_t limit = 0;                        // 0: no hold (calvin mode)
   std::function<bool(const Txn&)> counts;    // the LTXs held to the limit
@@ -327,6 +328,7 @@ class ClientService : public TxnSource, public ResultSink {
   // Under admit_mu_: room for one more held LTX; sequence `txn`, noting
   // when its batch was cut and whether it takes room.
   bool LtxRoomLocked() const;
+  bool TakesLtxRoom(const Txn& txn) const;  // an LTX the hold counts
   void SequenceLocked(std::unique_ptr<Txn> txn, bool takes_room, int64_t now_us, Batch* batch);
   // Under admit_mu_: the waiter no longer holds LTX room.
   void FreeLtxRoomLocked(Waiter* waiter);

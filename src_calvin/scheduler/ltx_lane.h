@@ -153,8 +153,9 @@ class LtxLane {
   // here), so every partition, replica and replay decides alike.
   bool LocksAtBegin(const Txn& begin) const;
   // The part of LocksAtBegin that the begin record alone decides (all but
-  // the active LTXs' areas). The client port asks it before sequencing:
-  // an LTX it says no to surely counts against max_active_ltx.
+  // the active LTXs' areas). The client port asks it before sequencing: a
+  // begin record (LTX_BEGIN) it says no to surely counts against
+  // max_active_ltx.
   static bool LockableAtBegin(const Application& app, const Txn& begin,
                               uint64_t max_locked_keys);
   // An LTX record at its place in the log (`work` stays the scheduler's,
