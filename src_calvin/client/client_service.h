@@ -325,10 +325,11 @@ class ClientService : public TxnSource, public ResultSink {
     ReplyStatus status;
     std::string error;
   };
-  // Under admit_mu_: room for one more held LTX; sequence `txn`, noting
-  // when its batch was cut and whether it takes room.
+  // Under admit_mu_: whether one more counted LTX may be sequenced now.
   bool LtxRoomLocked() const;
   bool TakesLtxRoom(const Txn& txn) const;  // an LTX the hold counts
+  // Under admit_mu_: puts `txn` in `batch`, noting when its batch was cut
+  // and, if `takes_room`, that its waiter holds room.
   void SequenceLocked(std::unique_ptr<Txn> txn, bool takes_room, int64_t now_us, Batch* batch);
   // Under admit_mu_: the waiter no longer holds LTX room.
   void FreeLtxRoomLocked(Waiter* waiter);

@@ -465,8 +465,7 @@ std::string Node::StartClients() {
     return txn.ltx().kind() == LTX_BEGIN &&
            !LtxLane::LockableAtBegin(*app_, txn, max_locked_keys);
   };
-  const uint64_t backlog = engine.max_ltx_backlog;
-  hold.behind = [this, backlog] { return backlog > 0 && scheduler_->ltx_backlog() > backlog; };
+  hold.behind = [this] { return LtxThreadsBehind(); };
   clients_->SetLtxHold(std::move(hold));
   ClientService::CheckpointProvider checkpoint;
   if (log_) {
@@ -483,6 +482,12 @@ std::string Node::StartClients() {
         return ServeRemoveNode(request, detail);
       });
   return clients_->Start();
+}
+
+bool Node::LtxThreadsBehind() const {
+  const EngineParams& engine = options_.params.engine;
+  return engine.mode != Mode::kCalvin && engine.max_ltx_backlog > 0 &&
+         scheduler_->ltx_backlog() > engine.max_ltx_backlog;
 }
 
 void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
@@ -514,11 +519,8 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
                 << " partitions, beyond which begins abort busy)";
     }
     if (ltx_window > 0) {
-      const uint64_t backlog =
-          params.engine.mode == Mode::kCalvin ? 0 : params.engine.max_ltx_backlog;
       generated_ltx_window_ = std::make_unique<InflightWindow>(
-          ltx_window, [this] { return stats_->LongDone(); },
-          [this, backlog] { return backlog > 0 && scheduler_->ltx_backlog() > backlog; });
+          ltx_window, [this] { return stats_->LongDone(); }, [this] { return LtxThreadsBehind(); });
     }
     // OLLP (the Calvin paper's way with dependent txns): a generated txn
     // whose keys depend on values is first run on this partition's current

@@ -359,6 +359,10 @@ class Node : public PeerSender, public ResultSink {
   std::vector<LostEpochs> lost_;
   std::string LostEpochsText(const LostEpochs& lost) const;
   std::string LostEpochsProblem() const;  // empty: none (any more)
+  // Paxflow mode: more than max_ltx_backlog tasks wait for this node's LTX
+  // threads, so the generator and the client port hold LTXs back (calvin
+  // mode's LTXs run locked, on workers: never). Sequencer threads.
+  bool LtxThreadsBehind() const;
   // What its input log or checkpoint held at start: every sequencer's
   // batches through it had come here (told to a restarting sequencer).
   std::atomic<Epoch> held_at_start_{0};
