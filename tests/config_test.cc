@@ -376,4 +376,17 @@ TEST(ConfigTest, ReplicatedInputConfigAndParameters) {
   EXPECT_NE(params.ClusterParamsText().find("replicated_input=true"), std::string::npos);
 }
 
+TEST(ConfigTest, AdmissionBoundIsANodeSettingInRange) {
+  NodeParams params;
+  EXPECT_EQ(params.engine.max_unpublished_epochs, 4u);
+  params.engine.max_unpublished_epochs = 0;
+  EXPECT_TRUE(Contains(params.Validate(1), "max_unpublished_epochs=0 is out of range"))
+      << params.Validate(1);
+  params.engine.max_unpublished_epochs = 1;
+  EXPECT_EQ(params.Validate(1), "");
+  // It decides when epochs are admitted, never what runs: not a cluster
+  // parameter, so nodes and restarts may differ in it.
+  EXPECT_EQ(params.ClusterParamsText().find("max_unpublished_epochs"), std::string::npos);
+}
+
 }  // namespace paxflow

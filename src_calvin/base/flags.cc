@@ -106,6 +106,14 @@ DEFINE_uint32(peer_max_message_mb, 0,
 DEFINE_uint32(max_epochs_ahead, 200,
               "A sequencer waits rather than run more than this many epochs ahead of its own "
               "partition; a partition buffers at most twice this many epochs");
+DEFINE_uint32(max_unpublished_epochs, 4,
+              "Paxflow mode: the scheduler admits an epoch only this many epochs past its "
+              "publish epoch (the newest whose writes all finished); later ones wait, sequenced "
+              "and logged, in its buffer. A deeper queue inside the scheduler adds no "
+              "throughput once the workers are busy, but keeps LTXs' snapshots pinned longer, "
+              "so writes keep more versions. Calvin mode admits up to 2 x max_epochs_ahead "
+              "past it. Either way a partition that cannot publish (waiting for a dead peer) "
+              "stops taking in work (1..1000000)");
 DEFINE_uint32(fault_stall_checkpoint, 0,
               "Testing: the n-th checkpoint this process writes stops half written, as if the "
               "node crashed meanwhile (0: never)");
@@ -262,6 +270,7 @@ const std::vector<std::string>& NodeFlagNames() {
       "generate", "duration", "run_epochs", "log_fsync", "progress_ms", "digest_epochs",
       "peer_wait_s", "drain_timeout_s", "client_admit_limit", "client_buffer_mb", "gc",
       "checkpoint_every", "heartbeat_ms", "peer_timeout_ms", "peer_queue_mb", "max_epochs_ahead",
+      "max_unpublished_epochs",
       "fault_stall_checkpoint", "reads_retry_ms", "fault_drop_peer_messages",
       "fault_drop_channels", "fault_pause_sequencer", "fault_hold_ltx_file", "replicated_input", "election_timeout_ms", "peer_max_message_mb", "wipe", "ltx_workers", "ltx_timeout",
       "max_active_ltx",
@@ -345,6 +354,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.peer_timeout_ms = FLAGS_peer_timeout_ms;
   e.peer_queue_mb = FLAGS_peer_queue_mb;
   e.max_epochs_ahead = FLAGS_max_epochs_ahead;
+  e.max_unpublished_epochs = FLAGS_max_unpublished_epochs;
   e.fault_stall_checkpoint = FLAGS_fault_stall_checkpoint;
   e.reads_retry_ms = FLAGS_reads_retry_ms;
   e.fault_drop_peer_messages = FLAGS_fault_drop_peer_messages;

@@ -231,6 +231,10 @@ std::string NodeParams::Validate(uint32_t partitions) const {
     return "max_epochs_ahead=" + std::to_string(e.max_epochs_ahead) +
            " is out of range (4..1000000)";
   }
+  if (e.max_unpublished_epochs < 1 || e.max_unpublished_epochs > 1000000) {
+    return "max_unpublished_epochs=" + std::to_string(e.max_unpublished_epochs) +
+           " is out of range (1..1000000)";
+  }
   if (e.reads_retry_ms < -1 || e.reads_retry_ms > 3600000) {
     return "reads_retry_ms=" + std::to_string(e.reads_retry_ms) +
            " is out of range (-1 = never, 0 = automatic, else ms up to an hour)";

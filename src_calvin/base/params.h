@@ -71,6 +71,7 @@ struct EngineParams {
   uint32_t peer_queue_mb = 64;     // per peer: bytes held for one that does not take them
   uint32_t peer_max_message_mb = 0;  // largest peer message taken; 0: derived (PeerMaxMessageBytes)
   uint32_t max_epochs_ahead = 200; // a sequencer waits this far ahead of its partition
+  uint32_t max_unpublished_epochs = 4;  // admission stops this far past the publish epoch
   uint32_t fault_stall_checkpoint = 0;  // testing: the n-th checkpoint stalls half written
   // A txn that waited this long (ms) for another partition's reads asks it
   // again (a message may be lost); 0: automatic (ReadsRetryMs), -1: never.

@@ -322,16 +322,13 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
     ltx_lane_.ServeSettled();
     FlushReady();
   }
-  while (!AdmissionBlocked(merger_.next_epoch())) {
-    std::unique_ptr<MergedEpoch> merged = merger_.TakeReady();
-    if (!merged) break;
-    Admit(std::move(merged));
-    TakeLaneStates();
-  }
+  AdmitReadyEpochs();
   TakeFinishedLtxs();
   for (LtxReadRequest& request : ltx_requests_) ltx_lane_.OnReadRequest(std::move(request));
   ltx_requests_.clear();
-  AdvancePublish();
+  // Publication moving lets in epochs that waited at max_unpublished_epochs:
+  // now, not at the next message.
+  if (AdvancePublish()) AdmitReadyEpochs();
   ltx_lane_.ServeSettled();
   ReleaseSettledReadOnly();
   TakeLaneStates();
@@ -373,6 +370,15 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
       finished_.store(true, std::memory_order_release);
     }
     finished_cv_.notify_all();
+  }
+}
+
+void Scheduler::AdmitReadyEpochs() {
+  while (!AdmissionBlocked(merger_.next_epoch())) {
+    std::unique_ptr<MergedEpoch> merged = merger_.TakeReady();
+    if (!merged) break;
+    Admit(std::move(merged));
+    TakeLaneStates();
   }
 }
 
@@ -731,7 +737,7 @@ void Scheduler::HandleDone(const DoneMessage& message) {
   work->epoch->unfinished.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-void Scheduler::AdvancePublish() {
+bool Scheduler::AdvancePublish() {
   Epoch published = published_.load(std::memory_order_relaxed);
   bool advanced = false;
   for (const auto& epoch : epochs_) {
@@ -740,10 +746,11 @@ void Scheduler::AdvancePublish() {
     published = epoch->epoch;
     advanced = true;
   }
-  if (!advanced) return;
+  if (!advanced) return false;
   published_.store(published, std::memory_order_release);
   ro_lane_.Release(published, &ready_ro_);
   ltx_lane_.OnPublish(published);
+  return true;
 }
 
 void Scheduler::UpdatePins() {

@@ -287,7 +287,8 @@ class Scheduler {
   void RunActions(EpochWork* epoch);
   void FinishAtOnce(TxnWork* work);
   void HandleDone(const DoneMessage& message);
-  void AdvancePublish();
+  // Moves publish_epoch over finished epochs; true if it moved.
+  bool AdvancePublish();
   void ServeDigests();
   void FreeFinishedEpochs();
   void ServeSnapshots();
@@ -297,6 +298,8 @@ class Scheduler {
   void TakeSnapshotRequests();
   void OfferBatch(std::unique_ptr<Batch> batch);
   bool AdmissionBlocked(Epoch epoch) const;
+  // Admits merged epochs in order until none is ready or admission is blocked.
+  void AdmitReadyEpochs();
   void FlushReady();
   // Hands what is ready to the workers: locked LTX runs ahead of every
   // queued item, then lock holders and snapshot reads. FlushReady first
