@@ -50,6 +50,10 @@ std::unique_ptr<LtxBench::Partition> LtxBench::MakePartition(PartitionId p, bool
   SchedulerOptions options = SchedulerOptionsFor(params_.engine, p, options_.partitions, 1);
   options.runs_procedures = true;
   if (options_.max_locked_ltx_keys > 0) options.max_locked_ltx_keys = options_.max_locked_ltx_keys;
+  if (!options_.bound_admission) {
+    options.max_unpublished_epochs = 0;
+    options.max_unpublished_epochs_held = 0;
+  }
   partition->stats = std::make_unique<NodeStats>(options.stats_slots());
   partition->scheduler = std::make_unique<Scheduler>(options, partition->store.get(), app_.get(),
                                                      this, partition->stats.get(), &results_,

@@ -42,6 +42,9 @@ struct LtxBenchOptions {
   GcPolicy gc = GcPolicy::kEpo;
   // Calvin mode: the most keys an LTX may lock (0: the scheduler's default).
   uint64_t max_locked_ltx_keys = 0;
+  // Admission stops max_unpublished_epochs past publication, as on a node;
+  // off, every delivered epoch is admitted at once.
+  bool bound_admission = true;
 };
 
 // What a checkpoint of one partition holds (what the node's checkpointer

@@ -104,14 +104,6 @@ std::string Node::Start() {
   // Room for the epochs a sequencer may run ahead, twice over (sequencers
   // are held back by their own partitions, which may trail this one).
   scheduler_options.max_buffered_epochs = 2 * params.engine.max_epochs_ahead + 16;
-  // Paxflow mode admits only a few epochs past publication: a deeper queue
-  // inside the scheduler adds no throughput once the workers are busy, and
-  // every epoch admitted past an LTX's snapshot makes writes keep versions
-  // for it until it has read. Calvin mode (a single-version store, which
-  // pins nothing) keeps its bound of old: the yardstick stays as it was.
-  scheduler_options.max_unpublished_epochs = params.engine.mode == Mode::kPaxflow
-                                                 ? params.engine.max_unpublished_epochs
-                                                 : 2 * params.engine.max_epochs_ahead;
   scheduler_ = std::make_unique<Scheduler>(scheduler_options, store_.get(), app_.get(), this,
                                            stats_.get(), this, &ltx_records_);
 

@@ -396,9 +396,12 @@ bool Scheduler::AdmissionBlocked(Epoch epoch) const {
   for (const auto& request : snapshots_) {
     if (request.epoch <= admitted && !request.lane_taken) return true;
   }
-  if (options_.max_unpublished_epochs > 0 &&
-      epoch > published_.load(std::memory_order_relaxed) + options_.max_unpublished_epochs) {
-    return true;
+  const Epoch published = published_.load(std::memory_order_relaxed);
+  if (options_.max_unpublished_epochs > 0 && epoch > published + options_.max_unpublished_epochs) {
+    const uint32_t held = options_.max_unpublished_epochs_held;
+    if (held == 0 || epoch > published + held || !ltx_lane_.HoldsPublication(published + 1)) {
+      return true;
+    }
   }
   if (options_.mode != Mode::kCalvin) return false;
   for (const auto& request : digests_) {
