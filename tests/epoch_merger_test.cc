@@ -65,6 +65,25 @@ TEST(EpochMergerTest, OutOfOrderBatchesAreReleasedInEpochThenSequencerOrder) {
   EXPECT_FALSE(merger.Finished());
 }
 
+// A stall report names the first epoch a batch is missing for, even when
+// the epochs before it are complete and only wait to be admitted (held at
+// max_unpublished_epochs).
+TEST(EpochMergerTest, FirstIncompleteEpochLooksPastCompleteOnes) {
+  EpochMerger merger(2);
+  EXPECT_EQ(merger.FirstIncompleteEpoch(), 1u);
+  EXPECT_EQ(merger.MissingFor(1), (std::vector<uint32_t>{0, 1}));
+  for (Epoch e = 1; e <= 3; ++e) {
+    ASSERT_EQ(merger.Add(MakeBatch(e, 0)), "");
+    ASSERT_EQ(merger.Add(MakeBatch(e, 1)), "");
+  }
+  ASSERT_EQ(merger.Add(MakeBatch(4, 0)), "");  // sequencer 1 went silent after 3
+  EXPECT_TRUE(merger.MissingForNextEpoch().empty());
+  EXPECT_EQ(merger.FirstIncompleteEpoch(), 4u);
+  EXPECT_EQ(merger.MissingFor(4), (std::vector<uint32_t>{1}));
+  ASSERT_NE(merger.TakeReady(), nullptr);  // epoch 1 admitted; still 4
+  EXPECT_EQ(merger.FirstIncompleteEpoch(), 4u);
+}
+
 TEST(EpochMergerTest, EpochWaitsForEverySequencer) {
   EpochMerger merger(3);
   EXPECT_EQ(merger.TakeReady(), nullptr);

@@ -739,7 +739,10 @@ void Node::UpdateProblems() {
   std::vector<std::string> stalls;
   std::vector<NodeId> waited_for;
   if (!scheduler_->finished()) {
-    for (uint32_t sequencer : status.missing_sequencers) {
+    // The first epoch a batch is missing for, not only the next to admit:
+    // admission may wait at max_unpublished_epochs for an epoch whose
+    // publication waits on the same silent node (its reads).
+    for (uint32_t sequencer : status.incomplete_missing) {
       if (FromOwnGroup(sequencer)) continue;  // its group's log: replicated_->Problem()
       const NodeId node = monitor_->NodeOfSequencer(sequencer, layout_.NodeOf(0, sequencer));
       if (node == options_.id) continue;  // its own lost batches: LostEpochsProblem
@@ -757,7 +760,7 @@ void Node::UpdateProblems() {
         continue;
       }
       stalls.push_back("waiting for " + monitor_->Describe(node) + why + " (epoch " +
-                       std::to_string(status.next_epoch) + ")");
+                       std::to_string(status.incomplete_epoch) + ")");
       waited_for.push_back(node);
     }
   }

@@ -109,14 +109,21 @@ bool EpochMerger::Finished() const {
   return next_epoch_ > last;
 }
 
-std::vector<uint32_t> EpochMerger::MissingForNextEpoch() const {
+std::vector<uint32_t> EpochMerger::MissingFor(Epoch epoch) const {
   std::vector<uint32_t> missing;
-  auto it = pending_.find(next_epoch_);
+  auto it = pending_.find(epoch);
   for (uint32_t s = 0; s < sequencers_; ++s) {
     const bool present = it != pending_.end() && it->second[s];
-    if (!present && !Stopped(s, next_epoch_)) missing.push_back(s);
+    if (!present && !Stopped(s, epoch)) missing.push_back(s);
   }
   return missing;
+}
+
+Epoch EpochMerger::FirstIncompleteEpoch() const {
+  Epoch epoch = next_epoch_;
+  // Buffered epochs are few (the scheduler refuses those too far ahead).
+  while (pending_.count(epoch) && MissingFor(epoch).empty()) ++epoch;
+  return epoch;
 }
 
 }  // namespace paxflow

@@ -60,7 +60,12 @@ class EpochMerger {
   bool Finished() const;
   Epoch next_epoch() const { return next_epoch_; }
   // Sequencers whose batch for the next epoch has not arrived.
-  std::vector<uint32_t> MissingForNextEpoch() const;
+  std::vector<uint32_t> MissingForNextEpoch() const { return MissingFor(next_epoch_); }
+  // The first epoch from the next one on that lacks some sequencer's batch
+  // (what the partition will wait for even while admission is held back),
+  // and those sequencers.
+  Epoch FirstIncompleteEpoch() const;
+  std::vector<uint32_t> MissingFor(Epoch epoch) const;
   size_t buffered_epochs() const { return pending_.size(); }
 
  private:

@@ -195,6 +195,8 @@ SchedulerStatus Scheduler::Status() const {
   status.waiting_for = waiting_for_;
   status.next_epoch = next_epoch_;
   status.missing_sequencers = missing_sequencers_;
+  status.incomplete_epoch = incomplete_epoch_;
+  status.incomplete_missing = incomplete_missing_;
   return status;
 }
 
@@ -352,17 +354,25 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   {
     std::string waiting;
     std::vector<uint32_t> missing;
+    std::vector<uint32_t> incomplete_missing;
+    Epoch incomplete = merger_.next_epoch();
     if (!merger_.Finished()) {
       missing = merger_.MissingForNextEpoch();
       if (!missing.empty()) {
         waiting = "epoch " + std::to_string(merger_.next_epoch()) + " waits for sequencer";
         for (uint32_t s : missing) waiting += " " + std::to_string(s);
+        incomplete_missing = missing;
+      } else {
+        incomplete = merger_.FirstIncompleteEpoch();
+        incomplete_missing = merger_.MissingFor(incomplete);
       }
     }
     std::lock_guard<std::mutex> lock(status_mu_);
     waiting_for_ = std::move(waiting);
     next_epoch_ = merger_.next_epoch();
     missing_sequencers_ = std::move(missing);
+    incomplete_epoch_ = incomplete;
+    incomplete_missing_ = std::move(incomplete_missing);
   }
   if (!finished_.load(std::memory_order_relaxed) && merger_.Finished() && epochs_.empty()) {
     {

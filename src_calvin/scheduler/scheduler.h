@@ -107,6 +107,12 @@ struct SchedulerStatus {
   Epoch read_only_snapshot = 0;  // the snapshot of ROs admitted from now on
   Epoch next_epoch = 0;       // the epoch it waits to admit
   std::vector<uint32_t> missing_sequencers;  // whose batch of next_epoch has not come
+  // The first epoch from next_epoch on that some sequencer's batch is
+  // missing for, and those sequencers: what the partition is held by even
+  // while admission waits at max_unpublished_epochs (its published epoch
+  // waiting, say, for that sequencer's node's reads).
+  Epoch incomplete_epoch = 0;
+  std::vector<uint32_t> incomplete_missing;
   uint64_t repeated_messages = 0;  // batches and reads sent again (recovery), dropped as such
   // Every epoch up to here is done and freed: reads for its txns are no
   // longer needed here (peers forget what they sent for them).
@@ -400,6 +406,8 @@ class Scheduler {
   std::string waiting_for_;
   Epoch next_epoch_ = 1;
   std::vector<uint32_t> missing_sequencers_;
+  Epoch incomplete_epoch_ = 1;
+  std::vector<uint32_t> incomplete_missing_;
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
