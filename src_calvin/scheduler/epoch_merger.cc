@@ -120,10 +120,15 @@ std::vector<uint32_t> EpochMerger::MissingFor(Epoch epoch) const {
 }
 
 Epoch EpochMerger::FirstIncompleteEpoch() const {
-  Epoch epoch = next_epoch_;
-  // Buffered epochs are few (the scheduler refuses those too far ahead).
-  while (pending_.count(epoch) && MissingFor(epoch).empty()) ++epoch;
-  return epoch;
+  // The scheduler asks after every step: look, without allocating, at the
+  // buffered epochs (few: those too far ahead are refused).
+  for (Epoch epoch = next_epoch_;; ++epoch) {
+    auto it = pending_.find(epoch);
+    if (it == pending_.end()) return epoch;
+    for (uint32_t s = 0; s < sequencers_; ++s) {
+      if (!it->second[s] && !Stopped(s, epoch)) return epoch;
+    }
+  }
 }
 
 }  // namespace paxflow
