@@ -408,10 +408,12 @@ bool Scheduler::AdmissionBlocked(Epoch epoch) const {
   }
   const Epoch published = published_.load(std::memory_order_relaxed);
   if (options_.max_unpublished_epochs > 0 && epoch > published + options_.max_unpublished_epochs) {
-    const uint32_t held = options_.max_unpublished_epochs_held;
-    if (held == 0 || epoch > published + held || !ltx_lane_.HoldsPublication(published + 1)) {
-      return true;
-    }
+    // The narrow bound is for LTXs' snapshots: with none unresolved (or an
+    // LTX in place's procedure holding publication) the wide one applies,
+    // so that a lost message's retry stalls nothing but its own epoch.
+    const uint32_t wide = options_.max_unpublished_epochs_held;
+    const bool narrow = ltx_lane_.active() > 0 && !ltx_lane_.HoldsPublication(published + 1);
+    if (wide == 0 || narrow || epoch > published + wide) return true;
   }
   if (options_.mode != Mode::kCalvin) return false;
   for (const auto& request : digests_) {

@@ -57,10 +57,11 @@ struct SchedulerOptions {
   // partition that cannot publish (it waits for a dead peer's reads) stops
   // taking in work. 0: no bound.
   uint32_t max_unpublished_epochs = 0;
-  // The bound instead while the oldest unpublished epoch waits for an LTX
-  // in place's procedure (LtxLane::HoldsPublication): the txns behind its
-  // locks wait for it, but the rest of those epochs' work may run
-  // meanwhile. 0: max_unpublished_epochs.
+  // The bound instead while no LTX is unresolved (no LTX snapshot to keep
+  // short), or while the oldest unpublished epoch waits for an LTX in
+  // place's procedure (LtxLane::HoldsPublication: the txns behind its locks
+  // wait for it, but the rest of those epochs' work may run meanwhile).
+  // 0: max_unpublished_epochs always.
   uint32_t max_unpublished_epochs_held = 0;
   // The LTX lane (cluster parameters, but ltx_workers and runs_procedures).
   uint32_t ltx_workers = 1;
