@@ -52,7 +52,7 @@ std::unique_ptr<LtxBench::Partition> LtxBench::MakePartition(PartitionId p, bool
   if (options_.max_locked_ltx_keys > 0) options.max_locked_ltx_keys = options_.max_locked_ltx_keys;
   if (!options_.bound_admission) {
     options.max_unpublished_epochs = 0;
-    options.max_unpublished_epochs_held = 0;
+    options.max_unpublished_epochs_wide = 0;
   }
   partition->stats = std::make_unique<NodeStats>(options.stats_slots());
   partition->scheduler = std::make_unique<Scheduler>(options, partition->store.get(), app_.get(),

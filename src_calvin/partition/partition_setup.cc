@@ -67,17 +67,18 @@ SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId par
   options.ltx_in_place = engine.ltx_in_place && partitions == 1;
   options.ltx_locked_run = engine.ltx_locked_run;
   options.fault_hold_ltx_file = engine.fault_hold_ltx_file;
-  // Paxflow mode admits only a few epochs past publication: a deeper queue
-  // inside the scheduler adds no throughput once the workers are busy, and
-  // every epoch admitted past an LTX's snapshot makes writes keep versions
-  // for it until it has read. While an LTX in place's procedure holds
-  // publication, though, the txns not behind its locks may run: the wider
-  // bound of old then. Calvin mode (a single-version store, which pins
-  // nothing) keeps that one always: the yardstick stays as it was.
-  options.max_unpublished_epochs_held = 2 * engine.max_epochs_ahead;
+  // Paxflow mode admits only a few epochs past publication while an LTX is
+  // unresolved: a deeper queue inside the scheduler adds no throughput once
+  // the workers are busy, and every epoch admitted past an LTX's snapshot
+  // makes writes keep versions for it until it has read. With no LTX
+  // unresolved, or while an LTX in place's procedure holds publication
+  // (the txns not behind its locks may run), the wide bound of old. Calvin
+  // mode (a single-version store, which pins nothing) keeps that one
+  // always: the yardstick stays as it was.
+  options.max_unpublished_epochs_wide = 2 * engine.max_epochs_ahead;
   options.max_unpublished_epochs = engine.mode == Mode::kPaxflow
                                        ? engine.max_unpublished_epochs
-                                       : options.max_unpublished_epochs_held;
+                                       : options.max_unpublished_epochs_wide;
   return options;
 }
 

@@ -112,9 +112,9 @@ bool EpochMerger::Finished() const {
 std::vector<uint32_t> EpochMerger::MissingFor(Epoch epoch) const {
   std::vector<uint32_t> missing;
   auto it = pending_.find(epoch);
+  const auto* batches = it == pending_.end() ? nullptr : &it->second;
   for (uint32_t s = 0; s < sequencers_; ++s) {
-    const bool present = it != pending_.end() && it->second[s];
-    if (!present && !Stopped(s, epoch)) missing.push_back(s);
+    if (Awaited(s, epoch, batches)) missing.push_back(s);
   }
   return missing;
 }
@@ -126,7 +126,7 @@ Epoch EpochMerger::FirstIncompleteEpoch() const {
     auto it = pending_.find(epoch);
     if (it == pending_.end()) return epoch;
     for (uint32_t s = 0; s < sequencers_; ++s) {
-      if (!it->second[s] && !Stopped(s, epoch)) return epoch;
+      if (Awaited(s, epoch, &it->second)) return epoch;
     }
   }
 }

@@ -72,6 +72,12 @@ class EpochMerger {
   bool Stopped(uint32_t sequencer, Epoch epoch) const {
     return finished_[sequencer] && epoch > final_epoch_[sequencer];
   }
+  // Whether sequencer `s`'s batch for `epoch` is still due (`batches`: the
+  // epoch's buffered ones, null if none came).
+  bool Awaited(uint32_t s, Epoch epoch,
+               const std::vector<std::unique_ptr<Batch>>* batches) const {
+    return !(batches && (*batches)[s]) && !Stopped(s, epoch);
+  }
 
   const uint32_t sequencers_;
   Epoch next_epoch_;

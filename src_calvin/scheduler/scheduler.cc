@@ -357,14 +357,12 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
     std::vector<uint32_t> incomplete_missing;
     Epoch incomplete = merger_.next_epoch();
     if (!merger_.Finished()) {
-      missing = merger_.MissingForNextEpoch();
-      if (!missing.empty()) {
-        waiting = "epoch " + std::to_string(merger_.next_epoch()) + " waits for sequencer";
+      incomplete = merger_.FirstIncompleteEpoch();
+      incomplete_missing = merger_.MissingFor(incomplete);
+      if (incomplete == merger_.next_epoch() && !incomplete_missing.empty()) {
+        missing = incomplete_missing;
+        waiting = "epoch " + std::to_string(incomplete) + " waits for sequencer";
         for (uint32_t s : missing) waiting += " " + std::to_string(s);
-        incomplete_missing = missing;
-      } else {
-        incomplete = merger_.FirstIncompleteEpoch();
-        incomplete_missing = merger_.MissingFor(incomplete);
       }
     }
     std::lock_guard<std::mutex> lock(status_mu_);
@@ -411,7 +409,7 @@ bool Scheduler::AdmissionBlocked(Epoch epoch) const {
     // The narrow bound is for LTXs' snapshots: with none unresolved (or an
     // LTX in place's procedure holding publication) the wide one applies,
     // so that a lost message's retry stalls nothing but its own epoch.
-    const uint32_t wide = options_.max_unpublished_epochs_held;
+    const uint32_t wide = options_.max_unpublished_epochs_wide;
     const bool narrow = ltx_lane_.active() > 0 && !ltx_lane_.HoldsPublication(published + 1);
     if (wide == 0 || narrow || epoch > published + wide) return true;
   }

@@ -62,7 +62,7 @@ struct SchedulerOptions {
   // place's procedure (LtxLane::HoldsPublication: the txns behind its locks
   // wait for it, but the rest of those epochs' work may run meanwhile).
   // 0: max_unpublished_epochs always.
-  uint32_t max_unpublished_epochs_held = 0;
+  uint32_t max_unpublished_epochs_wide = 0;
   // The LTX lane (cluster parameters, but ltx_workers and runs_procedures).
   uint32_t ltx_workers = 1;
   bool runs_procedures = true;     // replica 0: runs LTXs and answers their clients
