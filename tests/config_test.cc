@@ -315,26 +315,15 @@ TEST(ConfigTest, NodeEndpointFollowsTransport) {
 // report's LTXs aborted busy on local-3).
 TEST(ConfigTest, EachNodesLtxWindowIsItsShareOfTheClustersLimit) {
   EngineParams engine;
-  engine.max_inflight_ltx = 64;
   engine.max_active_ltx = 64;
-  EXPECT_EQ(engine.GeneratedLtxWindow(1), 64u);
-  EXPECT_EQ(engine.GeneratedLtxWindow(2), 32u);
-  EXPECT_EQ(engine.GeneratedLtxWindow(3), 21u);
-  EXPECT_EQ(engine.GeneratedLtxWindow(100), 1u) << "every node may run some LTX";
-  engine.max_active_ltx = 192;
-  EXPECT_EQ(engine.GeneratedLtxWindow(3), 64u) << "the flag is still the window's own bound";
-  engine.max_inflight_ltx = 0;
-  EXPECT_EQ(engine.GeneratedLtxWindow(3), 0u) << "0 stays unbounded";
-  // The client port's hold is the share alone (max_inflight_ltx is the
-  // generator's).
-  EXPECT_EQ(engine.LtxShare(3), 64u);
-  engine.max_active_ltx = 64;
+  EXPECT_EQ(engine.LtxShare(1), 64u);
+  EXPECT_EQ(engine.LtxShare(2), 32u);
   EXPECT_EQ(engine.LtxShare(3), 21u);
-  EXPECT_EQ(engine.LtxShare(100), 1u);
+  EXPECT_EQ(engine.LtxShare(100), 1u) << "every node may run some LTX";
+  engine.max_active_ltx = 192;
+  EXPECT_EQ(engine.LtxShare(3), 64u);
   engine.mode = Mode::kCalvin;
-  engine.max_inflight_ltx = 64;
-  EXPECT_EQ(engine.GeneratedLtxWindow(3), 64u) << "calvin mode runs LTXs locked: no busy rule";
-  EXPECT_EQ(engine.LtxShare(3), 0u) << "no hold at the client port either";
+  EXPECT_EQ(engine.LtxShare(3), 0u) << "calvin mode runs LTXs locked: no busy rule, no share";
 }
 
 TEST(ConfigTest, ReplicatedInputConfigAndParameters) {

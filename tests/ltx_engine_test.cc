@@ -124,7 +124,7 @@ TEST_P(LtxEngineTest, CommittedTxnsMatchASerialExecutionInTheirOrderAndReplaysAg
   EXPECT_GE(order.long_txns, ch ? params.workload.ch_streams : 4u) << "too few long txns committed";
   EXPECT_EQ(results.invariant_failures(), 0);
   // Each origin's generator keeps at most its share of max_active_ltx LTXs
-  // unfinished (EngineParams::GeneratedLtxWindow), so the generated LTXs of
+  // unfinished (EngineParams::LtxShare), so the generated LTXs of
   // all partitions together never find that limit full.
   uint64_t busy = 0;
   for (const auto& r : results.all()) {
@@ -133,6 +133,26 @@ TEST_P(LtxEngineTest, CommittedTxnsMatchASerialExecutionInTheirOrderAndReplaysAg
   }
   EXPECT_EQ(busy, 0u) << "generated LTXs aborted busy (max_active_ltx="
                       << params.engine.max_active_ltx << " on " << c.partitions << " partitions)";
+  // And each origin's share is room again as its LTXs resolve (the node
+  // counts them, Node::OnResult): a leak would stop each origin at its
+  // share for the rest of the run.
+  const uint64_t share = params.engine.LtxShare(c.partitions);
+  if (share > 0 && c.partitions > 1) {
+    std::map<uint32_t, uint64_t> resolved_by_origin;
+    for (const auto& r : results.all()) {
+      if (r.txn.txn_class() == LTX && r.txn.ltx().kind() == LTX_BEGIN && !locked_at_begin) {
+        ++resolved_by_origin[r.txn.origin_node()];
+      }
+    }
+    // (Presets whose LTXs are long scans or locked at their begin have none.)
+    if (!resolved_by_origin.empty()) {
+      EXPECT_EQ(resolved_by_origin.size(), c.partitions) << "an origin resolved no LTX";
+    }
+    for (const auto& [origin, resolved] : resolved_by_origin) {
+      EXPECT_GT(resolved, 2 * share) << "node " << origin << " resolved only " << resolved
+                                     << " LTXs of the lane, against a share of " << share;
+    }
+  }
   if (params.workload.application == "tpcc") {
     // TPC-C's consistency conditions (clause 3.3.2) on every final state.
     for (size_t i = 0; i < cluster.size(); ++i) {

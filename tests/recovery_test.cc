@@ -614,7 +614,7 @@ TEST(SummaryJsonTest, SaysWhichAdmissionLimitBoundedTheRun) {
   summary.admission.at_batch_cap = 10;
   summary.admission.ltx_window_full = 60;
   EXPECT_EQ(summary.admission.Bound(summary.Throughput()),
-            "LTX window full (max_inflight_ltx) in 60.0% of epochs");
+            "LTX window full (max_inflight_ltx or max_active_ltx's share) in 60.0% of epochs");
   // Fills held while the LTX threads were behind are the lane's own pace:
   // the text says so, and they bound nothing.
   summary.admission.ltx_lane_behind = 55;

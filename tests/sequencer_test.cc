@@ -194,6 +194,32 @@ TEST(GeneratorSourceTest, WithOnlyLtxsAndNoRoomTheGeneratorStopsAndGivesBackItsC
   ASSERT_EQ(LtxProcedures(next), (std::vector<uint32_t>{2}));
 }
 
+// In paxflow mode an LTX locked at its begin runs as a short txn does and
+// never counts against max_active_ltx: it takes room only in the window of
+// all LTXs (max_inflight_ltx), while the LTX lane's take room in the share
+// window too. A lane LTX held for the share must not hold back locked ones
+// drawn after it, nor keep the room it claimed in the other window.
+TEST(GeneratorSourceTest, LtxsLockedAtTheirBeginTakeNoRoomInTheShareWindow) {
+  InflightWindow window(1000, [] { return 0; });
+  InflightWindow ltx_window(100, [] { return 0; });
+  // The lane's LTXs here: the even-numbered ones (6, 12, 18, ...).
+  InflightWindow share_window(1, nullptr, nullptr,
+                              [](const Txn& txn) { return txn.procedure() % 2 == 0; });
+  GeneratorSource source(std::make_unique<EveryNthLtxGenerator>(3), &window, nullptr,
+                         &ltx_window, &share_window);
+  Batch first;
+  ASSERT_EQ(source.Fill(14, 1, &first), 14u);
+  EXPECT_EQ(LtxProcedures(first), (std::vector<uint32_t>{3, 6, 9, 15}))
+      << "12 waits for the share; 9 and 15, locked at their begin, go past it";
+  share_window.Finished();
+  Batch next;
+  ASSERT_EQ(source.Fill(3, 2, &next), 3u);
+  EXPECT_EQ(LtxProcedures(next), (std::vector<uint32_t>{12})) << "the oldest held, once room";
+  EXPECT_EQ(next.txns(0).submit_time_us(), 1);
+  EXPECT_EQ(ltx_window.Claim(1000), 95u)
+      << "five LTXs went; the claims of those held for the share were given back";
+}
+
 // An LTX whose reconnaissance went stale runs again as the same LTX: the
 // node's LTX window (fed by what reporters count as done) must hold it as
 // one LTX in flight through its restart, and free its room once, when the

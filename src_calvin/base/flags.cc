@@ -30,9 +30,10 @@ DEFINE_uint64(max_inflight, 4000,
 DEFINE_uint64(max_inflight_ltx, 64,
               "Most generated LTXs and long scans a node keeps unfinished; one drawn beyond "
               "it is held back in order (with 16 held the generator waits), so the mix stays "
-              "and the load slows to the LTX lane's pace instead of its queue growing; in "
-              "paxflow mode at most max_active_ltx / partitions, so that the nodes' generated "
-              "LTXs together never abort busy (0: unbounded)");
+              "and the load slows to the LTX lane's pace instead of its queue growing (0: "
+              "unbounded). In paxflow mode the LTXs that are not locked at their begin are "
+              "also kept to max_active_ltx / partitions, so that the nodes' generated LTXs "
+              "together never abort busy");
 DEFINE_uint64(max_ltx_backlog, 32,
               "Paxflow mode: most tasks a node's LTX threads may have waiting; while more wait, the "
               "generator holds new LTXs and long scans back as if max_inflight_ltx were full, "

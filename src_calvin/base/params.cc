@@ -101,11 +101,6 @@ uint64_t EngineParams::LtxShare(uint32_t partitions) const {
   return std::max<uint64_t>(1, max_active_ltx / std::max<uint32_t>(1, partitions));
 }
 
-uint64_t EngineParams::GeneratedLtxWindow(uint32_t partitions) const {
-  if (mode == Mode::kCalvin || max_inflight_ltx == 0) return max_inflight_ltx;
-  return std::min(max_inflight_ltx, LtxShare(partitions));
-}
-
 int64_t EngineParams::ReadsRetryMs() const {
   if (reads_retry_ms != 0) return reads_retry_ms;
   return std::max<int64_t>(2 * int64_t{heartbeat_ms}, 20 * int64_t{epoch_ms});

@@ -105,9 +105,6 @@ struct EngineParams {
   // together they then never meet it. 0 in calvin mode, which has no such
   // limit (its LTXs run locked).
   uint64_t LtxShare(uint32_t partitions) const;
-  // The generator's LTX window: max_inflight_ltx, at most the share (0
-  // stays unbounded).
-  uint64_t GeneratedLtxWindow(uint32_t partitions) const;
 };
 
 // "BATCH,REMOTE_READS" into channels; empty on success, else the problem.

@@ -34,6 +34,10 @@ std::string Percent(double part, double whole) {
   return Fixed(whole > 0 ? 100.0 * part / whole : 0, 1) + "%";
 }
 
+// The generator's LTX windows (GeneratorSource): all its LTXs, and in
+// paxflow mode those of the LTX lane to the node's share of max_active_ltx.
+constexpr char kLtxWindowFull[] = "LTX window full (max_inflight_ltx or max_active_ltx's share)";
+
 }  // namespace
 
 std::string AdmissionSummary::Bound(double throughput) const {
@@ -44,8 +48,7 @@ std::string AdmissionSummary::Bound(double throughput) const {
   // not a limit: a larger window would only queue more.
   const uint64_t at_ltx_limit = ltx_window_full - std::min(ltx_lane_behind, ltx_window_full);
   if (epochs > 0 && 2 * at_ltx_limit >= epochs) {
-    return "LTX window full (max_inflight_ltx) in " + Percent(at_ltx_limit, epochs) +
-           " of epochs";
+    return std::string(kLtxWindowFull) + " in " + Percent(at_ltx_limit, epochs) + " of epochs";
   }
   if (window_ceiling > 0 && throughput >= 0.9 * window_ceiling) {
     return "at " + Percent(throughput, window_ceiling) +
@@ -249,7 +252,7 @@ std::string RunSummary::ToText() const {
   if (admission.epochs > 0) {
     auto share = [&](uint64_t n) { return Percent(n, admission.epochs); };
     out << "admission: " << admission.epochs << " epochs took new txns; batch full (max_batch) in "
-        << share(admission.at_batch_cap) << ", LTX window full (max_inflight_ltx) in "
+        << share(admission.at_batch_cap) << ", " << kLtxWindowFull << " in "
         << share(admission.ltx_window_full);
     if (admission.ltx_lane_behind > 0) {
       out << " (LTX threads behind, max_ltx_backlog, in " << share(admission.ltx_lane_behind)

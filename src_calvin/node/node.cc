@@ -459,11 +459,7 @@ std::string Node::StartClients() {
   // may meet the limit.
   ClientLtxHold hold;
   hold.limit = engine.LtxShare(layout_.partitions());
-  const uint64_t max_locked_keys = scheduler_->options().max_locked_ltx_keys;
-  hold.counts = [this, max_locked_keys](const Txn& txn) {
-    return txn.ltx().kind() == LTX_BEGIN &&
-           !LtxLane::LockableAtBegin(*app_, txn, max_locked_keys);
-  };
+  hold.counts = [this](const Txn& txn) { return TakesLtxShare(txn); };
   hold.behind = [this] { return LtxThreadsBehind(); };
   clients_->SetLtxHold(std::move(hold));
   ClientService::CheckpointProvider checkpoint;
@@ -481,6 +477,11 @@ std::string Node::StartClients() {
         return ServeRemoveNode(request, detail);
       });
   return clients_->Start();
+}
+
+bool Node::TakesLtxShare(const Txn& txn) const {
+  return txn.txn_class() == LTX && txn.ltx().kind() == LTX_BEGIN &&
+         !LtxLane::LockableAtBegin(*app_, txn, scheduler_->options().max_locked_ltx_keys);
 }
 
 bool Node::LtxThreadsBehind() const {
@@ -509,17 +510,25 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
     // max_ltx_backlog waiting tasks the window is closed, and LTXs are
     // held before they are sequenced, where waiting costs nothing. (Calvin
     // mode runs LTXs locked, on workers: its window is only the limit.)
-    const uint64_t ltx_window = params.engine.GeneratedLtxWindow(partitions);
-    if (ltx_window < params.engine.max_inflight_ltx) {
-      LOG(INFO) << "node " << options_.id << ": the generator keeps at most " << ltx_window
-                << " LTXs unfinished (max_inflight_ltx=" << params.engine.max_inflight_ltx
-                << " is more than this node's share of max_active_ltx="
-                << params.engine.max_active_ltx << " over " << partitions
-                << " partitions, beyond which begins abort busy)";
-    }
-    if (ltx_window > 0) {
+    if (params.engine.max_inflight_ltx > 0) {
       generated_ltx_window_ = std::make_unique<InflightWindow>(
-          ltx_window, [this] { return stats_->LongDone(); }, [this] { return LtxThreadsBehind(); });
+          params.engine.max_inflight_ltx, [this] { return stats_->LongDone(); },
+          [this] { return LtxThreadsBehind(); });
+    }
+    // Paxflow mode: the LTXs that count against max_active_ltx (not those
+    // locked at their begin, which run as short txns do) are also kept to
+    // this node's share of it, so that the nodes' generated LTXs together
+    // never abort busy. Their results are counted as they come (OnResult).
+    const uint64_t share = params.engine.LtxShare(partitions);
+    if (share > 0) {
+      if (share < params.engine.max_inflight_ltx) {
+        LOG(INFO) << "node " << options_.id << ": the generator keeps at most " << share
+                  << " LTXs of the LTX lane unfinished (this node's share of max_active_ltx="
+                  << params.engine.max_active_ltx << " over " << partitions
+                  << " partitions, beyond which begins abort busy)";
+      }
+      generated_ltx_share_window_ = std::make_unique<InflightWindow>(
+          share, nullptr, nullptr, [this](const Txn& txn) { return TakesLtxShare(txn); });
     }
     // OLLP (the Calvin paper's way with dependent txns): a generated txn
     // whose keys depend on values is first run on this partition's current
@@ -595,7 +604,8 @@ void Node::StartSequencer(Epoch first_epoch, Epoch catch_up_to) {
       generators_.push_back(std::make_unique<GeneratorSource>(
           app_->NewGenerator(partition, partitions,
                              params.engine.seed + options_.id + (uint64_t{index} << 32)),
-          generated_window_.get(), resubmits_.get(), generated_ltx_window_.get()));
+          generated_window_.get(), resubmits_.get(), generated_ltx_window_.get(),
+          generated_ltx_share_window_.get()));
       planned_.push_back(std::make_unique<PlanningSource>(generators_.back().get(), recon));
       sources.push_back(planned_.back().get());
     }
@@ -845,6 +855,11 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
                                  NowMicros());
     }
     if (generated) app_->OnGeneratedResult(txn, outcome);
+  }
+  // A resubmitted LTX keeps its room: it is the same LTX, still in flight.
+  if (generated && !resubmitted && generated_ltx_share_window_ &&
+      generated_ltx_share_window_->TakesRoom(txn)) {
+    generated_ltx_share_window_->Finished();
   }
   bool answered_later = false;
   if (resubmitted) resubmits_->Push(Replanned(txn));

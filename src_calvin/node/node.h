@@ -258,6 +258,10 @@ class Node : public PeerSender, public ResultSink {
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<InflightWindow> generated_window_;  // shared by the generators
   std::unique_ptr<InflightWindow> generated_ltx_window_;  // their LTXs and long scans; null: unbounded
+  // Their LTXs that count against max_active_ltx (TakesLtxShare), to this
+  // node's share of it; null in calvin mode. Its results are counted by
+  // OnResult (worker, LTX and scheduler threads).
+  std::unique_ptr<InflightWindow> generated_ltx_share_window_;
   std::vector<std::unique_ptr<GeneratorSource>> generators_;
   // What each sequencer polls: the client port and its generator, their
   // dependent txns planned (OLLP's reconnaissance).
@@ -363,6 +367,11 @@ class Node : public PeerSender, public ResultSink {
   // threads, so the generator and the client port hold LTXs back (calvin
   // mode's LTXs run locked, on workers: never). Sequencer threads.
   bool LtxThreadsBehind() const;
+  // Paxflow mode: an LTX begin that will count against max_active_ltx
+  // while unresolved (not one locked at its begin, LtxLane::
+  // LockableAtBegin). Its begin record alone decides, so the generator,
+  // the client port and OnResult agree on every LTX.
+  bool TakesLtxShare(const Txn& txn) const;
   // What its input log or checkpoint held at start: every sequencer's
   // batches through it had come here (told to a restarting sequencer).
   std::atomic<Epoch> held_at_start_{0};
