@@ -1407,6 +1407,15 @@ bool LtxLane::HoldsPublication(Epoch epoch) const {
   return !placed_.empty() && ltxs_.at(*placed_.begin()).resolved_epoch <= epoch;
 }
 
+bool LtxLane::LockedRunHoldsPublication(Epoch epoch) const {
+  for (TxnId id : placed_) {
+    const Entry& entry = ltxs_.at(id);
+    if (entry.resolved_epoch > epoch) return false;  // in begin order: none later either
+    if (entry.locked_run) return true;
+  }
+  return false;
+}
+
 size_t LtxLane::unresolved_here() const {
   size_t count = scans_here_.size();
   ForEachRunning([&](const Entry& entry) { count += entry.origin_here ? 1 : 0; });

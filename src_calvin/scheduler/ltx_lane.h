@@ -186,6 +186,10 @@ class LtxLane {
   // or before `epoch`: that epoch's publication waits for its run, so the
   // scheduler lets read-only txns of keys that settled go before it.
   bool HoldsPublication(Epoch epoch) const;
+  // The same, for locked runs only (LTXs in place whose procedure runs on
+  // a worker under their install's locks, reads declared): the scheduler
+  // admits further behind those (design.md, "Admission").
+  bool LockedRunHoldsPublication(Epoch epoch) const;
   // A participant's share of a long scan was served; a scan begun here
   // has its result.
   void OnScanServed(TxnId id);

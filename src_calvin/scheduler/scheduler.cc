@@ -406,11 +406,14 @@ bool Scheduler::AdmissionBlocked(Epoch epoch) const {
   }
   const Epoch published = published_.load(std::memory_order_relaxed);
   if (options_.max_unpublished_epochs > 0 && epoch > published + options_.max_unpublished_epochs) {
-    // The narrow bound is for LTXs' snapshots: with none unresolved (or an
-    // LTX in place's procedure holding publication) the wide one applies,
-    // so that a lost message's retry stalls nothing but its own epoch.
+    // The narrow bound is for LTXs' snapshots: with none unresolved the
+    // wide one applies, so that a lost message's retry stalls nothing but
+    // its own epoch. So it does while a locked run holds publication: its
+    // procedure runs on a worker under its install's locks, which the
+    // short txns not behind those locks need not wait for.
     const uint32_t wide = options_.max_unpublished_epochs_wide;
-    const bool narrow = ltx_lane_.active() > 0 && !ltx_lane_.HoldsPublication(published + 1);
+    const bool narrow =
+        ltx_lane_.active() > 0 && !ltx_lane_.LockedRunHoldsPublication(published + 1);
     if (wide == 0 || narrow || epoch > published + wide) return true;
   }
   if (options_.mode != Mode::kCalvin) return false;
