@@ -649,8 +649,8 @@ TEST(LtxLockedRunTest, AWriteOutsideItsAreaAbortsItAndFreesItsLocks) {
 // behind it in up to the wider bound, so the short txns not behind its
 // locks run meanwhile. An LTX in place on an LTX thread does not: its
 // snapshot pins versions for as long as it runs, and so would every LTX
-// admitted behind it (bom's roll-ups: 1.4-1.6x calvin's at a window of
-// 16,000 with the exception, 2.2x without).
+// admitted behind it (bom's roll-ups at a window of 16,000: 1.4-1.6x
+// calvin's with the exception, 1.95-2.2x without).
 TEST(LtxInPlaceTest, ALockedRunHoldingPublicationLetsAdmissionRunOnAnLtxOnAThreadDoesNot) {
   for (const bool locked_run : {true, false}) {
     SCOPED_TRACE(locked_run ? "locked run" : "on an LTX thread");

@@ -408,9 +408,9 @@ bool Scheduler::AdmissionBlocked(Epoch epoch) const {
   if (options_.max_unpublished_epochs > 0 && epoch > published + options_.max_unpublished_epochs) {
     // The narrow bound is for LTXs' snapshots: with none unresolved the
     // wide one applies, so that a lost message's retry stalls nothing but
-    // its own epoch. So it does while a locked run holds publication: its
-    // procedure runs on a worker under its install's locks, which the
-    // short txns not behind those locks need not wait for.
+    // its own epoch. The wide one also applies while a locked run holds
+    // publication: its procedure runs on a worker under its install's
+    // locks, and the short txns not behind those locks need not wait.
     const uint32_t wide = options_.max_unpublished_epochs_wide;
     const bool narrow =
         ltx_lane_.active() > 0 && !ltx_lane_.LockedRunHoldsPublication(published + 1);
