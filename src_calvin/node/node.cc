@@ -857,7 +857,7 @@ void Node::OnResult(const Txn& txn, const TxnOutcome& outcome, Epoch read_versio
     if (generated) app_->OnGeneratedResult(txn, outcome);
   }
   // A resubmitted LTX keeps its room: it is the same LTX, still in flight.
-  if (generated && !resubmitted && generated_ltx_share_window_ &&
+  if (generated && txn.txn_class() == LTX && !resubmitted && generated_ltx_share_window_ &&
       generated_ltx_share_window_->TakesRoom(txn)) {
     generated_ltx_share_window_->Finished();
   }

@@ -71,8 +71,8 @@ SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId par
   // unresolved: a deeper queue inside the scheduler adds no throughput once
   // the workers are busy, and every epoch admitted past an LTX's snapshot
   // makes writes keep versions for it until it has read. With no LTX
-  // unresolved, or while an LTX in place's procedure holds publication
-  // (the txns not behind its locks may run), the wide bound of old. Calvin
+  // unresolved, or while a locked run holds publication (the txns not
+  // behind its locks may run), the wide bound of old. Calvin
   // mode (a single-version store, which pins nothing) keeps that one
   // always: the yardstick stays as it was.
   options.max_unpublished_epochs_wide = 2 * engine.max_epochs_ahead;

@@ -143,6 +143,7 @@ bool Scheduler::RestoreAt(const SnapshotInfo& snapshot, std::string* error) {
   published_.store(snapshot.epoch, std::memory_order_relaxed);
   freed_through_.store(snapshot.epoch, std::memory_order_relaxed);
   next_epoch_ = snapshot.epoch + 1;
+  incomplete_epoch_ = next_epoch_;
   UpdatePins();
   return true;
 }
@@ -194,9 +195,9 @@ SchedulerStatus Scheduler::Status() const {
   std::lock_guard<std::mutex> lock(status_mu_);
   status.waiting_for = waiting_for_;
   status.next_epoch = next_epoch_;
-  status.missing_sequencers = missing_sequencers_;
   status.incomplete_epoch = incomplete_epoch_;
   status.incomplete_missing = incomplete_missing_;
+  if (incomplete_epoch_ == next_epoch_) status.missing_sequencers = incomplete_missing_;
   return status;
 }
 
@@ -353,22 +354,19 @@ void Scheduler::ProcessInbox(std::vector<std::unique_ptr<Batch>>* batches,
   origin_ltx_.store(ltx_lane_.unresolved_here(), std::memory_order_release);
   {
     std::string waiting;
-    std::vector<uint32_t> missing;
     std::vector<uint32_t> incomplete_missing;
     Epoch incomplete = merger_.next_epoch();
     if (!merger_.Finished()) {
       incomplete = merger_.FirstIncompleteEpoch();
       incomplete_missing = merger_.MissingFor(incomplete);
       if (incomplete == merger_.next_epoch() && !incomplete_missing.empty()) {
-        missing = incomplete_missing;
         waiting = "epoch " + std::to_string(incomplete) + " waits for sequencer";
-        for (uint32_t s : missing) waiting += " " + std::to_string(s);
+        for (uint32_t s : incomplete_missing) waiting += " " + std::to_string(s);
       }
     }
     std::lock_guard<std::mutex> lock(status_mu_);
     waiting_for_ = std::move(waiting);
     next_epoch_ = merger_.next_epoch();
-    missing_sequencers_ = std::move(missing);
     incomplete_epoch_ = incomplete;
     incomplete_missing_ = std::move(incomplete_missing);
   }

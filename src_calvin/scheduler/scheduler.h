@@ -58,9 +58,9 @@ struct SchedulerOptions {
   // taking in work. 0: no bound.
   uint32_t max_unpublished_epochs = 0;
   // The bound instead while no LTX is unresolved (no LTX snapshot to keep
-  // short), or while the oldest unpublished epoch waits for an LTX in
-  // place's procedure (LtxLane::HoldsPublication: the txns behind its locks
-  // wait for it, but the rest of those epochs' work may run meanwhile).
+  // short), or while the oldest unpublished epoch waits for a locked run
+  // (LtxLane::LockedRunHoldsPublication: the txns behind its locks wait for
+  // it, but the rest of those epochs' work may run meanwhile).
   // 0: max_unpublished_epochs always.
   uint32_t max_unpublished_epochs_wide = 0;
   // The LTX lane (cluster parameters, but ltx_workers and runs_procedures).
@@ -406,7 +406,8 @@ class Scheduler {
   mutable std::mutex status_mu_;
   std::string waiting_for_;
   Epoch next_epoch_ = 1;
-  std::vector<uint32_t> missing_sequencers_;
+  // The first epoch a batch is missing for and whose: the next epoch's
+  // missing list when it is that one.
   Epoch incomplete_epoch_ = 1;
   std::vector<uint32_t> incomplete_missing_;
 
