@@ -112,9 +112,10 @@ DEFINE_uint32(max_unpublished_epochs, 4,
               "publish epoch (the newest whose writes all finished); later ones wait, sequenced "
               "and logged, in its buffer. A deeper queue inside the scheduler adds no "
               "throughput once the workers are busy, but keeps LTXs' snapshots pinned longer, "
-              "so writes keep more versions. While no LTX is unresolved, while a locked run "
-              "(an LTX in place run on a worker) holds publication, and always in calvin "
-              "mode: up to 2 x max_epochs_ahead past it. "
+              "so writes keep more versions. While no LTX is unresolved but locked runs "
+              "(LTXs in place run on a worker, their reads declared), while a locked run "
+              "holds publication, and always in calvin mode: up to 2 x max_epochs_ahead "
+              "past it. "
               "Either way a partition that cannot publish (waiting for a dead peer) stops "
               "taking in work (1..1000000)");
 DEFINE_uint32(fault_stall_checkpoint, 0,

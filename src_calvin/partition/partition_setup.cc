@@ -67,12 +67,13 @@ SchedulerOptions SchedulerOptionsFor(const EngineParams& engine, PartitionId par
   options.ltx_in_place = engine.ltx_in_place && partitions == 1;
   options.ltx_locked_run = engine.ltx_locked_run;
   options.fault_hold_ltx_file = engine.fault_hold_ltx_file;
-  // Paxflow mode admits only a few epochs past publication while an LTX is
-  // unresolved: a deeper queue inside the scheduler adds no throughput once
-  // the workers are busy, and every epoch admitted past an LTX's snapshot
-  // makes writes keep versions for it until it has read. With no LTX
-  // unresolved, or while a locked run holds publication (the txns not
-  // behind its locks may run), the wide bound of old. Calvin
+  // Paxflow mode admits only a few epochs past publication while an LTX that
+  // reads its snapshot round by round is unresolved: a deeper queue inside
+  // the scheduler adds no throughput once the workers are busy, and every
+  // epoch admitted past such an LTX's snapshot makes writes keep versions
+  // for it until it has read. With none unresolved (locked runs read what
+  // settles at their begin epoch), or while a locked run holds publication
+  // (the txns not behind its locks may run), the wide bound of old. Calvin
   // mode (a single-version store, which pins nothing) keeps that one
   // always: the yardstick stays as it was.
   options.max_unpublished_epochs_wide = 2 * engine.max_epochs_ahead;

@@ -1416,6 +1416,12 @@ bool LtxLane::LockedRunHoldsPublication(Epoch epoch) const {
   return false;
 }
 
+bool LtxLane::SnapshotReaderUnresolved() const {
+  bool found = false;
+  ForEachRunning([&](const Entry& entry) { found = found || !entry.locked_run; });
+  return found;
+}
+
 size_t LtxLane::unresolved_here() const {
   size_t count = scans_here_.size();
   ForEachRunning([&](const Entry& entry) { count += entry.origin_here ? 1 : 0; });

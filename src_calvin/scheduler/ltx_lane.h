@@ -190,6 +190,11 @@ class LtxLane {
   // a worker under their install's locks, reads declared): the scheduler
   // admits further behind those (design.md, "Admission").
   bool LockedRunHoldsPublication(Epoch epoch) const;
+  // Whether some unresolved LTX reads its snapshot round by round (on an
+  // LTX thread, or by the record protocol): every LTX but a locked run,
+  // whose reads wait only for txns of its begin epoch and before. The
+  // scheduler keeps admission near publication while one is.
+  bool SnapshotReaderUnresolved() const;
   // A participant's share of a long scan was served; a scan begun here
   // has its result.
   void OnScanServed(TxnId id);

@@ -404,14 +404,17 @@ bool Scheduler::AdmissionBlocked(Epoch epoch) const {
   }
   const Epoch published = published_.load(std::memory_order_relaxed);
   if (options_.max_unpublished_epochs > 0 && epoch > published + options_.max_unpublished_epochs) {
-    // The narrow bound is for LTXs' snapshots: with none unresolved the
-    // wide one applies, so that a lost message's retry stalls nothing but
-    // its own epoch. The wide one also applies while a locked run holds
-    // publication: its procedure runs on a worker under its install's
-    // locks, and the short txns not behind those locks need not wait.
+    // The narrow bound is for snapshots read round by round, whose wait
+    // grows with the queue admitted before them: with no such LTX
+    // unresolved the wide one applies, so that a lost message's retry
+    // stalls nothing but its own epoch (a locked run's reads wait only for
+    // its begin epoch's txns and earlier). The wide one also applies while
+    // a locked run holds publication: its procedure runs on a worker under
+    // its install's locks, and the short txns not behind those locks need
+    // not wait.
     const uint32_t wide = options_.max_unpublished_epochs_wide;
-    const bool narrow =
-        ltx_lane_.active() > 0 && !ltx_lane_.LockedRunHoldsPublication(published + 1);
+    const bool narrow = ltx_lane_.SnapshotReaderUnresolved() &&
+                        !ltx_lane_.LockedRunHoldsPublication(published + 1);
     if (wide == 0 || narrow || epoch > published + wide) return true;
   }
   if (options_.mode != Mode::kCalvin) return false;

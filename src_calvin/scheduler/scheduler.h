@@ -57,8 +57,10 @@ struct SchedulerOptions {
   // partition that cannot publish (it waits for a dead peer's reads) stops
   // taking in work. 0: no bound.
   uint32_t max_unpublished_epochs = 0;
-  // The bound instead while no LTX is unresolved (no LTX snapshot to keep
-  // short), or while the oldest unpublished epoch waits for a locked run
+  // The bound instead while no LTX that reads its snapshot round by round
+  // is unresolved (LtxLane::SnapshotReaderUnresolved: no snapshot wait to
+  // keep short; a locked run's reads wait only for its begin epoch's txns
+  // and earlier), or while the oldest unpublished epoch waits for a locked run
   // (LtxLane::LockedRunHoldsPublication: the txns behind its locks wait for
   // it, but the rest of those epochs' work may run meanwhile).
   // 0: max_unpublished_epochs always.
