@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <condition_variable>
+#include <functional>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "applications/kv_procedures.h"
@@ -22,6 +25,7 @@
 #include "common/hash.h"
 #include "common/segmented_log.h"
 #include "common/transport.h"
+#include "node/peer_monitor.h"
 #include "replay/replay.h"
 #include "scheduler/epoch_merger.h"
 #include "sequencer/input_log.h"
@@ -562,8 +566,83 @@ TEST(TransportTest, ADeadPeerCostsABoundedQueue) {
   EXPECT_LE(queue.queued_bytes, options.max_queued_bytes);
   EXPECT_GT(queue.dropped, 800u);
   EXPECT_EQ(static_cast<uint64_t>(accepted) + queue.dropped, 1000u);
-  EXPECT_EQ(transport.LastHeardUs(1), 0);
+  EXPECT_EQ(transport.LastHeard(1).at_us, 0);
   transport.Stop(false);
+}
+
+// While the receiver thread is in a handler (calvin mode parses a scan's
+// 10 MB of rows in one) no peer can be heard: that time is not a peer's
+// silence. Time with the receiver free still is.
+TEST(TransportTest, TimeInAHandlerIsNotAPeersSilence) {
+  const std::vector<uint32_t> ports = testing::FreePorts(2);
+  auto options_for = [&](NodeId self) {
+    TransportOptions options;
+    options.self = self;
+    options.bind_endpoint = "tcp://127.0.0.1:" + std::to_string(ports[self]);
+    options.peers = {{0, "tcp://127.0.0.1:" + std::to_string(ports[0]), ""},
+                     {1, "tcp://127.0.0.1:" + std::to_string(ports[1]), ""}};
+    options.linger_ms = 0;
+    return options;
+  };
+  Transport receiver(options_for(0)), sender(options_for(1));
+  std::mutex mu;
+  std::condition_variable changed;
+  int heartbeats = 0;
+  bool in_handler = false, release = false;
+  receiver.Subscribe(HEARTBEAT, [&](NodeId, std::string&&) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++heartbeats;
+    changed.notify_all();
+  });
+  receiver.Subscribe(BATCH, [&](NodeId, std::string&&) {
+    std::unique_lock<std::mutex> lock(mu);
+    in_handler = true;
+    changed.notify_all();
+    changed.wait(lock, [&] { return release; });
+  });
+  ASSERT_EQ(receiver.Start(), "");
+  ASSERT_EQ(sender.Start(), "");
+  auto wait_for = [&](const std::function<bool()>& done) {
+    std::unique_lock<std::mutex> lock(mu);
+    changed.wait(lock, done);
+  };
+  const ClusterConfig config = testing::MakeConfig("deaf", 2, 1, "inproc");  // nodes 0 and 1
+  constexpr int64_t kSilence = 1000000;
+  PeerMonitor monitor(config, 0, &receiver, kSilence, nullptr);
+  constexpr int64_t kTenSeconds = 10000000;
+
+  ASSERT_TRUE(sender.Send(0, HEARTBEAT, "alive"));
+  wait_for([&] { return heartbeats == 1; });
+  ASSERT_GT(receiver.LastHeard(1).at_us, 0);
+  ASSERT_TRUE(sender.Send(0, BATCH, "slow to handle"));
+  wait_for([&] { return in_handler; });
+  // Ten seconds on with the receiver in the handler all along: the peer's
+  // silence is only the receiver's time between the two messages.
+  int64_t later = NowMicros() + kTenSeconds;
+  EXPECT_GE(receiver.DeafUs(later), kTenSeconds);
+  EXPECT_LT(monitor.SilentForUs(1, later), kSilence);
+  EXPECT_FALSE(monitor.Silent(1, later));
+
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  changed.notify_all();
+  ASSERT_TRUE(sender.Send(0, HEARTBEAT, "still alive"));
+  wait_for([&] { return heartbeats == 2; });  // the slow handler returned before this one
+  // Its hand-off ends as its handler returns; then the receiver is free
+  // (nothing else is sent to it) and deaf time stops growing.
+  const int64_t deadline = NowMicros() + kTenSeconds;
+  while (receiver.DeafUs(NowMicros() + kTenSeconds) != receiver.DeafUs(NowMicros())) {
+    ASSERT_LT(NowMicros(), deadline) << "the receiver never left the heartbeat's handler";
+    std::this_thread::yield();
+  }
+  // Ten free seconds are silence.
+  later = NowMicros() + kTenSeconds;
+  EXPECT_GE(monitor.SilentForUs(1, later), kTenSeconds - kSilence);
+  EXPECT_TRUE(monitor.Silent(1, later));
+  sender.Stop(false);
+  receiver.Stop(false);
 }
 
 // ------------------------------------------------------------ summaries

@@ -203,9 +203,17 @@ bool Transport::SendPaced(NodeId to, Channel channel, const std::string& payload
   return Send(to, channel, payload);
 }
 
-int64_t Transport::LastHeardUs(NodeId peer) const {
+Transport::Heard Transport::LastHeard(NodeId peer) const {
   auto it = peers_.find(peer);
-  return it == peers_.end() ? 0 : it->second->last_heard_us.load(std::memory_order_relaxed);
+  if (it == peers_.end()) return {};
+  std::lock_guard<std::mutex> lock(deaf_mu_);
+  return it->second->heard;
+}
+
+int64_t Transport::DeafUs(int64_t now_us) const {
+  std::lock_guard<std::mutex> lock(deaf_mu_);
+  if (handing_off_since_ == 0) return deaf_us_;
+  return deaf_us_ + std::max<int64_t>(0, now_us - handing_off_since_);
 }
 
 Transport::PeerQueue Transport::Queue(NodeId peer) const {
@@ -288,11 +296,18 @@ void Transport::ReceiveLoop() {
     }
     if (!options_.curve.empty() && !SenderMatches(frames[0], header.from_node())) continue;
     auto peer = peers_.find(header.from_node());
-    if (peer != peers_.end()) {
-      peer->second->last_heard_us.store(NowMicros(), std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(deaf_mu_);
+      handing_off_since_ = NowMicros();
+      if (peer != peers_.end()) peer->second->heard = {handing_off_since_, deaf_us_};
     }
+    // A handler may take long (a large message is parsed there): messages
+    // wait in the socket meanwhile, so the time is deaf time (DeafUs).
     Dispatch(header.channel(), header.from_node(),
              std::string(static_cast<const char*>(frames[1].data()), frames[1].size()));
+    std::lock_guard<std::mutex> lock(deaf_mu_);
+    deaf_us_ += std::max<int64_t>(0, NowMicros() - handing_off_since_);
+    handing_off_since_ = 0;
   }
 }
 

@@ -12,7 +12,9 @@
 // messages are dropped and counted (the peer asks for what they carried
 // again: batches from the sender's logs, remote reads from what the sender
 // keeps, node/read_exchange.h). When a message last came from each
-// peer is kept, for failure detection.
+// peer is kept, for failure detection, with the time the receiver thread
+// has spent in handlers: while a handler runs (a large message is parsed)
+// no peer can be heard, so that time must not count as a peer's silence.
 // Garbled messages (bad header, unknown channel) are counted, logged and
 // dropped; the node carries on.
 // CURVE (options.curve): the receiving socket admits only keys the node's
@@ -101,8 +103,17 @@ class Transport {
   // for senders that may wait (re-sending a log to a peer catching up).
   bool SendPaced(NodeId to, Channel channel, const std::string& payload, int timeout_ms);
 
-  // When a message last came from `peer` (NowMicros; 0: never).
-  int64_t LastHeardUs(NodeId peer) const;
+  // When a message last came from `peer` (at_us, NowMicros; 0: never),
+  // and DeafUs at that moment.
+  struct Heard {
+    int64_t at_us = 0;
+    int64_t deaf_us = 0;
+  };
+  Heard LastHeard(NodeId peer) const;
+  // Time the receiver thread has spent handing messages to their handlers
+  // since Start, up to `now_us` (a hand-off under way counts up to then):
+  // time in which no message could be heard. Grows, never shrinks.
+  int64_t DeafUs(int64_t now_us) const;
   struct PeerQueue {
     uint64_t queued_bytes = 0;  // held here, waiting for the peer
     uint64_t dropped = 0;       // messages dropped since start: the queue was full
@@ -126,7 +137,7 @@ class Transport {
     std::deque<std::pair<std::string, std::string>> waiting;  // header, payload
     uint64_t waiting_bytes = 0;
     uint64_t dropped = 0;
-    std::atomic<int64_t> last_heard_us{0};
+    Heard heard;  // deaf_mu_
   };
   void ReceiveLoop();
   // CURVE: whether the node `header` names is the one whose key sent
@@ -150,6 +161,10 @@ class Transport {
   std::map<int, Handler> handlers_;
   std::thread receiver_;
   std::atomic<bool> stop_{false};
+  // The receiver thread's hand-offs (DeafUs) and each peer's `heard`.
+  mutable std::mutex deaf_mu_;
+  int64_t deaf_us_ = 0;             // finished hand-offs
+  int64_t handing_off_since_ = 0;   // the one under way; 0: none
   std::atomic<uint64_t> garbled_{0};
   std::atomic<uint64_t> impersonations_{0};
   std::set<std::pair<std::string, NodeId>> impersonations_logged_;  // receiver thread

@@ -14,6 +14,7 @@ PeerMonitor::PeerMonitor(const ClusterConfig& config, NodeId self, const Transpo
       transport_(transport),
       silence_us_(silence_us),
       started_us_(NowMicros()),
+      started_deaf_us_(transport ? transport->DeafUs(started_us_) : 0),
       membership_(membership) {}
 
 bool PeerMonitor::OnHeartbeat(const Heartbeat& heartbeat) {
@@ -47,8 +48,13 @@ std::string PeerMonitor::Describe(NodeId peer) const {
 
 int64_t PeerMonitor::SilentForUs(NodeId peer, int64_t now_us) const {
   if (peer == self_) return 0;
-  const int64_t heard = transport_->LastHeardUs(peer);
-  return now_us - std::max(heard, started_us_);
+  Transport::Heard since = transport_->LastHeard(peer);
+  if (since.at_us < started_us_) since = {started_us_, started_deaf_us_};
+  // While the receiver thread was in a handler nobody could be heard: a
+  // large message parsed there (calvin mode ships whole tables' rows for a
+  // scan) is not every other peer's silence.
+  const int64_t deaf = transport_->DeafUs(now_us) - since.deaf_us;
+  return std::max<int64_t>(0, now_us - since.at_us - deaf);
 }
 
 std::vector<NodeId> PeerMonitor::LiveReplicas(PartitionId partition, int64_t now_us) const {

@@ -7,7 +7,7 @@
 //
 // Owns: the latest heartbeat of each peer, and when its epochs last moved.
 // In: heartbeats (OnHeartbeat, transport thread); last-heard times (from
-// the transport). Out: answers, to any thread.
+// the transport, less its deaf time). Out: answers, to any thread.
 // Threads: any; one mutex.
 #pragma once
 #include <cstdint>
@@ -79,6 +79,7 @@ class PeerMonitor {
   const Transport* const transport_;
   const int64_t silence_us_;
   const int64_t started_us_;
+  const int64_t started_deaf_us_;  // the transport's DeafUs then
   const Membership* const membership_;
   mutable std::mutex mu_;
   std::map<NodeId, Heartbeat> latest_;
