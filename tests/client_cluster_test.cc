@@ -304,10 +304,10 @@ TEST_P(TpccClientClusterTest, EveryTypeRunsThroughClientsAndTheStateStaysConsist
     EXPECT_GT(procedure->NumberOr("committed", 0), 0) << name << "\n" << output;
   }
   // These calls go through FailoverClient, as a client's would: on a loaded
-  // machine a node may answer UNAVAILABLE for a moment (calvin mode ships a
-  // scan's rows between the nodes, and a peer can stay silent past
-  // peer_timeout_ms meanwhile); nothing ran then, and the client tries
-  // again after a back-off.
+  // machine a node may answer UNAVAILABLE for a moment (a peer starved of
+  // CPU stays silent past peer_timeout_ms; the time a node spends parsing
+  // a scan's rows no longer counts, Transport::DeafUs); nothing ran then,
+  // and the client tries again after a back-off.
   auto client_of = [&](uint32_t node) {
     FailoverOptions options;
     options.endpoints = {Endpoint(config_.node(node))};
