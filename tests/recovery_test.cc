@@ -9,8 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <chrono>
 #include <condition_variable>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <mutex>
@@ -543,18 +544,24 @@ INSTANTIATE_TEST_SUITE_P(Modes, StepRecovery, ::testing::Values(Mode::kCalvin, M
 
 // ------------------------------------------------------------ transport
 
+// Node `self` of nodes 0 and 1 on 127.0.0.1 at `ports`; Stop drops what
+// is unsent.
+TransportOptions LoopbackOptions(NodeId self, const std::vector<uint32_t>& ports) {
+  TransportOptions options;
+  options.self = self;
+  options.bind_endpoint = "tcp://127.0.0.1:" + std::to_string(ports[self]);
+  options.peers = {{0, "tcp://127.0.0.1:" + std::to_string(ports[0]), ""},
+                   {1, "tcp://127.0.0.1:" + std::to_string(ports[1]), ""}};
+  options.linger_ms = 0;
+  return options;
+}
+
 // A peer that never answers costs a bounded queue; what does not fit is
 // dropped and counted, and Send never blocks.
 TEST(TransportTest, ADeadPeerCostsABoundedQueue) {
-  TransportOptions options;
-  options.self = 0;
-  const std::vector<uint32_t> ports = testing::FreePorts(2);
-  options.bind_endpoint = "tcp://127.0.0.1:" + std::to_string(ports[0]);
-  options.peers = {{0, options.bind_endpoint, ""},
-                   {1, "tcp://127.0.0.1:" + std::to_string(ports[1]), ""}};
+  TransportOptions options = LoopbackOptions(0, testing::FreePorts(2));
   options.zmq_queue = 10;
   options.max_queued_bytes = 64 * 1024;
-  options.linger_ms = 0;
   Transport transport(options);
   ASSERT_EQ(transport.Start(), "");
   const std::string payload(1000, 'x');
@@ -574,21 +581,26 @@ TEST(TransportTest, ADeadPeerCostsABoundedQueue) {
 // 10 MB of rows in one) no peer can be heard: that time is not a peer's
 // silence. Time with the receiver free still is.
 TEST(TransportTest, TimeInAHandlerIsNotAPeersSilence) {
-  const std::vector<uint32_t> ports = testing::FreePorts(2);
-  auto options_for = [&](NodeId self) {
-    TransportOptions options;
-    options.self = self;
-    options.bind_endpoint = "tcp://127.0.0.1:" + std::to_string(ports[self]);
-    options.peers = {{0, "tcp://127.0.0.1:" + std::to_string(ports[0]), ""},
-                     {1, "tcp://127.0.0.1:" + std::to_string(ports[1]), ""}};
-    options.linger_ms = 0;
-    return options;
-  };
-  Transport receiver(options_for(0)), sender(options_for(1));
+  // Declared before the transports, which use them until they stop.
   std::mutex mu;
   std::condition_variable changed;
   int heartbeats = 0;
   bool in_handler = false, release = false;
+  auto let_go = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      release = true;
+    }
+    changed.notify_all();
+  };
+  const std::vector<uint32_t> ports = testing::FreePorts(2);
+  Transport receiver(LoopbackOptions(0, ports)), sender(LoopbackOptions(1, ports));
+  // A failed assertion returns with the handler maybe held: let it go
+  // before the transports stop, or the receiver's Stop would wait forever.
+  struct LetGo {
+    std::function<void()> fn;
+    ~LetGo() { fn(); }
+  } let_go_on_exit{let_go};
   receiver.Subscribe(HEARTBEAT, [&](NodeId, std::string&&) {
     std::lock_guard<std::mutex> lock(mu);
     ++heartbeats;
@@ -604,7 +616,7 @@ TEST(TransportTest, TimeInAHandlerIsNotAPeersSilence) {
   ASSERT_EQ(sender.Start(), "");
   auto wait_for = [&](const std::function<bool()>& done) {
     std::unique_lock<std::mutex> lock(mu);
-    changed.wait(lock, done);
+    return changed.wait_for(lock, std::chrono::seconds(30), done);
   };
   const ClusterConfig config = testing::MakeConfig("deaf", 2, 1, "inproc");  // nodes 0 and 1
   constexpr int64_t kSilence = 1000000;
@@ -612,10 +624,10 @@ TEST(TransportTest, TimeInAHandlerIsNotAPeersSilence) {
   constexpr int64_t kTenSeconds = 10000000;
 
   ASSERT_TRUE(sender.Send(0, HEARTBEAT, "alive"));
-  wait_for([&] { return heartbeats == 1; });
+  ASSERT_TRUE(wait_for([&] { return heartbeats == 1; }));
   ASSERT_GT(receiver.LastHeard(1).at_us, 0);
   ASSERT_TRUE(sender.Send(0, BATCH, "slow to handle"));
-  wait_for([&] { return in_handler; });
+  ASSERT_TRUE(wait_for([&] { return in_handler; }));
   // Ten seconds on with the receiver in the handler all along: the peer's
   // silence is only the receiver's time between the two messages.
   int64_t later = NowMicros() + kTenSeconds;
@@ -623,13 +635,10 @@ TEST(TransportTest, TimeInAHandlerIsNotAPeersSilence) {
   EXPECT_LT(monitor.SilentForUs(1, later), kSilence);
   EXPECT_FALSE(monitor.Silent(1, later));
 
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  changed.notify_all();
+  let_go();
   ASSERT_TRUE(sender.Send(0, HEARTBEAT, "still alive"));
-  wait_for([&] { return heartbeats == 2; });  // the slow handler returned before this one
+  // The slow handler returned before this one came.
+  ASSERT_TRUE(wait_for([&] { return heartbeats == 2; }));
   // Its hand-off ends as its handler returns; then the receiver is free
   // (nothing else is sent to it) and deaf time stops growing.
   const int64_t deadline = NowMicros() + kTenSeconds;
