@@ -61,6 +61,11 @@ all: $(BINS) $(TEST_BINS) $(BENCH_BINS)
 deps:
 	@tools/ensure-deps.sh
 
+# The generated sources are kept after the build: make would otherwise take
+# them for intermediate files of the pattern rule and delete them, and the
+# next make would generate them again and recompile everything that includes
+# them (a second full build for `make test` after `make demo`).
+.SECONDARY: $(PROTO_CC) $(PROTO_H)
 $(BUILD)/gen/%.pb.cc $(BUILD)/gen/%.pb.h: src_calvin/proto/%.proto | deps
 	@mkdir -p $(BUILD)/gen
 	protoc --proto_path=src_calvin/proto --cpp_out=$(BUILD)/gen $<
