@@ -23,7 +23,7 @@ struct EngineParams {
   uint64_t max_inflight = 4000;  // generated txns unfinished per sequencer; 0: unbounded
   // Generated LTXs and long scans unfinished per node (0: unbounded): the
   // LTX lane's queue stays bounded when LTXs come faster than it runs them
-  // (16 held bank-ltx's 1% of LTXs below what the lane runs; README).
+  // (16 held bank-ltx's 1% of LTXs below what the lane runs; docs/performance-log.md).
   uint64_t max_inflight_ltx = 64;
   uint64_t max_ltx_backlog = 32;  // tasks waiting for LTX threads; beyond: hold LTXs (0: none)
   uint64_t seed = 42;
