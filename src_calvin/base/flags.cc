@@ -93,9 +93,8 @@ DEFINE_uint32(heartbeat_ms, 200, "How often a node tells every peer it is alive 
 DEFINE_uint32(peer_timeout_ms, 1000,
               "A peer silent this long (ms) is reported in progress lines and status (time "
               "the node spent handling a message, when it could hear nobody, does not count); "
-              "while "
-              "the node waits for it, clients get UNAVAILABLE. So is a peer it waits for that "
-              "speaks but recovers, or whose epochs have not moved for twice this. A peer "
+              "while the node waits for it, clients get UNAVAILABLE. So is a peer it waits for "
+              "that speaks but recovers, or whose epochs have not moved for twice this. A peer "
               "silent for 10 times this that holds back log trimming is named in progress "
               "lines (paxflow-cluster remove takes it out)");
 DEFINE_uint32(peer_queue_mb, 64,
