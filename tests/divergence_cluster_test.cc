@@ -381,7 +381,11 @@ void FailingLogDiskLosesNothing(FailingDisk* disk, const std::vector<std::string
       60000))
       << "the node's problem: \"" << status.problem() << "\"\n"
       << cluster.Tail(0);
-  EXPECT_NE(cluster.NodeLog(0).find("STOPPED: "), std::string::npos) << cluster.Tail(0);
+  // The node notes its failure (which the status reports) before it prints
+  // that it stopped: the line may come a moment after the status.
+  EXPECT_TRUE(WaitUntil([&] { return cluster.NodeLog(0).find("STOPPED: ") != std::string::npos; },
+                        10000))
+      << cluster.Tail(0);
   clients->Stop();
   EXPECT_EQ(clients->wrong_audits(), 0);
   std::set<TxnId> acked = clients->acked();
