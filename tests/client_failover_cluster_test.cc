@@ -387,9 +387,7 @@ void LogDiskFails(const char* name, const std::string& disk, const std::function
       << cluster.Tail(failing);
   EXPECT_NE(failed.problem().find(disk + "/"), std::string::npos) << failed.problem();
   // The status says so as soon as the failure is noted; the log line follows.
-  EXPECT_TRUE(WaitUntil(
-      [&] { return cluster.NodeLog(failing).find("STOPPED: ") != std::string::npos; }, 5000))
-      << cluster.Tail(failing);
+  EXPECT_TRUE(cluster.WaitForNodeLog(failing, "STOPPED: ", 5000)) << cluster.Tail(failing);
   std::printf("failed node %d's status: %s\n", failing, failed.problem().c_str());
   std::fflush(stdout);
 

@@ -96,8 +96,7 @@ TEST(DamagedLogClusterTest, LostEpochsAreFetchedFromThePeersAndTheStateIsRight) 
   EXPECT_EQ(std::stoull(match[3]), closed[0].last_epoch);
   // Said on the heartbeat after the fetch (the restart may return first).
   const std::string got = "got epochs " + match[2].str() + ".." + match[3].str();
-  EXPECT_TRUE(WaitUntil([&] { return cluster.NodeLog(1).find(got) != std::string::npos; }, 5000))
-      << cluster.Tail(1);
+  EXPECT_TRUE(cluster.WaitForNodeLog(1, got, 5000)) << cluster.Tail(1);
   cluster.ExpectProgress({0, 1, 2}, 60);
   const RunSummary summary = cluster.Stop();
   EXPECT_EQ(summary.invariant_failures, 0u);
@@ -137,9 +136,7 @@ TEST(DamagedLogClusterTest, LostEpochsNoLogHoldsAreRefusedNamingFileAndEpochs) {
   std::string output;
   EXPECT_NE(Restart(cluster, 0, &output, {"--start_timeout=20"}), 0) << output;
   std::smatch match;
-  ASSERT_TRUE(WaitUntil(
-      [&] { return cluster.NodeLog(0).find("it cannot recover") != std::string::npos; }, 30000))
-      << cluster.Tail(0);
+  ASSERT_TRUE(cluster.WaitForNodeLog(0, "it cannot recover", 30000)) << cluster.Tail(0);
   const std::string log = cluster.NodeLog(0);
   ASSERT_TRUE(std::regex_search(
       log, match,

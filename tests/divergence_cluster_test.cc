@@ -383,9 +383,7 @@ void FailingLogDiskLosesNothing(FailingDisk* disk, const std::vector<std::string
       << cluster.Tail(0);
   // The node notes its failure (which the status reports) before it prints
   // that it stopped: the line may come a moment after the status.
-  EXPECT_TRUE(WaitUntil([&] { return cluster.NodeLog(0).find("STOPPED: ") != std::string::npos; },
-                        10000))
-      << cluster.Tail(0);
+  EXPECT_TRUE(cluster.WaitForNodeLog(0, "STOPPED: ", 10000)) << cluster.Tail(0);
   clients->Stop();
   EXPECT_EQ(clients->wrong_audits(), 0);
   std::set<TxnId> acked = clients->acked();

@@ -191,10 +191,7 @@ TEST(MembershipClusterTest, StuckPeerIsReportedAndCheckpointSaysWhoAnswered) {
   EXPECT_NE(output.find("node 1 (partition 1, replica 0): no answer"), std::string::npos)
       << output;
   EXPECT_NE(output.find("on 1 of 2 node(s)"), std::string::npos) << output;
-  ASSERT_TRUE(WaitUntil(
-      [&] { return cluster.NodeLog(1).find("stalled half written") != std::string::npos; },
-      10000))
-      << cluster.Tail(1);
+  ASSERT_TRUE(cluster.WaitForNodeLog(1, "stalled half written", 10000)) << cluster.Tail(1);
 
   // Node 1 still speaks, but node 0 waits for its batches: reported within
   // a bounded time, and clients hear why.

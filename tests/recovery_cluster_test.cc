@@ -272,10 +272,7 @@ TEST(RecoveryClusterTest, CrashDuringACheckpointKeepsThePreviousOne) {
                       {"--workload=mixed", "--checkpoint_every=0.2",
                        "--fault_stall_checkpoint=2"});
   cluster.Start();
-  ASSERT_TRUE(WaitUntil(
-      [&] { return cluster.NodeLog(0).find("stalled half written") != std::string::npos; },
-      20000))
-      << cluster.Tail(0);
+  ASSERT_TRUE(cluster.WaitForNodeLog(0, "stalled half written", 20000)) << cluster.Tail(0);
   const std::vector<Epoch> held = ListCheckpoints(cluster.input(), 0);
   ASSERT_EQ(held.size(), 1u);
   struct stat info {};
@@ -328,7 +325,8 @@ TEST(RecoveryClusterTest, FullLogDiskStopsAcknowledgingAndLosesNothing) {
   ASSERT_EQ(client.Call(Client::Put({{1, "x"}}), &reply, 2000), "");
   EXPECT_EQ(reply.status(), UNAVAILABLE);
   EXPECT_NE(reply.error().find("No space left on device"), std::string::npos) << reply.error();
-  EXPECT_NE(cluster.NodeLog(0).find("STOPPED: cannot write"), std::string::npos);
+  // The reply comes from the failure noted; the log line follows it.
+  EXPECT_TRUE(cluster.WaitForNodeLog(0, "STOPPED: cannot write", 10000)) << cluster.Tail(0);
   EXPECT_EQ(clients.wrong_audits(), 0);
   // Every acknowledged transfer is in the log (read up to where the disk filled).
   std::set<TxnId> logged;

@@ -52,6 +52,12 @@ class TestCluster {
   const NodeConfig& node(int i) const { return config_.node(i); }
   const std::string& config_path() const { return config_path_; }
   std::string NodeLog(int i) const { return ReadFile(logs() + "/node-" + std::to_string(i) + ".out"); }
+  // Whether node i's output shows `text` within `timeout_ms`: a line a node
+  // prints after something the test can see (its status, a reply) may come
+  // a moment later.
+  bool WaitForNodeLog(int i, const std::string& text, int timeout_ms) const {
+    return WaitUntil([&] { return NodeLog(i).find(text) != std::string::npos; }, timeout_ms);
+  }
 
   // The flags start gives every node: small and light (few records, short
   // epochs, a bounded load), then the test's.
