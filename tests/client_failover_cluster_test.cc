@@ -369,7 +369,9 @@ void LogDiskFails(const char* name, const std::string& disk, const std::function
     GTEST_SKIP() << "node " << leader << " won the first election (replica 0 should)";
   }
   std::vector<std::unique_ptr<TransferClient>> clients = StartTransferClients(cluster, leader);
-  ASSERT_TRUE(EachAckedMore(clients, std::vector<int>(kClients, 0), 30, kTimeoutMs));
+  ASSERT_TRUE(EachAckedMore(clients, std::vector<int>(kClients, 0), 30, kTimeoutMs))
+      << "before the disk failed; leader " << leader << "\n"
+      << cluster.Tail(0) << cluster.Tail(1) << cluster.Tail(2);
 
   ASSERT_NO_FATAL_FAILURE(fail());
   const std::vector<int> at_failure = AckedNow(clients);
