@@ -36,7 +36,8 @@ class TmpfsDir {
 // writes to the files open on it fail (EROFS). A tmpfs or a bind mount
 // cannot be made read-only while a file on it is open for writing (the
 // kernel refuses the remount: EBUSY), so a test of a log directory that
-// turns read-only needs this. Needs root, a loop device and mkfs.ext4;
+// turns read-only needs this. The image sits in a tmpfs, so its syncs do
+// not wait for the machine's disk. Needs root, a loop device and mkfs.ext4;
 // unmounted at the end (the loop device is released with it).
 class Ext4Dir {
  public:
@@ -50,9 +51,11 @@ class Ext4Dir {
   const std::string& path() const { return mount_point_; }
 
  private:
-  TempDir dir_;  // the image and the mount point
+  TempDir dir_;  // the mount point, and the tmpfs that holds the image
   std::string mount_point_;
+  std::string backing_;
   bool mounted_ = false;
+  bool backing_mounted_ = false;
 };
 
 // `count` distinct TCP ports on 127.0.0.1 that were free a moment ago.
