@@ -528,7 +528,12 @@ TEST(LtxLaneTest, ALongScansTimeoutStartsWhenItsSnapshotIsPublishedNotAtItsAdmis
     bench.DrainHolding(held);
   }
   EXPECT_FALSE(bench.Result(held, &result));
+  // Until that failure is reported, the origin still owes it: a run that
+  // ends once nothing is owed (the sequencer's last epoch) would otherwise
+  // end with the scan's client never answered.
+  EXPECT_TRUE(bench.scheduler(0).OwesLtxWork(epoch - 1)) << "a timed-out scan owed no reply";
   bench.Drain();  // the failure is reported from its LTX thread too
+  EXPECT_FALSE(bench.scheduler(0).OwesLtxWork(epoch - 1));
   ASSERT_TRUE(bench.Result(held, &result));
   EXPECT_TRUE(result.outcome.aborted);
   EXPECT_TRUE(result.outcome.retryable);

@@ -99,15 +99,17 @@ void LtxLane::BeginEpoch(Epoch epoch, Epoch read_only_snapshot, std::vector<Acti
   // of several partitions), and a scan cannot read before the txns ahead
   // of its snapshot ran. Not in epochs published either: a backlog
   // publishes many at once.
-  for (auto it = scans_here_.begin(); it != scans_here_.end();) {
-    if (it->second.readable_at != 0 && it->second.readable_at + options_.ltx_timeout <= epoch) {
-      executor_.FailScan(it->first, std::string(LtxAbortReasonName(kAbortTimeout)) +
-                                        ": the scan did not finish within " +
-                                        std::to_string(options_.ltx_timeout) +
-                                        " epochs of its snapshot being published; try again");
-      it = scans_here_.erase(it);
-    } else {
-      ++it;
+  // The scan stays in scans_here_ until an LTX thread has reported the
+  // failure (OnScanFinished): counted in unresolved_here until then, so a
+  // run that ends when nothing is unresolved cannot end before its reply.
+  for (auto& [id, clock] : scans_here_) {
+    if (!clock.failing && clock.readable_at != 0 &&
+        clock.readable_at + options_.ltx_timeout <= epoch) {
+      executor_.FailScan(id, std::string(LtxAbortReasonName(kAbortTimeout)) +
+                                 ": the scan did not finish within " +
+                                 std::to_string(options_.ltx_timeout) +
+                                 " epochs of its snapshot being published; try again");
+      clock.failing = true;
     }
   }
   (void)read_only_snapshot;

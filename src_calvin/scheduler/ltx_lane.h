@@ -538,6 +538,9 @@ class LtxLane {
   struct ScanClock {
     Epoch snapshot = 0;
     Epoch readable_at = 0;
+    // Ran out of time: its failure is queued for an LTX thread to report.
+    // It stays listed (unresolved_here) until that report is made.
+    bool failing = false;
   };
   std::map<TxnId, ScanClock> scans_here_;
   std::multiset<Epoch> scan_shares_;      // snapshots of scan shares not yet served
