@@ -104,6 +104,12 @@ $(BUILD)/bin/paxflow-load: $(BUILD)/obj/src_calvin/client/load_main.o $(LIB)
 
 TEST_LIB_OBJS := $(patsubst %.cc,$(BUILD)/obj/%.o,$(TEST_LIB_SRCS))
 
+# The test cases themselves at -O1: they drive the engine (built -O2 above)
+# and check its results, and at -O1 they compile in about a quarter less
+# time (a third of the build is test code). The shared helpers (the serial
+# oracle, the harnesses) stay -O2: the suites run them on every result.
+$(BUILD)/obj/tests/%_test.o: OPT := -O1
+
 $(BUILD)/bin/unit_tests: $(patsubst %.cc,$(BUILD)/obj/%.o,$(UNIT_TESTS)) $(TEST_LIB_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ -lgtest -lgtest_main $(LDLIBS)

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "applications/application.h"
+#include "auth/auth_config.h"
 #include "auth/client_keys.h"
 #include "auth/keys.h"
 #include "base/params.h"

@@ -19,6 +19,7 @@
 #include "client/client.h"
 #include "client/reply.h"
 #include "common/json.h"
+#include "node/node.h"
 #include "tests/serial_reference.h"
 #include "tests/test_util.h"
 

@@ -12,6 +12,8 @@
 #include <regex>
 
 #include "base/summary.h"
+#include "common/transport.h"
+#include "node/node.h"
 #include "tests/result_log.h"
 #include "tests/serial_reference.h"
 #include "tests/test_util.h"

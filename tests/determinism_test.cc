@@ -9,6 +9,7 @@
 
 #include "applications/ycsb.h"
 #include "backend/single_version_store.h"
+#include "node/node.h"
 #include "replay/replay.h"
 #include "scheduler/scheduler.h"
 #include "sequencer/input_log.h"

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "applications/tpcc.h"
+#include "node/node.h"
 #include "replay/replay.h"
 #include "tests/result_log.h"
 #include "tests/serial_reference.h"

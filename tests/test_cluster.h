@@ -117,8 +117,12 @@ class TestCluster {
   void ExpectProgress(const std::vector<int>& nodes, Epoch epochs) {
     std::vector<Epoch> from;
     for (int i : nodes) {
+      // A node that has just restarted may be busy for a moment (loading
+      // its checkpoint, replaying its log): one status probe of 1 s is not
+      // enough on a loaded machine.
       StatusReply status;
-      ASSERT_TRUE(AskStatus(node(i), &status)) << "node " << i << " does not answer";
+      ASSERT_TRUE(WaitUntil([&] { return AskStatus(node(i), &status); }, 20000))
+          << "node " << i << " does not answer: " << Tail(i);
       from.push_back(status.admitted_epoch());
     }
     for (size_t n = 0; n < nodes.size(); ++n) {

@@ -4,6 +4,7 @@
 #include "common/paths.h"
 #include "common/proto_json.h"
 #include "files.pb.h"
+#include "node/node.h"
 #include "tests/serial_reference.h"
 
 #include <arpa/inet.h>

@@ -10,9 +10,18 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "node/node.h"
 #include "base/params.h"
+#include "base/summary.h"
+#include "client.pb.h"
+#include "common/config.h"
+#include "scheduler/sinks.h"
 #include "tests/test_basics.h"
+
+namespace paxflow {
+// node/node.h is a heavy header (the whole node's parts): only the tests
+// that use a Node of an InProcessCluster include it.
+class Node;
+}  // namespace paxflow
 
 namespace paxflow::testing {
 
