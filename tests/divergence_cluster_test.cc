@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -261,11 +262,27 @@ std::string Tool(const std::string& name) {
   return name;
 }
 
+// Remounts the tmpfs at `path` with `room` bytes beyond what it holds now.
+std::string LeaveRoomInTmpfs(const std::string& path, uint64_t room) {
+  struct statvfs info {};
+  if (statvfs(path.c_str(), &info) != 0) return std::string("statvfs: ") + std::strerror(errno);
+  const uint64_t used = (info.f_blocks - info.f_bfree) * info.f_frsize;
+  const std::string size = "size=" + std::to_string(used + room);
+  if (mount("tmpfs", path.c_str(), "tmpfs", MS_REMOUNT, size.c_str()) != 0) {
+    return "cannot shrink the tmpfs to " + size + ": " + std::strerror(errno);
+  }
+  return "";
+}
+
 // A small filesystem for a node's log, made to fail on purpose (root only).
+// It mounts with ample room, so that the node's clients get their first
+// acknowledgements whatever the machine's load; Arm then leaves it a
+// little room, which the node's log soon fills.
 class FailingDisk {
  public:
   virtual ~FailingDisk() = default;
   const std::string& path() const { return mount_.path(); }
+  virtual std::string Arm() = 0;
   // Gives the disk room again (after the node was killed).
   virtual std::string Repair() = 0;
 
@@ -273,14 +290,15 @@ class FailingDisk {
   TempDir mount_;
 };
 
-// ENOSPC: a 64 KiB tmpfs.
+// ENOSPC: a tmpfs left 64 KiB of room.
 class FullTmpfs : public FailingDisk {
  public:
   std::string Mount() {
-    if (mount("tmpfs", path().c_str(), "tmpfs", 0, "size=64k") != 0) return std::strerror(errno);
+    if (mount("tmpfs", path().c_str(), "tmpfs", 0, "size=64m") != 0) return std::strerror(errno);
     mounted_ = true;
     return "";
   }
+  std::string Arm() override { return LeaveRoomInTmpfs(path(), 64 << 10); }
   std::string Repair() override {
     if (mount("tmpfs", path().c_str(), "tmpfs", MS_REMOUNT, "size=64m") != 0) {
       return std::string("cannot grow the tmpfs: ") + std::strerror(errno);
@@ -296,14 +314,14 @@ class FullTmpfs : public FailingDisk {
 };
 
 // EIO: an ext4 image of 32 MiB on a loop device, the image a sparse file in
-// a 4 MiB tmpfs. Once the tmpfs is full the loop device fails writes and
+// a tmpfs, which Arm leaves 2 MiB of room. Once the tmpfs is full the loop device fails writes and
 // ext4 reports EIO (from fsync, then from every write: its journal
 // aborts), or ENOSPC when the loop device's error reaches fsync first, or
 // EROFS from a write that starts a journal transaction after the abort. Repair grows the tmpfs, checks the image and mounts it again.
 class FailingExt4 : public FailingDisk {
  public:
   std::string Mount() {
-    if (mount("tmpfs", backing_.path().c_str(), "tmpfs", 0, "size=4m") != 0) {
+    if (mount("tmpfs", backing_.path().c_str(), "tmpfs", 0, "size=64m") != 0) {
       return std::string("cannot mount a tmpfs: ") + std::strerror(errno);
     }
     backing_mounted_ = true;
@@ -325,6 +343,7 @@ class FailingExt4 : public FailingDisk {
     mounted_ = true;
     return "";
   }
+  std::string Arm() override { return LeaveRoomInTmpfs(backing_.path(), 2 << 20); }
   std::string Repair() override {
     umount2(path().c_str(), MNT_DETACH);
     mounted_ = false;
@@ -369,6 +388,8 @@ void FailingLogDiskLosesNothing(FailingDisk* disk, const std::vector<std::string
                        "--log_dir=" + disk->path()});
   cluster.Start();
   auto clients = std::make_unique<BankClients>(cluster.config(), kAccounts, kAccounts * 1000);
+  ASSERT_TRUE(WaitUntil([&] { return clients->acked().size() > 20; }, 30000)) << cluster.Tail(0);
+  ASSERT_EQ(disk->Arm(), "");
   StatusReply status;
   ASSERT_TRUE(WaitUntil(
       [&] {
