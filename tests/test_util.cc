@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -93,19 +94,41 @@ Ext4Dir::~Ext4Dir() {
   if (backing_mounted_) umount2(backing_.c_str(), MNT_DETACH);
 }
 
+// Test ports come from below the kernel's ephemeral range (32768-60999 by
+// default), from which every outgoing connection takes its local port:
+// asked for port 0, the kernel handed out ports that a client or a node of
+// a test running beside it then took before this test's node bound them
+// ("Address already in use", seen with four shards). Each gtest shard
+// draws from its own slice of the range, so shards never pick the same.
+constexpr uint32_t kTestPortsLo = 20000, kTestPortsHi = 32768;
+
 std::vector<uint32_t> FreePorts(size_t count) {
+  uint32_t lo = kTestPortsLo, hi = kTestPortsHi;
+  const char* shards = std::getenv("GTEST_TOTAL_SHARDS");
+  const char* index = std::getenv("GTEST_SHARD_INDEX");
+  if (shards && index && std::atoi(shards) > 1 && std::atoi(index) >= 0 &&
+      std::atoi(index) < std::atoi(shards)) {
+    const uint32_t slice = (kTestPortsHi - kTestPortsLo) / static_cast<uint32_t>(std::atoi(shards));
+    lo = kTestPortsLo + slice * static_cast<uint32_t>(std::atoi(index));
+    hi = lo + slice;
+  }
+  std::random_device seed;
+  std::mt19937 random(seed());
+  std::uniform_int_distribution<uint32_t> pick(lo, hi - 1);
   std::vector<int> sockets;
   std::vector<uint32_t> ports;
-  for (size_t i = 0; i < count; ++i) {
+  while (ports.size() < count) {
+    const uint32_t port = pick(random);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
-    address.sin_port = 0;
+    address.sin_port = htons(static_cast<uint16_t>(port));
     inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-    bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-    socklen_t length = sizeof(address);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-    ports.push_back(ntohs(address.sin_port));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      close(fd);  // held by someone (or lingering): another
+      continue;
+    }
+    ports.push_back(port);
     sockets.push_back(fd);  // held until all are picked, so they differ
   }
   for (int fd : sockets) close(fd);

@@ -67,7 +67,8 @@ class Ext4Dir {
   bool backing_mounted_ = false;
 };
 
-// `count` distinct TCP ports on 127.0.0.1 that were free a moment ago.
+// `count` distinct TCP ports on 127.0.0.1 that were free a moment ago, below
+// the ephemeral range and, under gtest sharding, in this shard's slice of it.
 std::vector<uint32_t> FreePorts(size_t count);
 // The same, none of them a port `config` already gives a node (ports picked
 // by an earlier FreePorts were released, so the kernel may hand them out
