@@ -71,7 +71,7 @@ class Ext4Dir {
 // the ephemeral range and, under gtest sharding, in this shard's slice of it.
 std::vector<uint32_t> FreePorts(size_t count);
 // The same, none of them a port `config` already gives a node (ports picked
-// by an earlier FreePorts were released, so the kernel may hand them out
+// by an earlier FreePorts were released, so a later pick may draw them
 // again).
 std::vector<uint32_t> FreePortsBesides(size_t count, const ClusterConfig& config);
 
