@@ -436,7 +436,9 @@ void FullLogDisk(const char* name, bool under_leader) {
 // log directory is read-only now).
 void ReadOnlyLogDisk(const char* name, bool under_leader) {
   Ext4Dir disk;
-  if (const std::string why = disk.Mount("64M"); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = disk.Mount(64, Ext4Dir::OnError::kRemountReadOnly); !why.empty()) {
+    GTEST_SKIP() << why;
+  }
   LogDiskFails(name, disk.path(), [&] { ASSERT_EQ(disk.FailReadOnly(), ""); },
                {"Read-only file system", "is read-only now"}, under_leader);
 }

@@ -16,9 +16,7 @@
 //   log, every acknowledged transfer in it.
 // All with real processes on 127.0.0.1, killed with SIGKILL.
 #include <gtest/gtest.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -42,12 +40,14 @@ namespace {
 using testing::AskStatus;
 using testing::BankClients;
 using testing::BinaryDir;
+using testing::Ext4Dir;
 using testing::CheckLogsWhole;
 using testing::ReadFile;
 using testing::ReplayDigest;
 using testing::RunProcess;
 using testing::TempDir;
 using testing::TestCluster;
+using testing::TmpfsDir;
 using testing::WaitUntil;
 
 // The per-node summaries a stopped cluster wrote, in config order.
@@ -252,28 +252,6 @@ TEST(DivergenceClusterTest, SecondCrashWhileAnotherNodeCatchesUp) {
   EXPECT_EQ(ReplayDigest(cluster.input()), DigestHex(summary.digest));
 }
 
-// The path of a system tool (mkfs.ext4, losetup, ... live in sbin, which a
-// test's PATH may lack).
-std::string Tool(const std::string& name) {
-  for (const char* dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
-    const std::string path = dir + name;
-    if (access(path.c_str(), X_OK) == 0) return path;
-  }
-  return name;
-}
-
-// Remounts the tmpfs at `path` with `room` bytes beyond what it holds now.
-std::string LeaveRoomInTmpfs(const std::string& path, uint64_t room) {
-  struct statvfs info {};
-  if (statvfs(path.c_str(), &info) != 0) return std::string("statvfs: ") + std::strerror(errno);
-  const uint64_t used = (info.f_blocks - info.f_bfree) * info.f_frsize;
-  const std::string size = "size=" + std::to_string(used + room);
-  if (mount("tmpfs", path.c_str(), "tmpfs", MS_REMOUNT, size.c_str()) != 0) {
-    return "cannot shrink the tmpfs to " + size + ": " + std::strerror(errno);
-  }
-  return "";
-}
-
 // A small filesystem for a node's log, made to fail on purpose (root only).
 // It mounts with ample room, so that the node's clients get their first
 // acknowledgements whatever the machine's load; Arm then leaves it a
@@ -281,98 +259,40 @@ std::string LeaveRoomInTmpfs(const std::string& path, uint64_t room) {
 class FailingDisk {
  public:
   virtual ~FailingDisk() = default;
-  const std::string& path() const { return mount_.path(); }
+  virtual const std::string& path() const = 0;
   virtual std::string Arm() = 0;
   // Gives the disk room again (after the node was killed).
   virtual std::string Repair() = 0;
-
- protected:
-  TempDir mount_;
 };
 
 // ENOSPC: a tmpfs left 64 KiB of room.
 class FullTmpfs : public FailingDisk {
  public:
-  std::string Mount() {
-    if (mount("tmpfs", path().c_str(), "tmpfs", 0, "size=64m") != 0) return std::strerror(errno);
-    mounted_ = true;
-    return "";
-  }
-  std::string Arm() override { return LeaveRoomInTmpfs(path(), 64 << 10); }
-  std::string Repair() override {
-    if (mount("tmpfs", path().c_str(), "tmpfs", MS_REMOUNT, "size=64m") != 0) {
-      return std::string("cannot grow the tmpfs: ") + std::strerror(errno);
-    }
-    return "";
-  }
-  ~FullTmpfs() override {
-    if (mounted_) umount2(path().c_str(), MNT_DETACH);
-  }
+  std::string Mount() { return tmpfs_.Mount(kSize); }
+  const std::string& path() const override { return tmpfs_.path(); }
+  std::string Arm() override { return tmpfs_.LeaveRoom(64 << 10); }
+  std::string Repair() override { return tmpfs_.Resize(kSize); }
 
  private:
-  bool mounted_ = false;
+  static constexpr const char* kSize = "64m";
+  TmpfsDir tmpfs_;
 };
 
-// EIO: an ext4 image of 32 MiB on a loop device, the image a sparse file in
-// a tmpfs, which Arm leaves 2 MiB of room. Once the tmpfs is full the loop device fails writes and
+// EIO: an ext4 image of 32 MiB (errors=continue) whose tmpfs Arm leaves 2
+// MiB of room. Once the tmpfs is full the loop device fails writes and
 // ext4 reports EIO (from fsync, then from every write: its journal
 // aborts), or ENOSPC when the loop device's error reaches fsync first, or
-// EROFS from a write that starts a journal transaction after the abort. Repair grows the tmpfs, checks the image and mounts it again.
+// EROFS from a write that starts a journal transaction after the abort.
+// Repair grows the tmpfs, checks the image and mounts it again.
 class FailingExt4 : public FailingDisk {
  public:
-  std::string Mount() {
-    if (mount("tmpfs", backing_.path().c_str(), "tmpfs", 0, "size=64m") != 0) {
-      return std::string("cannot mount a tmpfs: ") + std::strerror(errno);
-    }
-    backing_mounted_ = true;
-    std::string output;
-    if (RunProcess({Tool("truncate"), "-s", "32M", image()}, &output) != 0 ||
-        RunProcess({Tool("mkfs.ext4"), "-q", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1",
-                    image()},
-                   &output) != 0) {
-      return "cannot make an ext4 image: " + output;
-    }
-    if (RunProcess({Tool("losetup"), "-f", "--show", image()}, &output) != 0) {
-      return "no loop device: " + output;
-    }
-    device_ = output.substr(0, output.find('\n'));
-    RunProcess({Tool("blockdev"), "--setrw", device_}, &output);
-    if (mount(device_.c_str(), path().c_str(), "ext4", 0, "errors=continue") != 0) {
-      return std::string("cannot mount the ext4 image: ") + std::strerror(errno);
-    }
-    mounted_ = true;
-    return "";
-  }
-  std::string Arm() override { return LeaveRoomInTmpfs(backing_.path(), 2 << 20); }
-  std::string Repair() override {
-    umount2(path().c_str(), MNT_DETACH);
-    mounted_ = false;
-    if (mount("tmpfs", backing_.path().c_str(), "tmpfs", MS_REMOUNT, "size=64m") != 0) {
-      return std::string("cannot grow the tmpfs: ") + std::strerror(errno);
-    }
-    std::string output;
-    // 0: clean, 1: errors corrected.
-    const int rc = RunProcess({Tool("e2fsck"), "-fy", device_}, &output);
-    if (rc != 0 && rc != 1) return "e2fsck failed: " + output;
-    if (mount(device_.c_str(), path().c_str(), "ext4", 0, "errors=continue") != 0) {
-      return std::string("cannot mount the repaired image: ") + std::strerror(errno);
-    }
-    mounted_ = true;
-    return "";
-  }
-  ~FailingExt4() override {
-    if (mounted_) umount2(path().c_str(), MNT_DETACH);
-    std::string output;
-    if (!device_.empty()) RunProcess({Tool("losetup"), "-d", device_}, &output);
-    if (backing_mounted_) umount2(backing_.path().c_str(), MNT_DETACH);
-  }
+  std::string Mount() { return ext4_.Mount(32, Ext4Dir::OnError::kContinue); }
+  const std::string& path() const override { return ext4_.path(); }
+  std::string Arm() override { return ext4_.LeaveRoom(2 << 20); }
+  std::string Repair() override { return ext4_.Repair(); }
 
  private:
-  std::string image() const { return backing_.path() + "/image"; }
-  TempDir backing_;
-  bool backing_mounted_ = false;
-  bool mounted_ = false;
-  std::string device_;
+  Ext4Dir ext4_;
 };
 
 // The node stops on its first failed log write and says why; killed, the

@@ -295,12 +295,13 @@ TEST(RecoveryClusterTest, CrashDuringACheckpointKeepsThePreviousOne) {
   }
 }
 
-// The log directory fills up (a 64 KiB tmpfs; needs root): the node stops
-// admitting and acknowledging, says why (file and error) in status and to
-// clients, and every transfer it acknowledged is in its log.
+// The log directory fills up (a tmpfs left 64 KiB of room once clients
+// have their first acknowledgements; needs root): the node stops admitting
+// and acknowledging, says why (file and error) in status and to clients,
+// and every transfer it acknowledged is in its log.
 TEST(RecoveryClusterTest, FullLogDiskStopsAcknowledgingAndLosesNothing) {
   TmpfsDir mount_point;  // the log dir
-  if (const std::string why = mount_point.Mount("64k"); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = mount_point.Mount("64m"); !why.empty()) GTEST_SKIP() << why;
   constexpr uint64_t kAccounts = 20;
   TestCluster cluster("full", 1, 1,
                       {"--workload=bank", "--generate=false", "--log_fsync", "--epoch_ms=1",
@@ -308,6 +309,10 @@ TEST(RecoveryClusterTest, FullLogDiskStopsAcknowledgingAndLosesNothing) {
                        "--log_dir=" + mount_point.path()});
   cluster.Start();
   BankClients clients(cluster.config(), kAccounts, kAccounts * 1000);
+  // The node's own 1-ms epochs fill a small disk whatever the clients do:
+  // it is made small only once they have been acknowledged.
+  ASSERT_TRUE(WaitUntil([&] { return clients.acked().size() > 50; }, 30000)) << cluster.Tail(0);
+  ASSERT_EQ(mount_point.LeaveRoom(64 << 10), "");
   StatusReply status;
   ASSERT_TRUE(WaitUntil(
       [&] {

@@ -15,13 +15,12 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
-#include <climits>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +29,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace paxflow::testing {
 
@@ -42,56 +42,87 @@ std::string TmpfsDir::Mount(const std::string& size) {
   return "";
 }
 
+std::string TmpfsDir::Resize(const std::string& size) {
+  if (mount("tmpfs", path().c_str(), "tmpfs", MS_REMOUNT, ("size=" + size).c_str()) != 0) {
+    return "cannot remount the tmpfs at size " + size + ": " + std::strerror(errno);
+  }
+  return "";
+}
+
+std::string TmpfsDir::LeaveRoom(uint64_t bytes) {
+  struct statvfs info {};
+  if (statvfs(path().c_str(), &info) != 0) return std::string("statvfs: ") + std::strerror(errno);
+  const uint64_t used = (info.f_blocks - info.f_bfree) * info.f_frsize;
+  return Resize(std::to_string(used + bytes));
+}
+
 TmpfsDir::~TmpfsDir() {
   if (mounted_) umount2(path().c_str(), MNT_DETACH);
 }
 
-Ext4Dir::Ext4Dir() : mount_point_(dir_.path() + "/disk"), backing_(dir_.path() + "/backing") {}
-
-std::string Ext4Dir::Mount(const std::string& size) {
-  if (geteuid() != 0) return "mounting a file system needs root";
-  // The image lives in a tmpfs of its own: on the machine's disk, every
-  // fsync of the file system would wait for that disk, and a parallel build
-  // writing there slowed a log on it to a few commits a second.
-  const std::string image = backing_ + "/disk.img";
-  std::string output;
-  if (RunProcess({"/bin/sh", "-c",
-                  "mkdir '" + backing_ + "' && mount -t tmpfs tmpfs '" + backing_ + "'"},
-                 &output) != 0) {
-    return "cannot mount a tmpfs for the image: " + output;
+std::string Tool(const std::string& name) {
+  for (const char* dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
+    const std::string path = dir + name;
+    if (access(path.c_str(), X_OK) == 0) return path;
   }
-  backing_mounted_ = true;
-  const int status = RunProcess(
-      {"/bin/sh", "-c",
-       "PATH=/usr/sbin:/sbin:$PATH; mkdir '" + mount_point_ + "' && truncate -s " + size + " '" + image +
-           "' && mkfs.ext4 -q -F '" + image + "' && mount -o loop,errors=remount-ro '" + image +
-           "' '" + mount_point_ + "'"},
-      &output);
-  if (status != 0) return "cannot mount an ext4 image on a loop device: " + output;
+  return name;
+}
+
+std::string Ext4Dir::Mount(uint32_t mib, OnError on_error) {
+  if (geteuid() != 0) return "mounting a file system needs root";
+  // Room for the whole image, and as much again for what a test adds.
+  tmpfs_size_ = std::to_string(2 * mib) + "m";
+  if (std::string why = backing_.Mount(tmpfs_size_); !why.empty()) return why;
+  options_ = on_error == OnError::kContinue ? "errors=continue" : "errors=remount-ro";
+  std::string output;
+  if (RunProcess({Tool("truncate"), "-s", std::to_string(mib) + "M", image()}, &output) != 0 ||
+      RunProcess({Tool("mkfs.ext4"), "-q", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1",
+                  image()},
+                 &output) != 0) {
+    return "cannot make an ext4 image: " + output;
+  }
+  if (RunProcess({Tool("losetup"), "-f", "--show", image()}, &output) != 0) {
+    return "no loop device: " + output;
+  }
+  device_ = output.substr(0, output.find('\n'));
+  RunProcess({Tool("blockdev"), "--setrw", device_}, &output);
+  return MountDevice();
+}
+
+std::string Ext4Dir::MountDevice() {
+  if (mount(device_.c_str(), path().c_str(), "ext4", 0, options_.c_str()) != 0) {
+    return "cannot mount the ext4 image on " + device_ + ": " + std::strerror(errno);
+  }
   mounted_ = true;
   return "";
 }
 
 std::string Ext4Dir::FailReadOnly() {
-  // The loop device under the mount point: /sys/dev/block/MAJOR:MINOR
-  // links to .../block/loopN, and ext4 lists its file systems by that name.
-  struct stat info;
-  if (!mounted_ || stat(mount_point_.c_str(), &info) != 0) return "not mounted";
-  const std::string device = "/sys/dev/block/" + std::to_string(major(info.st_dev)) + ":" +
-                             std::to_string(minor(info.st_dev));
-  char resolved[PATH_MAX];
-  if (realpath(device.c_str(), resolved) == nullptr) return "no " + device;
-  const std::string name = std::string(resolved).substr(std::string(resolved).rfind('/') + 1);
-  const std::string trigger = "/sys/fs/ext4/" + name + "/trigger_fs_error";
+  // ext4 lists its file systems by the loop device's name (loopN).
+  if (!mounted_) return "not mounted";
+  const std::string trigger =
+      "/sys/fs/ext4/" + device_.substr(device_.rfind('/') + 1) + "/trigger_fs_error";
   std::ofstream out(trigger);
   if (!(out << "1" << std::flush)) return "cannot write " + trigger;
   return "";
 }
 
+std::string Ext4Dir::Repair() {
+  umount2(path().c_str(), MNT_DETACH);
+  mounted_ = false;
+  if (std::string why = backing_.Resize(tmpfs_size_); !why.empty()) return why;
+  std::string output;
+  // 0: clean, 1: errors corrected.
+  const int rc = RunProcess({Tool("e2fsck"), "-fy", device_}, &output);
+  if (rc != 0 && rc != 1) return "e2fsck failed: " + output;
+  return MountDevice();
+}
+
 Ext4Dir::~Ext4Dir() {
-  if (mounted_) umount2(mount_point_.c_str(), MNT_DETACH);
-  // Detached too: the loop device keeps the image until it is released.
-  if (backing_mounted_) umount2(backing_.c_str(), MNT_DETACH);
+  if (mounted_) umount2(path().c_str(), MNT_DETACH);
+  // Released once the detached mount lets go of it (losetup marks it so).
+  std::string output;
+  if (!device_.empty()) RunProcess({Tool("losetup"), "-d", device_}, &output);
 }
 
 // Test ports come from below the kernel's ephemeral range (32768-60999 by
@@ -102,16 +133,24 @@ Ext4Dir::~Ext4Dir() {
 // draws from its own slice of the range, so shards never pick the same.
 constexpr uint32_t kTestPortsLo = 20000, kTestPortsHi = 32768;
 
+namespace {
+
+// This process's share of the test ports: its gtest shard's slice, or all.
+std::pair<uint32_t, uint32_t> ShardPortRange() {
+  const char* total_text = std::getenv("GTEST_TOTAL_SHARDS");
+  const char* index_text = std::getenv("GTEST_SHARD_INDEX");
+  const int total = total_text ? std::atoi(total_text) : 0;
+  const int index = index_text ? std::atoi(index_text) : -1;
+  if (total <= 1 || index < 0 || index >= total) return {kTestPortsLo, kTestPortsHi};
+  const uint32_t slice = (kTestPortsHi - kTestPortsLo) / static_cast<uint32_t>(total);
+  const uint32_t lo = kTestPortsLo + slice * static_cast<uint32_t>(index);
+  return {lo, lo + slice};
+}
+
+}  // namespace
+
 std::vector<uint32_t> FreePorts(size_t count) {
-  uint32_t lo = kTestPortsLo, hi = kTestPortsHi;
-  const char* shards = std::getenv("GTEST_TOTAL_SHARDS");
-  const char* index = std::getenv("GTEST_SHARD_INDEX");
-  if (shards && index && std::atoi(shards) > 1 && std::atoi(index) >= 0 &&
-      std::atoi(index) < std::atoi(shards)) {
-    const uint32_t slice = (kTestPortsHi - kTestPortsLo) / static_cast<uint32_t>(std::atoi(shards));
-    lo = kTestPortsLo + slice * static_cast<uint32_t>(std::atoi(index));
-    hi = lo + slice;
-  }
+  const auto [lo, hi] = ShardPortRange();
   std::random_device seed;
   std::mt19937 random(seed());
   std::uniform_int_distribution<uint32_t> pick(lo, hi - 1);

@@ -32,6 +32,13 @@ class TmpfsDir {
   ~TmpfsDir();
   // Mounts a tmpfs of `size` ("64k", "64m"); empty, or why it cannot.
   std::string Mount(const std::string& size);
+  // Remounts it with `bytes` of room beyond what it holds now: a test mounts
+  // with ample room, lets its node get going, then leaves it little, so
+  // that the disk fills under a running node and not before its first
+  // acknowledgements, however loaded the machine. Empty, or why not.
+  std::string LeaveRoom(uint64_t bytes);
+  // Remounts it at `size` again, keeping its files; empty, or why not.
+  std::string Resize(const std::string& size);
   const std::string& path() const { return dir_.path(); }
 
  private:
@@ -39,33 +46,47 @@ class TmpfsDir {
   bool mounted_ = false;
 };
 
-// A temporary directory with a small ext4 file system of its own (an image
-// file on a loop device, mounted errors=remount-ro): a disk that turns
-// read-only under a running process, as ext4 does after an I/O error, and
-// writes to the files open on it fail (EROFS). A tmpfs or a bind mount
-// cannot be made read-only while a file on it is open for writing (the
-// kernel refuses the remount: EBUSY), so a test of a log directory that
-// turns read-only needs this. The image sits in a tmpfs, so its syncs do
-// not wait for the machine's disk. Needs root, a loop device and mkfs.ext4;
-// unmounted at the end (the loop device is released with it).
+// A temporary directory with a small ext4 file system of its own: an image
+// file on a loop device, the image sparse in a tmpfs (so that its syncs do
+// not wait for the machine's disk, and so that the tmpfs can be filled
+// under it). Two ways to fail a log on it:
+//  - FailReadOnly: the kernel turns it read-only at once, as ext4 does on an
+//    I/O error when mounted errors=remount-ro, and writes to the files open
+//    on it fail (EROFS). A tmpfs or a bind mount cannot be made read-only
+//    while a file on it is open for writing (the remount fails EBUSY).
+//  - LeaveRoom: the tmpfs under the image fills, the loop device fails
+//    writes, and ext4 reports EIO (its journal aborts), ENOSPC or EROFS.
+// Needs root, a loop device and mkfs.ext4; unmounted at the end, the loop
+// device released.
 class Ext4Dir {
  public:
-  Ext4Dir();
+  enum class OnError { kRemountReadOnly, kContinue };  // ext4's errors= option
+  Ext4Dir() = default;
   ~Ext4Dir();
-  // Makes and mounts a file system of `size` ("64M"); empty, or why it cannot.
-  std::string Mount(const std::string& size);
-  // The kernel turns it read-only now, as on an I/O error (ext4's
-  // trigger_fs_error); empty, or why it cannot.
+  // Makes and mounts a file system of `mib` MiB; empty, or why it cannot.
+  std::string Mount(uint32_t mib, OnError on_error);
   std::string FailReadOnly();
-  const std::string& path() const { return mount_point_; }
+  // Leaves the tmpfs under the image `bytes` of room (TmpfsDir::LeaveRoom).
+  std::string LeaveRoom(uint64_t bytes) { return backing_.LeaveRoom(bytes); }
+  // After a failure (nothing open on it any more): unmounts it, gives the
+  // tmpfs its room back, checks the image (e2fsck) and mounts it again.
+  std::string Repair();
+  const std::string& path() const { return mount_point_.path(); }
 
  private:
-  TempDir dir_;  // the mount point, and the tmpfs that holds the image
-  std::string mount_point_;
-  std::string backing_;
+  std::string MountDevice();
+  std::string image() const { return backing_.path() + "/image"; }
+  TmpfsDir backing_;  // holds the image; declared first, so unmounted last
+  TempDir mount_point_;
+  std::string tmpfs_size_;
+  std::string options_;  // mount(2)'s data for ext4
+  std::string device_;   // the loop device; released at the end
   bool mounted_ = false;
-  bool backing_mounted_ = false;
 };
+
+// The path of a system tool (mkfs.ext4, losetup, ... live in sbin, which a
+// test's PATH may lack).
+std::string Tool(const std::string& name);
 
 // `count` distinct TCP ports on 127.0.0.1 that were free a moment ago, below
 // the ephemeral range and, under gtest sharding, in this shard's slice of it.
