@@ -286,6 +286,26 @@ TEST(SequencerPauseTest, NamesOneNodeAndAnEpoch) {
   EXPECT_EQ(other.Fingerprint(), params.Fingerprint());
 }
 
+// --fault_deaf_to_hellos=NODE:FROM:FILE makes node NODE deaf to node FROM
+// only (the file's path may hold colons); a malformed value is refused
+// naming the form.
+TEST(SequencerPauseTest, DeafToHellosNamesTwoNodesAndAFile) {
+  NodeParams params;
+  EXPECT_EQ(params.engine.HellosIgnoredWhile(3, 0), "");
+  params.engine.fault_deaf_to_hellos = "3:0:/tmp/a:b";
+  EXPECT_EQ(params.Validate(1), "");
+  EXPECT_EQ(params.engine.HellosIgnoredWhile(3, 0), "/tmp/a:b");
+  EXPECT_EQ(params.engine.HellosIgnoredWhile(0, 3), "");
+  EXPECT_EQ(params.engine.HellosIgnoredWhile(3, 1), "");
+  for (const char* bad : {"3", "3:0", "3:0:", ":0:/f", "3::/f", "a:0:/f", "3:-1:/f"}) {
+    params.engine.fault_deaf_to_hellos = bad;
+    EXPECT_NE(params.Validate(1).find("is not NODE_ID:FROM_ID:FILE"), std::string::npos) << bad;
+    EXPECT_EQ(params.engine.HellosIgnoredWhile(3, 0), "") << bad;
+  }
+  NodeParams other;
+  EXPECT_EQ(other.Fingerprint(), params.Fingerprint());
+}
+
 }  // namespace
 }  // namespace paxflow
 

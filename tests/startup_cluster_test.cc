@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <thread>
 #include <zmq.hpp>
 
 #include "client/client.h"
@@ -137,6 +138,38 @@ TEST(StartupClusterTest, StartWithoutRecoverOverHistoryRefusesAndTouchesNothing)
 // After kill -9 of every node, `start` says the cluster crashed and how to
 // restart it, touching nothing; that restart works. After another crash,
 // `start --wipe` starts afresh and says what it removes.
+// A fresh cluster starts once every node has heard every other, but not
+// all at once: a node that has heard all may start while another has yet
+// to hear one of them. That node then hears a running peer, which started
+// having heard it: it starts with the cluster, where it used to refuse
+// ("the cluster runs already", seen once under a loaded CI run). Node 3
+// hears nothing of node 0 until the test lets it; nodes 0-2 run meanwhile.
+TEST(StartupClusterTest, ANodeThatHearsAPeerLastStartsWithTheCluster) {
+  TempDir dir;
+  const std::string deaf = dir.path() + "/deaf";
+  std::ofstream(deaf) << "node 3 ignores node 0's hellos while this file exists\n";
+  TestCluster cluster("late", 2, 2,
+                      {"--workload=mixed", "--multi_partition_pct=10",
+                       "--fault_deaf_to_hellos=3:0:" + deaf});
+  std::string output;
+  int status = -1;
+  std::thread start([&] { status = cluster.StartVerb({}, &output); });
+  EXPECT_TRUE(cluster.WaitForNodeLog(3, "runs already, having heard this node's hello", 60000))
+      << cluster.Tail(3);
+  std::remove(deaf.c_str());
+  start.join();
+  ASSERT_EQ(status, 0) << output << cluster.Tail(3);
+  EXPECT_EQ(cluster.NodeLog(3).find("the cluster runs already"), std::string::npos);
+  cluster.ExpectProgress({0, 1, 2, 3}, 50);
+  const RunSummary summary = cluster.Stop();
+  EXPECT_EQ(summary.invariant_failures, 0u);
+  for (uint32_t replica : {0u, 1u}) {
+    std::string replay;
+    EXPECT_EQ(ReplayDigest(cluster.input(), replica, &replay), DigestHex(summary.digest))
+        << replay;
+  }
+}
+
 TEST(StartupClusterTest, StartAfterAWholeClusterCrashSaysRestartAndWipeStartsAfresh) {
   TestCluster cluster("crashed", 2, 1, {"--workload=mixed", "--checkpoint_every=0"});
   cluster.Start();

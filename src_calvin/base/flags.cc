@@ -139,6 +139,10 @@ DEFINE_string(fault_pause_sequencer, "",
               "Testing only: ID:EPOCH: node ID's sequencer cuts no epoch after EPOCH and waits "
               "there, its run not ended (a restart of it that resumes after EPOCH is not held), "
               "so that a crash test knows every batch it cut reached its peers");
+DEFINE_string(fault_deaf_to_hellos, "",
+              "Testing only: NODE:FROM:FILE: while FILE exists, node NODE ignores every "
+              "hello (start-up handshake) from node FROM, as if they were lost on the way, "
+              "so that a start-up test has one node hear another last; empty: never");
 DEFINE_string(fault_hold_ltx_file, "",
               "Testing only: while this file exists, an LTX whose procedure finished at this "
               "node (its origin, record protocol) holds its commit record, as a procedure "
@@ -277,7 +281,7 @@ const std::vector<std::string>& NodeFlagNames() {
       "checkpoint_every", "heartbeat_ms", "peer_timeout_ms", "peer_queue_mb", "max_epochs_ahead",
       "max_unpublished_epochs",
       "fault_stall_checkpoint", "reads_retry_ms", "fault_drop_peer_messages",
-      "fault_drop_channels", "fault_pause_sequencer", "fault_hold_ltx_file", "replicated_input", "election_timeout_ms", "peer_max_message_mb", "wipe", "ltx_workers", "ltx_timeout",
+      "fault_drop_channels", "fault_pause_sequencer", "fault_deaf_to_hellos", "fault_hold_ltx_file", "replicated_input", "election_timeout_ms", "peer_max_message_mb", "wipe", "ltx_workers", "ltx_timeout",
       "max_active_ltx",
       "ltx_max_deferrals", "ltx_in_place", "ltx_locked_run", "workload", "application", "records", "value_size", "ro_fraction",
       "ops_per_ro_txn", "ops_per_rw_txn", "read_proportion", "distribution",
@@ -366,6 +370,7 @@ std::string ResolveFlags(const std::vector<std::pair<std::string, std::string>>&
   e.fault_drop_channels = FLAGS_fault_drop_channels;
   e.fault_pause_sequencer = FLAGS_fault_pause_sequencer;
   e.fault_hold_ltx_file = FLAGS_fault_hold_ltx_file;
+  e.fault_deaf_to_hellos = FLAGS_fault_deaf_to_hellos;
   if (!ParseGcPolicy(FLAGS_gc, &e.gc)) {
     return "gc '" + FLAGS_gc + "' is not one of background, epo, epo-r";
   }

@@ -87,7 +87,33 @@ bool ParseSequencerPause(const std::string& text, uint32_t* node, Epoch* epoch) 
   return *epoch > 0;
 }
 
+// "NODE:FROM:FILE" (--fault_deaf_to_hellos).
+bool ParseDeafToHellos(const std::string& text, uint32_t* node, uint32_t* from,
+                       std::string* file) {
+  const size_t first = text.find(':');
+  const size_t second = first == std::string::npos ? first : text.find(':', first + 1);
+  if (second == std::string::npos || first == 0 || second == first + 1 ||
+      second + 1 == text.size() ||
+      text.substr(0, second).find_first_not_of("0123456789:") != std::string::npos) {
+    return false;
+  }
+  *node = static_cast<uint32_t>(std::strtoul(text.c_str(), nullptr, 10));
+  *from = static_cast<uint32_t>(std::strtoul(text.c_str() + first + 1, nullptr, 10));
+  *file = text.substr(second + 1);
+  return true;
+}
+
 }  // namespace
+
+std::string EngineParams::HellosIgnoredWhile(uint32_t node, uint32_t from) const {
+  uint32_t deaf = 0, heard = 0;
+  std::string file;
+  if (!ParseDeafToHellos(fault_deaf_to_hellos, &deaf, &heard, &file) || deaf != node ||
+      heard != from) {
+    return "";
+  }
+  return file;
+}
 
 Epoch EngineParams::SequencerPauseAfter(uint32_t node) const {
   uint32_t paused = 0;
@@ -254,6 +280,13 @@ std::string NodeParams::Validate(uint32_t partitions) const {
       !ParseSequencerPause(e.fault_pause_sequencer, &paused_node, &paused_after)) {
     return "fault_pause_sequencer='" + e.fault_pause_sequencer +
            "' is not NODE_ID:EPOCH (e.g. 0:150, an epoch of 1 or more)";
+  }
+  uint32_t deaf_node = 0, deaf_from = 0;
+  std::string deaf_file;
+  if (!e.fault_deaf_to_hellos.empty() &&
+      !ParseDeafToHellos(e.fault_deaf_to_hellos, &deaf_node, &deaf_from, &deaf_file)) {
+    return "fault_deaf_to_hellos='" + e.fault_deaf_to_hellos +
+           "' is not NODE_ID:FROM_ID:FILE (e.g. 3:0:/tmp/deaf)";
   }
   if (e.peer_max_message_mb > 65536) {
     return "peer_max_message_mb=" + std::to_string(e.peer_max_message_mb) +

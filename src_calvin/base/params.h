@@ -88,6 +88,9 @@ struct EngineParams {
   // Testing: while this file exists, LTXs finished at this node (their
   // origin) hold their commit record (--fault_hold_ltx_file). Empty: never.
   std::string fault_hold_ltx_file;
+  // Testing: "NODE:FROM:FILE": while FILE exists, node NODE ignores the
+  // hellos of node FROM (--fault_deaf_to_hellos). Empty: never.
+  std::string fault_deaf_to_hellos;
 
   // Epochs between checkpoints (0: none): every node checkpoints at the
   // same epochs, multiples of this.
@@ -99,6 +102,9 @@ struct EngineParams {
   // The epoch after which node `node`'s sequencer pauses
   // (fault_pause_sequencer); 0: it does not.
   Epoch SequencerPauseAfter(uint32_t node) const;
+  // The file while which node `node` ignores the hellos of node `from`
+  // (fault_deaf_to_hellos); empty: it hears them.
+  std::string HellosIgnoredWhile(uint32_t node, uint32_t from) const;
   // In paxflow mode a begin that finds max_active_ltx LTXs unresolved
   // anywhere in the cluster aborts (busy). Each origin node of `partitions`
   // keeps its own LTXs in flight to its share of that limit (at least 1):

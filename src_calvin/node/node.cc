@@ -9,12 +9,14 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <tuple>
 
 #include "applications/long_run.h"
@@ -41,9 +43,17 @@ int64_t UnixMillis() {
       .count();
 }
 
+// A random number, never 0, that tells this run of a node from any other.
+uint64_t NewInstance() {
+  std::random_device device;
+  uint64_t instance = 0;
+  while (instance == 0) instance = (uint64_t{device()} << 32) | device();
+  return instance;
+}
+
 }  // namespace
 
-Node::Node(NodeOptions options) : options_(std::move(options)) {}
+Node::Node(NodeOptions options) : options_(std::move(options)), instance_(NewInstance()) {}
 
 Node::~Node() { Shutdown(); }
 
@@ -931,6 +941,7 @@ Hello Node::MakeHello(bool reply) const {
   hello.set_sequenced_epoch(sequenced_epoch_.load());
   hello.set_admitted_epoch(scheduler_->Status().admitted_epoch);
   for (NodeId node : membership_->List()) hello.add_removed(node);
+  hello.set_instance(instance_);
   return hello;
 }
 
@@ -941,6 +952,8 @@ void Node::OnHello(NodeId from, std::string&& payload) {
     LOG(WARNING) << "node " << options_.id << ": garbled hello from node " << from;
     return;
   }
+  const std::string deaf_while = options_.params.engine.HellosIgnoredWhile(options_.id, from);
+  if (!deaf_while.empty() && access(deaf_while.c_str(), F_OK) == 0) return;
   if (!hello.reply()) {
     // A peer starting (or restarting) wants to know who is there, and what
     // we hold of its sequencer.
@@ -955,6 +968,17 @@ void Node::OnHello(NodeId from, std::string&& payload) {
         answer.set_your_batches_through(
             std::max(batches_through_[sequencer].load(), held_at_start_.load()));
         answer.set_your_final_epoch(final_at_[sequencer].load());
+      }
+    }
+    // Only a fresh start counts: a node that recovered ran the cluster's
+    // history, which a fresh node must not start beside.
+    if (!options_.params.engine.recover) {
+      std::lock_guard<std::mutex> lock(hello_mu_);
+      // Sized once this node started (empty before).
+      for (size_t i = 0; i < instance_at_start_.size(); ++i) {
+        if (options_.config.node(static_cast<int>(i)).id() == from) {
+          answer.set_your_instance(instance_at_start_[i]);
+        }
       }
     }
     transport_->Send(from, HELLO, answer.SerializeAsString());
@@ -984,11 +1008,20 @@ void Node::OnHello(NodeId from, std::string&& payload) {
                    "longer keep the logs it would need to catch up, so it cannot rejoin";
   }
   start_unix_ms_ = std::max(start_unix_ms_, hello.ready_unix_ms());
-  // Its partition ran epochs: they had batches from every sequencer, ours
-  // included, so this cluster ran before (nobody runs epoch 1 without us).
-  if (hello.admitted_epoch() > 0 && !peer_running_) {
+  // Its partition ran epochs: a fresh cluster starts only once every node
+  // has heard every other, so this cluster ran before, without this run of
+  // this node, unless the peer started having heard this very process
+  // (it heard every node before this one did: a fresh start all the same).
+  if (hello.admitted_epoch() > 0 && hello.your_instance() != instance_ && !peer_running_) {
     peer_running_ = true;
     running_peer_ = from;
+  }
+  if (hello.admitted_epoch() > 0 && hello.your_instance() == instance_ && !started_ &&
+      !said_started_with_us_) {
+    said_started_with_us_ = true;
+    LOG(INFO) << "node " << options_.id << ": node " << from
+              << " runs already, having heard this node's hello before it started: this node "
+                 "starts with the cluster as soon as it has heard every node";
   }
   peers_sequenced_ = std::max<Epoch>(peers_sequenced_, hello.sequenced_epoch());
   peers_admitted_ = std::max<Epoch>(peers_admitted_, hello.admitted_epoch());
@@ -996,7 +1029,9 @@ void Node::OnHello(NodeId from, std::string&& payload) {
     if (options_.config.node(i).id() == from) {
       if (heard_from_.empty()) heard_from_.assign(options_.config.node_size(), false);
       if (answered_.empty()) answered_.assign(options_.config.node_size(), false);
+      if (heard_instance_.empty()) heard_instance_.assign(options_.config.node_size(), 0);
       heard_from_[i] = true;
+      heard_instance_[i] = hello.instance();
       if (hello.reply()) answered_[i] = true;
     }
   }
@@ -1079,6 +1114,8 @@ std::string Node::WaitForPeers() {
       // Every node's ready time is fixed, so having heard all of them the
       // maximum is final (later hellos only repeat it).
       agreed_start_unix_ms_ = start_unix_ms_;
+      instance_at_start_ = heard_instance_;
+      instance_at_start_.resize(n, 0);
       return "";
     }
     if (!said_waiting) {

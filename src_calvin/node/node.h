@@ -314,6 +314,10 @@ class Node : public PeerSender, public ResultSink {
   Epoch peers_admitted_ = 0;
   bool peer_running_ = false;     // a peer ran epochs already: a fresh start is refused
   NodeId running_peer_ = 0;
+  const uint64_t instance_;       // this process's Hello.instance (random, never 0)
+  std::vector<uint64_t> heard_instance_;     // by node index: the latest instance heard
+  std::vector<uint64_t> instance_at_start_;  // heard_instance_ as this node started
+  bool said_started_with_us_ = false;
 
   // Heartbeat thread: stall reports and catch-up requests.
   std::thread heartbeat_thread_;
