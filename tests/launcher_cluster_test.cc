@@ -4,8 +4,11 @@
 // picked free by the test; "remote" nodes (127.0.0.2) go through a stand-in
 // for ssh that runs the command here, so the ssh paths are exercised too.
 // Stale state files and bad input get errors that name the problem.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +19,7 @@
 #include <thread>
 
 #include "base/summary.h"
+#include "cluster/launcher.h"
 #include "tests/test_util.h"
 
 namespace paxflow {
@@ -295,6 +299,55 @@ TEST(LauncherVerbsTest, BadVerbsFlagsAndNetnsConfigsAreRefused) {
         << c.name << ": " << output;
     EXPECT_NE(output.find(c.expected), std::string::npos) << c.name << ": " << output;
   }
+}
+
+// A TCP listener on 127.0.0.1:`port` (0: the kernel picks one from its
+// ephemeral range), closed with the object.
+class Listener {
+ public:
+  explicit Listener(uint32_t port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+    socklen_t length = sizeof(address);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&address), length) == 0 && listen(fd_, 1) == 0 &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+      port_ = ntohs(address.sin_port);
+    }
+  }
+  ~Listener() { close(fd_); }
+  uint32_t port() const { return port_; }  // 0: it could not listen
+
+ private:
+  int fd_;
+  uint32_t port_ = 0;
+};
+
+// A port in use is refused before anything starts, naming the node and the
+// port; one in the kernel's ephemeral range is said to be there, since an
+// outgoing connection may hold it for a minute although no cluster runs.
+TEST(LauncherVerbsTest, PortsInUseAreRefusedNamingThemAndTheEphemeralRange) {
+  ClusterConfig config = MakeConfig("inuse", 2, 1, "tcp");
+  ASSERT_EQ(CheckMachine(config), "");
+  {
+    Listener taken(config.node(1).port());  // the tests' range, below the ephemeral one
+    ASSERT_NE(taken.port(), 0u);
+    const std::string error = CheckMachine(config);
+    EXPECT_NE(error.find("node 1: port " + std::to_string(taken.port()) +
+                         " on 127.0.0.1 is not available"),
+              std::string::npos)
+        << error;
+    EXPECT_EQ(error.find("ephemeral"), std::string::npos) << error;
+  }
+  Listener ephemeral(0);
+  ASSERT_NE(ephemeral.port(), 0u);
+  config.mutable_node(0)->set_client_port(ephemeral.port());
+  const std::string error = CheckMachine(config);
+  EXPECT_NE(error.find("node 0: client_port " + std::to_string(ephemeral.port())),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("lies in the kernel's ephemeral range"), std::string::npos) << error;
 }
 
 }  // namespace

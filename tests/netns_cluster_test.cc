@@ -113,8 +113,8 @@ class NetnsClusterTest : public ::testing::Test {
       node->set_partition(i);
       node->set_replica(0);
       node->set_host(subnet_ + "." + std::to_string(i + 1));
-      node->set_port(51130 + i);
-      node->set_client_port(51230 + i);
+      node->set_port(17130 + i);
+      node->set_client_port(17230 + i);
       node->set_netns(prefix_ + std::to_string(i));
     }
     const std::string path = dir_.path() + "/netns.conf";

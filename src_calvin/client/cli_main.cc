@@ -21,7 +21,7 @@
 #include "common/json.h"
 
 DEFINE_string(config, "", "Deployment config of the cluster (nodes and their client ports)");
-DEFINE_string(address, "", "Talk to this one node instead, e.g. tcp://127.0.0.1:51210");
+DEFINE_string(address, "", "Talk to this one node instead, e.g. tcp://127.0.0.1:17210");
 DEFINE_int32(node, -1, "With --config: the node to send txns to (default: the first in replica 0)");
 DEFINE_int32(timeout_ms, 10000, "How long to wait for each reply");
 DEFINE_string(format, "auto", "How to print values: auto, text, hex or int64");

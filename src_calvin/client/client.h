@@ -34,7 +34,7 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // Endpoint like tcp://127.0.0.1:51210. Connecting never blocks: a node
+  // Endpoint like tcp://127.0.0.1:17210. Connecting never blocks: a node
   // that is not up yet simply does not answer.
   std::string Connect(const std::string& endpoint);
   const std::string& endpoint() const { return endpoint_; }

@@ -71,6 +71,19 @@ int NetnsBindError(const std::string& netns, const std::string& host, uint32_t p
   return error;
 }
 
+// Why a port in use may be no cluster's: the kernel's ephemeral range
+// (outgoing connections take their local port from it, and hold it for a
+// minute in TIME_WAIT once closed), or "" if `port` lies outside it.
+std::string EphemeralRangeHint(uint32_t port) {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  uint32_t lo = 0, hi = 0;
+  if (!(range >> lo >> hi) || port < lo || port > hi) return "";
+  return "; it lies in the kernel's ephemeral range " + std::to_string(lo) + "-" +
+         std::to_string(hi) + ", from which outgoing connections take their local port and "
+         "keep it for a minute after they close: give the node ports below " +
+         std::to_string(lo) + ", as the shipped configs do";
+}
+
 std::string Resolve(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -167,7 +180,8 @@ std::string CheckMachine(const ClusterConfig& config, const std::string& ssh) {
           const int error = BindError(node.host(), port);
           if (error != 0) {
             return who + ": " + what + " " + std::to_string(port) + " on " + node.host() +
-                   " is not available (" + std::strerror(error) + "); is another cluster running?";
+                   " is not available (" + std::strerror(error) +
+                   "); is another cluster running?" + EphemeralRangeHint(port);
           }
         }
         break;

@@ -33,7 +33,7 @@ class PeerMonitor {
   // before: it restarted.
   bool OnHeartbeat(const Heartbeat& heartbeat);
 
-  // "node 1 at 127.0.0.1:51111"
+  // "node 1 at 127.0.0.1:17111"
   std::string Describe(NodeId peer) const;
   // Microseconds since anything came from `peer`: since this node started
   // if it never spoke.
