@@ -1,13 +1,16 @@
 // Multi-process clusters: paxflow-cluster launching paxflow-node processes
 // on 127.0.0.1, on ports picked free by the test; and what they do with
 // bad configs, Ctrl-C and garbage on the wire.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 
@@ -27,6 +30,7 @@ using testing::MakeConfig;
 using testing::ReadFile;
 using testing::RunProcess;
 using testing::TempDir;
+using testing::WaitUntil;
 
 std::string WriteConfig(const TempDir& dir, const ClusterConfig& config,
                         const std::string& name = "cluster.conf") {
@@ -271,10 +275,10 @@ TEST(ClusterLifecycleTest, InterruptStopsEveryNodeCleanly) {
   TempDir dir;
   ClusterConfig config = MakeConfig("sigint", 3, 1, "tcp");
   // A small in-flight window: the nodes drain every txn already sequenced
-  // before they exit, and the launcher kills what has not exited 20 s after
-  // the signal. With the default window (4,000 txns a sequencer) the
-  // backlog at start-up took longer than that once, with four test shards
-  // and a build sharing the machine's two cores.
+  // before they exit, and the launcher kills what has not exited
+  // --stop_timeout after the signal (20 s then). With the default window
+  // (4,000 txns a sequencer) the backlog at start-up took longer than that
+  // once, with four test shards and a build sharing the machine's two cores.
   ChildProcess launcher({Cluster(), "--config=" + WriteConfig(dir, config), "--duration=0",
                          "--workload=mixed", "--records=30000", "--epoch_ms=5",
                          "--max_inflight=500", "--progress_ms=200",
@@ -286,6 +290,58 @@ TEST(ClusterLifecycleTest, InterruptStopsEveryNodeCleanly) {
   EXPECT_NE(launcher.output().find("=== cluster summary"), std::string::npos) << launcher.output();
   for (const NodeConfig& node : config.node()) {
     EXPECT_TRUE(testing::PortIsFree(node.port())) << "port " << node.port() << " still bound";
+  }
+}
+
+// The pid of the process whose command line holds every one of `parts`
+// (0: none).
+pid_t FindProcess(const std::vector<std::string>& parts) {
+  DIR* proc = opendir("/proc");
+  pid_t found = 0;
+  while (dirent* entry = proc ? readdir(proc) : nullptr) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0) continue;
+    std::string line = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+    std::replace(line.begin(), line.end(), '\0', ' ');
+    if (std::all_of(parts.begin(), parts.end(),
+                    [&](const std::string& part) { return line.find(part) != std::string::npos; })) {
+      found = pid;
+      break;
+    }
+  }
+  if (proc) closedir(proc);
+  return found;
+}
+
+// A node that cannot drain (stopped with SIGSTOP, it takes no SIGTERM) is
+// killed --stop_timeout after Ctrl-C, not after a fixed wait, and the
+// launcher says so and fails.
+TEST(ClusterLifecycleTest, InterruptKillsANodeThatDoesNotExitAfterStopTimeout) {
+  TempDir dir;
+  ClusterConfig config = MakeConfig("stuck", 3, 1, "tcp");
+  const std::string config_path = WriteConfig(dir, config);
+  ChildProcess launcher({Cluster(), "--config=" + config_path, "--duration=0",
+                         "--workload=mixed", "--records=3000", "--epoch_ms=5",
+                         "--progress_ms=200", "--stop_timeout=1",
+                         "--logs=" + dir.path() + "/logs"});
+  ASSERT_TRUE(launcher.WaitForOutput("[node 2] ", 60000)) << launcher.output();
+  const pid_t stuck = FindProcess({"paxflow-node", "--config=" + config_path, "--node_id=1"});
+  ASSERT_NE(stuck, 0) << "node 1's process not found";
+  ASSERT_EQ(kill(stuck, SIGSTOP), 0);
+  const auto signalled = std::chrono::steady_clock::now();
+  launcher.Signal(SIGINT);
+  EXPECT_EQ(launcher.Wait(60000), 1) << launcher.output();
+  const auto waited = std::chrono::steady_clock::now() - signalled;
+  // Whatever happened, the stopped node does not outlive the test.
+  if (FindProcess({"paxflow-node", "--config=" + config_path, "--node_id=1"}) == stuck) {
+    kill(stuck, SIGKILL);
+  }
+  EXPECT_LT(waited, std::chrono::seconds(15)) << launcher.output();
+  EXPECT_NE(launcher.output().find("killing the nodes still running"), std::string::npos)
+      << launcher.output();
+  for (const NodeConfig& node : config.node()) {
+    EXPECT_TRUE(WaitUntil([&] { return testing::PortIsFree(node.port()); }, 10000))
+        << "port " << node.port() << " still bound";
   }
 }
 

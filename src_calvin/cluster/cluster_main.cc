@@ -32,7 +32,8 @@ DEFINE_double(start_timeout, 90,
               "start: seconds for every node to be up; then the nodes are stopped and start "
               "fails");
 DEFINE_double(stop_timeout, 40,
-              "stop: seconds the nodes get to drain and exit after SIGTERM before SIGKILL");
+              "stop, and run on Ctrl-C (or past --grace): seconds the nodes get to drain and "
+              "exit after SIGTERM before SIGKILL");
 DEFINE_int32(status_timeout_ms, 2000, "status: how long each node's client port may take");
 DEFINE_int32(lines, 20, "logs: how many of the last lines of each node's log to print");
 DEFINE_string(node, "",
@@ -173,6 +174,12 @@ int Main(int argc, char** argv) {
     }
   }
   if (FLAGS_lines < 0) return Fail("--lines must be >= 0");
+  const std::pair<const char*, double> timeouts[] = {
+      {"start_timeout", FLAGS_start_timeout}, {"stop_timeout", FLAGS_stop_timeout},
+      {"grace", FLAGS_grace}};
+  for (const auto& [name, seconds] : timeouts) {
+    if (!(seconds >= 0)) return Fail(std::string("--") + name + " must be >= 0 seconds");
+  }
 
   ClusterConfig config;
   ClusterLayout layout;

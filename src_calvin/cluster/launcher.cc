@@ -413,7 +413,8 @@ int Launcher::Wait(const std::function<int()>& interrupts) {
       signals_sent = 1;
       last_signal = Clock::now();
     } else if (signals_sent == 1 &&
-               (requested > 1 || Clock::now() - last_signal > std::chrono::seconds(20))) {
+               (requested > 1 || std::chrono::duration<double>(Clock::now() - last_signal).count() >
+                                     options_.stop_timeout_s)) {
       printf("[cluster] killing the nodes still running\n");
       fflush(stdout);
       SignalAll(SIGKILL);

@@ -32,9 +32,9 @@ struct LaunchOptions {
   std::string ssh = "ssh";
   bool echo = true;          // relay node output to stdout
   bool echo_progress_only = false;  // relay only progress lines and errors
+  double stop_timeout_s = 40;    // stop, and run's Ctrl-C: from SIGTERM to SIGKILL
   // Detached mode.
   double start_timeout_s = 90;   // start: until every node is up
-  double stop_timeout_s = 40;    // stop: from SIGTERM to SIGKILL
   int status_timeout_ms = 2000;  // status: per client-port query
   int log_lines = 20;            // logs: lines per node
   bool progress_lines = true;    // nodes print progress lines (--progress_ms > 0)
@@ -81,7 +81,8 @@ class Launcher {
   std::string Start();
   // Relays output until every node exits. `interrupted` is polled: once
   // true, nodes get SIGTERM (they drain and print summaries); a node still
-  // running 20 s later gets SIGKILL. Returns 0 when every node exited 0.
+  // running stop_timeout_s later (or at the next interrupt) gets SIGKILL.
+  // Returns 0 when every node exited 0.
   int Wait(const std::function<int()>& interrupts);
   // Every node's summary, combined (replica 0's throughput, sum of digests).
   bool CombinedSummary(RunSummary* combined, std::string* error) const;
