@@ -9,7 +9,7 @@
 #
 # Environment: BUILD (build), SECONDS_PER_MODE (10), CLIENTS (2),
 # OUTSTANDING (500 per client), BATCH (256 txns per message), WORKLOAD
-# (mixed), PORT (52900; the nodes use PORT..PORT+5), ROUNDS (1: off,on
+# (mixed), PORT (16900; the nodes use PORT..PORT+5), ROUNDS (1: off,on
 # pairs, interleaved), OUT (results/auth-cost-<date>).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ clients=${CLIENTS:-2}
 outstanding=${OUTSTANDING:-500}
 batch=${BATCH:-256}
 workload=${WORKLOAD:-mixed}
-port=${PORT:-52900}
+port=${PORT:-16900}
 rounds=${ROUNDS:-1}
 out=${OUT:-results/auth-cost-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"

@@ -12,7 +12,7 @@
 #
 # Environment: BUILD (build), WINDOW (5 s measured), WARMUP (2 s before it),
 # CLIENTS (2), OUTSTANDING (500 per client), BATCH (256 txns per message),
-# PORT (52800; the node uses PORT and PORT+1), NODE_FLAGS and LOAD_FLAGS
+# PORT (16800; the node uses PORT and PORT+1), NODE_FLAGS and LOAD_FLAGS
 # (extra flags for every node / paxflow-load), PROFILE=1 (perf record -g the
 # node during the client window; reports in OUT), OUT (results/client-load-<date>).
 # Run it alone on the machine (e.g. under a CPU lock): it measures CPU time.
@@ -26,7 +26,7 @@ warmup=${WARMUP:-2}
 clients=${CLIENTS:-2}
 outstanding=${OUTSTANDING:-500}
 batch=${BATCH:-256}
-port=${PORT:-52800}
+port=${PORT:-16800}
 out=${OUT:-results/client-load-$(date +%Y%m%d-%H%M%S)}
 runs=("$@")
 [ ${#runs[@]} -gt 0 ] || runs=(mixed rmw:max_batch=2000)

@@ -17,7 +17,7 @@
 #
 # Environment: BUILD (build), WORKLOAD (mixed), FACTOR (2), OVER (30 s),
 # PRE/POST (5 s), LOW (25 %), CAPACITY (txn/s; measured when unset),
-# CLIENTS (2), PORT (52820), WINDOW_MS (500), LOAD_FLAGS,
+# CLIENTS (2), PORT (16820), WINDOW_MS (500), LOAD_FLAGS,
 # OUT (results/overload-<date>).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +30,7 @@ post=${POST:-5}
 low=${LOW:-25}
 clients=${CLIENTS:-2}
 window_ms=${WINDOW_MS:-500}
-port=${PORT:-52820}
+port=${PORT:-16820}
 out=${OUT:-results/overload-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 # shellcheck source=bench/one_node.sh

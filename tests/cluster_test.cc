@@ -276,9 +276,10 @@ TEST(ClusterLifecycleTest, InterruptStopsEveryNodeCleanly) {
   ClusterConfig config = MakeConfig("sigint", 3, 1, "tcp");
   // A small in-flight window: the nodes drain every txn already sequenced
   // before they exit, and the launcher kills what has not exited
-  // --stop_timeout after the signal (20 s then). With the default window
-  // (4,000 txns a sequencer) the backlog at start-up took longer than that
-  // once, with four test shards and a build sharing the machine's two cores.
+  // --stop_timeout after the signal (a fixed 20 s when this failed). With
+  // the default window (4,000 txns a sequencer) the backlog at start-up
+  // took longer than that once, with four test shards and a build sharing
+  // the machine's two cores.
   ChildProcess launcher({Cluster(), "--config=" + WriteConfig(dir, config), "--duration=0",
                          "--workload=mixed", "--records=30000", "--epoch_ms=5",
                          "--max_inflight=500", "--progress_ms=200",

@@ -338,7 +338,12 @@ TEST(LauncherVerbsTest, PortsInUseAreRefusedNamingThemAndTheEphemeralRange) {
                          " on 127.0.0.1 is not available"),
               std::string::npos)
         << error;
-    EXPECT_EQ(error.find("ephemeral"), std::string::npos) << error;
+    // Unless this host's ephemeral range reaches down to the tests' ports.
+    std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+    uint32_t lo = 0;
+    if (range >> lo && taken.port() < lo) {
+      EXPECT_EQ(error.find("ephemeral"), std::string::npos) << error;
+    }
   }
   Listener ephemeral(0);
   ASSERT_NE(ephemeral.port(), 0u);

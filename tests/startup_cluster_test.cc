@@ -135,9 +135,6 @@ TEST(StartupClusterTest, StartWithoutRecoverOverHistoryRefusesAndTouchesNothing)
   EXPECT_EQ(ReplayDigest(cluster.input(), 0, &replay), DigestHex(summary.digest)) << replay;
 }
 
-// After kill -9 of every node, `start` says the cluster crashed and how to
-// restart it, touching nothing; that restart works. After another crash,
-// `start --wipe` starts afresh and says what it removes.
 // A fresh cluster starts once every node has heard every other, but not
 // all at once: a node that has heard all may start while another has yet
 // to hear one of them. That node then hears a running peer, which started
@@ -170,6 +167,9 @@ TEST(StartupClusterTest, ANodeThatHearsAPeerLastStartsWithTheCluster) {
   }
 }
 
+// After kill -9 of every node, `start` says the cluster crashed and how to
+// restart it, touching nothing; that restart works. After another crash,
+// `start --wipe` starts afresh and says what it removes.
 TEST(StartupClusterTest, StartAfterAWholeClusterCrashSaysRestartAndWipeStartsAfresh) {
   TestCluster cluster("crashed", 2, 1, {"--workload=mixed", "--checkpoint_every=0"});
   cluster.Start();

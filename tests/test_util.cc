@@ -50,10 +50,17 @@ std::string TmpfsDir::Resize(const std::string& size) {
 }
 
 std::string TmpfsDir::LeaveRoom(uint64_t bytes) {
-  struct statvfs info {};
-  if (statvfs(path().c_str(), &info) != 0) return std::string("statvfs: ") + std::strerror(errno);
-  const uint64_t used = (info.f_blocks - info.f_bfree) * info.f_frsize;
-  return Resize(std::to_string(used + bytes));
+  // A node writing meanwhile may pass the size asked for before the
+  // remount (which then fails): ask again from what it holds by then.
+  std::string why;
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    struct statvfs info {};
+    if (statvfs(path().c_str(), &info) != 0) return std::string("statvfs: ") + std::strerror(errno);
+    const uint64_t used = (info.f_blocks - info.f_bfree) * info.f_frsize;
+    why = Resize(std::to_string(used + bytes));
+    if (why.empty()) return "";
+  }
+  return why;
 }
 
 TmpfsDir::~TmpfsDir() {

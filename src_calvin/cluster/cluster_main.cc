@@ -178,7 +178,10 @@ int Main(int argc, char** argv) {
       {"start_timeout", FLAGS_start_timeout}, {"stop_timeout", FLAGS_stop_timeout},
       {"grace", FLAGS_grace}};
   for (const auto& [name, seconds] : timeouts) {
-    if (!(seconds >= 0)) return Fail(std::string("--") + name + " must be >= 0 seconds");
+    // A day at most: the waits are converted to integer clocks.
+    if (!(seconds >= 0 && seconds <= 86400)) {
+      return Fail(std::string("--") + name + " must be 0..86400 seconds");
+    }
   }
 
   ClusterConfig config;

@@ -49,7 +49,7 @@ constexpr uint32_t kHeaderMagic = 0x50584631;  // "PXF1"
 
 struct PeerEndpoint {
   NodeId id = 0;
-  std::string endpoint;  // zmq endpoint, e.g. tcp://127.0.0.1:51000
+  std::string endpoint;  // zmq endpoint, e.g. tcp://127.0.0.1:17000
   std::string public_key;  // its CURVE key (Z85), with options.curve
 };
 

@@ -974,7 +974,7 @@ void Node::OnHello(NodeId from, std::string&& payload) {
     // history, which a fresh node must not start beside.
     if (!options_.params.engine.recover) {
       std::lock_guard<std::mutex> lock(hello_mu_);
-      // Sized once this node started (empty before).
+      // Sized once this node's start-up wait passed (empty before).
       for (size_t i = 0; i < instance_at_start_.size(); ++i) {
         if (options_.config.node(static_cast<int>(i)).id() == from) {
           answer.set_your_instance(instance_at_start_[i]);
@@ -1016,8 +1016,8 @@ void Node::OnHello(NodeId from, std::string&& payload) {
     peer_running_ = true;
     running_peer_ = from;
   }
-  if (hello.admitted_epoch() > 0 && hello.your_instance() == instance_ && !started_ &&
-      !said_started_with_us_) {
+  if (hello.admitted_epoch() > 0 && hello.your_instance() == instance_ &&
+      instance_at_start_.empty() && !peer_running_ && !said_started_with_us_) {
     said_started_with_us_ = true;
     LOG(INFO) << "node " << options_.id << ": node " << from
               << " runs already, having heard this node's hello before it started: this node "
