@@ -43,6 +43,14 @@ int64_t UnixMillis() {
       .count();
 }
 
+// Where node `id` is in the config's node list; -1 if it is not there.
+int ConfigIndex(const ClusterConfig& config, NodeId id) {
+  for (int i = 0; i < config.node_size(); ++i) {
+    if (config.node(i).id() == id) return i;
+  }
+  return -1;
+}
+
 // A random number, never 0, that tells this run of a node from any other.
 uint64_t NewInstance() {
   std::random_device device;
@@ -954,6 +962,7 @@ void Node::OnHello(NodeId from, std::string&& payload) {
   }
   const std::string deaf_while = options_.params.engine.HellosIgnoredWhile(options_.id, from);
   if (!deaf_while.empty() && access(deaf_while.c_str(), F_OK) == 0) return;
+  const int from_index = ConfigIndex(options_.config, from);
   if (!hello.reply()) {
     // A peer starting (or restarting) wants to know who is there, and what
     // we hold of its sequencer.
@@ -972,13 +981,11 @@ void Node::OnHello(NodeId from, std::string&& payload) {
     }
     // Only a fresh start counts: a node that recovered ran the cluster's
     // history, which a fresh node must not start beside.
-    if (!options_.params.engine.recover) {
+    if (!options_.params.engine.recover && from_index >= 0) {
       std::lock_guard<std::mutex> lock(hello_mu_);
       // Sized once this node's start-up wait passed (empty before).
-      for (size_t i = 0; i < instance_at_start_.size(); ++i) {
-        if (options_.config.node(static_cast<int>(i)).id() == from) {
-          answer.set_your_instance(instance_at_start_[i]);
-        }
+      if (static_cast<size_t>(from_index) < instance_at_start_.size()) {
+        answer.set_your_instance(instance_at_start_[from_index]);
       }
     }
     transport_->Send(from, HELLO, answer.SerializeAsString());
@@ -1025,15 +1032,14 @@ void Node::OnHello(NodeId from, std::string&& payload) {
   }
   peers_sequenced_ = std::max<Epoch>(peers_sequenced_, hello.sequenced_epoch());
   peers_admitted_ = std::max<Epoch>(peers_admitted_, hello.admitted_epoch());
-  for (int i = 0; i < options_.config.node_size(); ++i) {
-    if (options_.config.node(i).id() == from) {
-      if (heard_from_.empty()) heard_from_.assign(options_.config.node_size(), false);
-      if (answered_.empty()) answered_.assign(options_.config.node_size(), false);
-      if (heard_instance_.empty()) heard_instance_.assign(options_.config.node_size(), 0);
-      heard_from_[i] = true;
-      heard_instance_[i] = hello.instance();
-      if (hello.reply()) answered_[i] = true;
-    }
+  if (from_index >= 0) {
+    const int n = options_.config.node_size();
+    if (heard_from_.empty()) heard_from_.assign(n, false);
+    if (answered_.empty()) answered_.assign(n, false);
+    if (heard_instance_.empty()) heard_instance_.assign(n, 0);
+    heard_from_[from_index] = true;
+    heard_instance_[from_index] = hello.instance();
+    if (hello.reply()) answered_[from_index] = true;
   }
   hello_cv_.notify_all();
 }
