@@ -30,6 +30,7 @@ using testing::MakeConfig;
 using testing::ReadFile;
 using testing::RunProcess;
 using testing::TempDir;
+using testing::WaitUntil;
 
 std::string Cluster() { return BinaryDir() + "/paxflow-cluster"; }
 
@@ -185,6 +186,11 @@ TEST(LauncherVerbsTest, StaleStateFilesAreReportedAndNothingElseIsSignalled) {
     _exit(127);
   }
   ASSERT_GT(other, 0);
+  // Until its exec is done its cmdline is the test's, or empty, which
+  // status takes for a node on its way out (CI caught it there once).
+  const std::string other_cmdline = "/proc/" + std::to_string(other) + "/cmdline";
+  const std::string sleeping("sleep\0" "60\0", 9);  // its argv, NUL-separated
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(other_cmdline) == sleeping; }, 10000));
   // A recorded pid that is gone.
   const pid_t gone = fork();
   if (gone == 0) _exit(0);
