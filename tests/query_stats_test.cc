@@ -6,6 +6,8 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "base/summary.h"
 #include "node/query_stats.h"
@@ -110,6 +112,34 @@ TEST(QueryStatsTest, ShortTxnsGetLatencyPercentilesAndQueriesTheirOwnPlots) {
     EXPECT_NE(std::find(plots.pngs.begin(), plots.pngs.end(), dir.path() + "/ch_freshness.png"),
               plots.pngs.end());
   }
+}
+
+// Workers record short txns' latencies at once, each into its own shard
+// as a rule: the summary has every sample of every thread, merged.
+TEST(QueryStatsTest, LatenciesRecordedFromManyThreadsAreAllInTheSummary) {
+  QueryStats stats;
+  constexpr int kThreads = 6, kSamples = 1000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&stats, t] {
+      for (int i = 0; i < kSamples; ++i) {
+        stats.RecordLatency("bom-update", 0, 1000 * (1 + t));
+        if (i % 100 == 0) stats.Record("bom-rollup", 0, 0, 5000);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  std::vector<ProcedureSummary> procedures(3);
+  procedures[0].name = "bom-update";
+  procedures[1].name = "bom-rollup";
+  procedures[2].name = "never-recorded";
+  stats.Fill(&procedures);
+  EXPECT_EQ(procedures[0].latency_us.count(), static_cast<uint64_t>(kThreads * kSamples));
+  EXPECT_NEAR(static_cast<double>(procedures[0].latency_us.Quantile(1.0)), 1000.0 * kThreads,
+              1000.0 * kThreads * 0.04);
+  EXPECT_EQ(procedures[1].latency_us.count(), static_cast<uint64_t>(kThreads * kSamples / 100));
+  EXPECT_EQ(procedures[1].age_epochs.count(), static_cast<uint64_t>(kThreads * kSamples / 100));
+  EXPECT_EQ(procedures[2].latency_us.count(), 0u);
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
                     }}),
       workers_(WorkerOptionsOf(options), store, app, peers, stats, results,
                WorkerPool::Callbacks{
-                   [this](TxnWork* work, bool finished) { PostDone(work, finished); },
+                   [this](std::vector<WorkerPool::DoneNote>* notes) { PostDone(notes); },
                    [this] { Wake(); },
                    [this](const Txn& begin, const TxnOutcome& outcome) {
                      // For LTXs run as one locked txn (calvin mode's, and
@@ -154,8 +154,15 @@ void Scheduler::SetRecoveredThrough(Epoch epoch) {
   ltx_lane_.SetReplayThrough(epoch);
 }
 
-void Scheduler::PostDone(TxnWork* work, bool finished) {
-  PostToInbox([&] { inbox_done_.push_back(DoneMessage{work, finished}); });
+void Scheduler::PostDone(std::vector<DoneMessage>* notes) {
+  PostToInbox([&] {
+    if (inbox_done_.empty()) {
+      inbox_done_.swap(*notes);  // the worker keeps the inbox's spare capacity
+    } else {
+      inbox_done_.insert(inbox_done_.end(), notes->begin(), notes->end());
+    }
+  });
+  notes->clear();
 }
 
 void Scheduler::PostScanEvent(std::vector<TxnId>* events, TxnId id) {

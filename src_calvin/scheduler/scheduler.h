@@ -249,10 +249,7 @@ class Scheduler {
   size_t RunQueuedLtxWork(TxnId held = 0);
 
  private:
-  struct DoneMessage {
-    TxnWork* work;
-    bool finished;  // false: release the locks only; more work follows
-  };
+  using DoneMessage = WorkerPool::DoneNote;
   struct DigestRequest {
     Epoch epoch;
     std::function<void(Epoch, uint64_t)> done;
@@ -324,7 +321,8 @@ class Scheduler {
   // Paxflow: hands the finished LTXs' commit (or abort) records to the lane.
   void TakeFinishedLtxs();
   void UpdatePins();
-  void PostDone(TxnWork* work, bool finished);
+  // A worker's done notes (taken; `notes` is left empty).
+  void PostDone(std::vector<DoneMessage>* notes);
   void PostScanEvent(std::vector<TxnId>* events, TxnId id);
   void Wake();
   // Any thread: `add` runs under the inbox lock (it files something for the

@@ -60,7 +60,8 @@ WorkerPool::WorkerPool(const WorkerOptions& options, Store* store, const Applica
       peers_(peers),
       stats_(stats),
       results_(results),
-      callbacks_(std::move(callbacks)) {
+      callbacks_(std::move(callbacks)),
+      queue_(&WorkerPool::RunsAlone) {
   for (uint32_t i = 0; i < options_.workers; ++i) {
     contexts_.push_back(std::make_unique<Context>());
     contexts_.back()->index = i;
@@ -69,6 +70,12 @@ WorkerPool::WorkerPool(const WorkerOptions& options, Store* store, const Applica
 }
 
 WorkerPool::~WorkerPool() { Stop(); }
+
+bool WorkerPool::RunsAlone(const WorkItem& item) {
+  const TxnWork& work = *item.work;
+  if (work.install || work.kind == kKindLong) return true;
+  return work.txn && work.txn->read_set_size() + work.txn->read_write_set_size() > kAloneKeys;
+}
 
 void WorkerPool::Start() {
   for (uint32_t i = 0; i < options_.workers; ++i) {
@@ -87,14 +94,25 @@ void WorkerPool::Stop() {
 void WorkerPool::Loop(size_t index) {
   Context* context = contexts_[index].get();
   const bool may_run_read_only = options_.ro_workers == 0 || index < options_.ro_workers;
-  WorkItem item;
-  while (queue_.Pop(may_run_read_only, &item)) Execute(item, context);
+  const size_t takers = options_.workers;
+  std::vector<WorkItem> items;
+  while (queue_.Pop(may_run_read_only, takers, kMaxTake, &items)) {
+    for (const WorkItem& item : items) Execute(item, context);
+    // What these finished goes on before the worker takes more: a lock
+    // release waits no longer than the few items taken with it.
+    HandOnDone(context);
+  }
 }
 
 void WorkerPool::RunQueued(size_t worker) {
   Context* context = contexts_[worker].get();
-  WorkItem item;
-  while (queue_.TryPop(true, &item)) Execute(item, context);
+  std::vector<WorkItem> items;
+  // One at a time, as a lone worker would: work pushed meanwhile to the
+  // queue's front runs next.
+  while (queue_.TryPop(true, /*takers=*/1, /*max_take=*/1, &items)) {
+    for (const WorkItem& item : items) Execute(item, context);
+  }
+  HandOnDone(context);
 }
 
 void WorkerPool::CountDropped(const std::string& what, bool expected) {
@@ -161,7 +179,7 @@ void WorkerPool::Execute(const WorkItem& item, Context* context) {
   }
   if (!work->send_reads_to.empty()) SendReads(work, reads, context);
   if (!work->executor) {
-    Finish(work, true);
+    Finish(work, true, context);
     return;
   }
   if (work->remote_reads_expected == 0) {
@@ -170,7 +188,7 @@ void WorkerPool::Execute(const WorkItem& item, Context* context) {
   }
   // Waiting for other partitions: a participant that writes nothing here no
   // longer needs its locks.
-  if (!work->writes_here && !work->snapshot_read) callbacks_.done(work, false);
+  if (!work->writes_here && !work->snapshot_read) Finish(work, false, context);
   std::string dropped;
   const bool complete = remote_reads_.AddLocal(work, &reads, &dropped, NowMicros());
   if (!dropped.empty()) {
@@ -204,7 +222,7 @@ void WorkerPool::Install(TxnWork* work, Context* context) {
     ReadValues none;
     Report(work, install.outcome, none, context);
   }
-  Finish(work, true);
+  Finish(work, true, context);
 }
 
 void WorkerPool::RunLocked(TxnWork* work, Context* context) {
@@ -257,7 +275,7 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
   store_->ExitSnapshot(slot);
   if (give_back) {
     install.gave_back = true;
-    callbacks_.done(work, false);
+    Finish(work, false, context);
     return;
   }
   // Its writes go in before its locks do, straight from the procedure's
@@ -280,7 +298,7 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
                       store_->Delete(slot, last.deletes[i], epoch);
                       return true;
                     });
-    callbacks_.done(work, false);  // its locks only; the record follows
+    Finish(work, false, context);  // its locks only; the record follows
   }
   const int64_t installed = NowMicros();
   // The record's thousands of writes live on one arena: whichever thread
@@ -321,7 +339,7 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
       Report(work, outcome, none, context);
     }
   }
-  Finish(work, true);
+  Finish(work, true, context);
 }
 
 void WorkerPool::ReadLocal(TxnWork* work, size_t slot, ReadValues* reads) {
@@ -439,7 +457,7 @@ void WorkerPool::RunProcedure(TxnWork* work, const ReadValues& reads, Context* c
       Report(work, outcome, reads, context);
     }
   }
-  Finish(work, true);
+  Finish(work, true, context);
 }
 
 void WorkerPool::Report(TxnWork* work, const TxnOutcome& outcome, const ReadValues& reads,
@@ -480,9 +498,10 @@ void WorkerPool::Report(TxnWork* work, const TxnOutcome& outcome, const ReadValu
   results_->OnResult(txn, outcome, work->snapshot_read ? work->read_version : 0, reads);
 }
 
-void WorkerPool::Finish(TxnWork* work, bool finished) {
+void WorkerPool::Finish(TxnWork* work, bool finished, Context* context) {
   if (!work->snapshot_read) {
-    callbacks_.done(work, finished);
+    context->done.push_back(DoneNote{work, finished});
+    if (!finished) HandOnDone(context);
     return;
   }
   read_only_finished_.fetch_add(1, std::memory_order_relaxed);
@@ -490,6 +509,10 @@ void WorkerPool::Finish(TxnWork* work, bool finished) {
   // epoch wakes it so the epoch can be freed.
   work->epoch->ro_unfinished.fetch_sub(1, std::memory_order_acq_rel);
   if (work->epoch->unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1) callbacks_.wake();
+}
+
+void WorkerPool::HandOnDone(Context* context) {
+  if (!context->done.empty()) callbacks_.done(&context->done);
 }
 
 }  // namespace paxflow

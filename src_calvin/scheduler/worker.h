@@ -40,10 +40,19 @@ struct WorkerOptions {
 
 class WorkerPool {
  public:
+  // A txn that went through the lock manager finished here (`finished`),
+  // or only no longer needs its locks (more of its work follows).
+  struct DoneNote {
+    TxnWork* work;
+    bool finished;
+  };
   struct Callbacks {
-    // A txn that holds locks finished here (`finished`), or only no longer
-    // needs its locks while it waits for other partitions' reads.
-    std::function<void(TxnWork*, bool finished)> done;
+    // Done notes, in the order this worker made them; the callee takes
+    // them and leaves the vector empty. A worker hands on finished txns'
+    // notes together, after the items it took at once (kMaxTake), and a
+    // lock release that more of its txn's work follows at once, with
+    // every note before it (others may wait for those locks meanwhile).
+    std::function<void(std::vector<DoneNote>* notes)> done;
     // A lock-free read-only txn finished the last work of its epoch.
     std::function<void()> wake;
     // An LTX run as one locked txn resolved at its origin partition (on
@@ -92,9 +101,21 @@ class WorkerPool {
   }
 
  private:
+  // Work items a worker takes from the queue at once (WorkQueue::Pop). The
+  // done notes of those it finishes go to the scheduler together after
+  // them: one post (its lock, and often its wake-up) per take instead of
+  // per txn, and a lock release waits at most for the items taken with it.
+  static constexpr size_t kMaxTake = 8;
+  // Taken on its own: an LTX's install or locked run, a calvin-mode LTX, or
+  // any txn of more than kAloneKeys keys, each as long as hundreds of short
+  // txns.
+  static constexpr int kAloneKeys = 64;
+  static bool RunsAlone(const WorkItem& item);
+
   struct Context {
     size_t index = 0;
     size_t store_slot = 0;
+    std::vector<DoneNote> done;  // gathered, not yet handed on
     ReadValues reads;
     WriteSet writes;
     RemoteReads outgoing;
@@ -113,7 +134,10 @@ class WorkerPool {
   void RunProcedure(TxnWork* work, const ReadValues& reads, Context* context);
   void Report(TxnWork* work, const TxnOutcome& outcome, const ReadValues& reads,
               Context* context);
-  void Finish(TxnWork* work, bool finished);
+  // Notes that `work` finished (gathered until HandOnDone) or released its
+  // locks only (its note goes at once, with every note gathered before it).
+  void Finish(TxnWork* work, bool finished, Context* context);
+  void HandOnDone(Context* context);
   // Counts a dropped message; a repeat after a restart (`expected`) apart.
   void CountDropped(const std::string& what, bool expected = false);
 
