@@ -1,6 +1,7 @@
 // Start-up never destroys history, with real processes on 127.0.0.1 (ports
 // picked free): a node started without --recover over its history, or into
-// a running cluster, refuses and leaves every file as it was; paxflow-cluster
+// a running cluster (or beside a peer that recovers), refuses and leaves
+// every file as it was; paxflow-cluster
 // start after a crash of every node says to restart them, and --wipe starts
 // afresh saying what it removes; --recover refuses a directory that is not
 // the node's (empty, another node's) or parameters that differ from the
@@ -133,6 +134,39 @@ TEST(StartupClusterTest, StartWithoutRecoverOverHistoryRefusesAndTouchesNothing)
   EXPECT_EQ(summary.invariant_failures, 0u);
   std::string replay;
   EXPECT_EQ(ReplayDigest(cluster.input(), 0, &replay), DigestHex(summary.digest)) << replay;
+}
+
+// A node recovering without a checkpoint reports no epoch while it waits
+// for its peers, but it has a history: a fresh start of another node beside
+// it (here with --wipe, which would remove that node's own logs) is refused
+// before anything is removed, naming the recovering node.
+TEST(StartupClusterTest, AFreshStartBesideARecoveringPeerRefusesAndTouchesNothing) {
+  TestCluster cluster("besiderecovery", 2, 1, {"--workload=mixed", "--checkpoint_every=0"});
+  cluster.Start();
+  cluster.ExpectProgress({0, 1}, 60);
+  KillAll(&cluster, {0, 1});
+  const auto before = Listing(cluster.input(), "node-1");
+  ASSERT_FALSE(before.empty());
+  ChildProcess recovering(cluster.NodeCommand(0, {"--recover"}));
+  ASSERT_TRUE(recovering.WaitForOutput("waiting for node 1", 30000)) << recovering.output();
+  std::string output;
+  EXPECT_NE(RunRefused(cluster.NodeCommand(1, {"--wipe"}), &output), 0) << output;
+  EXPECT_NE(output.find("the cluster runs already (node 0 recovers its history"),
+            std::string::npos)
+      << output;
+  EXPECT_EQ(output.find("removed"), std::string::npos) << output;
+  EXPECT_EQ(Show(Listing(cluster.input(), "node-1")), Show(before));
+  // Node 1 rejoins with --recover instead: both recover, and the cluster
+  // runs on from its history.
+  ChildProcess rejoining(cluster.NodeCommand(1, {"--recover"}));
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        StatusReply status;
+        return AskStatus(cluster.node(0), &status, 200) && status.state() == "running" &&
+               AskStatus(cluster.node(1), &status, 200) && status.state() == "running";
+      },
+      30000))
+      << recovering.output() << rejoining.output();
 }
 
 // A fresh cluster starts once every node has heard every other, but not

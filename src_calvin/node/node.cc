@@ -1019,9 +1019,16 @@ void Node::OnHello(NodeId from, std::string&& payload) {
   // has heard every other, so this cluster ran before, without this run of
   // this node, unless the peer started having heard this very process
   // (it heard every node before this one did: a fresh start all the same).
-  if (hello.admitted_epoch() > 0 && hello.your_instance() != instance_ && !peer_running_) {
+  // A peer that recovers has a history (--recover refuses to start
+  // without one) even while it reports no epoch yet (no checkpoint, still
+  // waiting for its peers): a fresh node beside it would start a second
+  // history.
+  const bool peer_has_history =
+      (hello.admitted_epoch() > 0 && hello.your_instance() != instance_) || hello.recovering();
+  if (peer_has_history && !peer_running_) {
     peer_running_ = true;
     running_peer_ = from;
+    running_peer_recovers_ = hello.recovering();
   }
   if (hello.admitted_epoch() > 0 && hello.your_instance() == instance_ &&
       instance_at_start_.empty() && !peer_running_ && !said_started_with_us_) {
@@ -1094,8 +1101,11 @@ std::string Node::WaitForPeers() {
                        [&] { return !hello_error_.empty() || all_heard(); });
     if (!hello_error_.empty()) return hello_error_;
     if (!recover && peer_running_) {
-      return "the cluster runs already (node " + std::to_string(running_peer_) +
-             " is at epoch " + std::to_string(std::max(peers_admitted_, peers_sequenced_)) +
+      const std::string where =
+          running_peer_recovers_
+              ? " recovers its history (--recover)"
+              : " is at epoch " + std::to_string(std::max(peers_admitted_, peers_sequenced_));
+      return "the cluster runs already (node " + std::to_string(running_peer_) + where +
              "): a node that stopped rejoins it with --recover (paxflow-cluster restart)";
     }
     std::string missing;

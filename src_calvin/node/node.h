@@ -312,8 +312,11 @@ class Node : public PeerSender, public ResultSink {
   Epoch peers_saw_our_final_ = 0;
   Epoch peers_sequenced_ = 0;     // highest epoch a peer's hello said it sequenced
   Epoch peers_admitted_ = 0;
-  bool peer_running_ = false;     // a peer ran epochs already: a fresh start is refused
+  // A peer ran epochs already, or recovers a history (--recover): a fresh
+  // start is refused.
+  bool peer_running_ = false;
   NodeId running_peer_ = 0;
+  bool running_peer_recovers_ = false;  // it recovers (and may report epoch 0 meanwhile)
   const uint64_t instance_;       // this process's Hello.instance (random, never 0)
   std::vector<uint64_t> heard_instance_;     // by node index: the latest instance heard
   std::vector<uint64_t> instance_at_start_;  // heard_instance_ as this node started
