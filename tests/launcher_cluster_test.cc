@@ -351,6 +351,18 @@ TEST(LauncherVerbsTest, PortsInUseAreRefusedNamingThemAndTheEphemeralRange) {
       EXPECT_EQ(error.find("ephemeral"), std::string::npos) << error;
     }
   }
+  {
+    // The consensus member's port (replicated input) is checked too.
+    Listener taken(0);
+    ASSERT_NE(taken.port(), 0u);
+    ClusterConfig consensus = config;
+    consensus.mutable_node(1)->set_consensus_port(taken.port());
+    const std::string error = CheckMachine(consensus);
+    EXPECT_NE(error.find("node 1: consensus_port " + std::to_string(taken.port()) +
+                         " on 127.0.0.1 is not available"),
+              std::string::npos)
+        << error;
+  }
   Listener ephemeral(0);
   ASSERT_NE(ephemeral.port(), 0u);
   config.mutable_node(0)->set_client_port(ephemeral.port());

@@ -1,9 +1,8 @@
 // Start-up never destroys history, with real processes on 127.0.0.1 (ports
 // picked free): a node started without --recover over its history, or into
 // a running cluster (or beside a peer that recovers), refuses and leaves
-// every file as it was; paxflow-cluster
-// start after a crash of every node says to restart them, and --wipe starts
-// afresh saying what it removes; --recover refuses a directory that is not
+// every file as it was; paxflow-cluster start after a crash of every node
+// says to restart them, and --wipe starts afresh saying what it removes; --recover refuses a directory that is not
 // the node's (empty, another node's) or parameters that differ from the
 // recorded ones, naming them; a sequencer whose sequencer log lost its tail
 // resumes after what its peers hold and cuts no epoch again, and epochs no

@@ -174,6 +174,8 @@ std::string CheckMachine(const ClusterConfig& config, const std::string& ssh) {
     if (tcp) ports.emplace_back("port", node.port());
     if (node.client_port() != 0) ports.emplace_back("client_port", node.client_port());
     if (node.metrics_port() != 0) ports.emplace_back("metrics_port", node.metrics_port());
+    // Replicated input's consensus member (--replicated_input) binds it too.
+    if (node.consensus_port() != 0) ports.emplace_back("consensus_port", node.consensus_port());
     switch (KindOf(node)) {
       case LaunchKind::kLocal:
         for (const auto& [what, port] : ports) {
