@@ -297,7 +297,8 @@ TEST(SequencerPauseTest, DeafToHellosNamesTwoNodesAndAFile) {
   EXPECT_EQ(params.engine.HellosIgnoredWhile(3, 0), "/tmp/a:b");
   EXPECT_EQ(params.engine.HellosIgnoredWhile(0, 3), "");
   EXPECT_EQ(params.engine.HellosIgnoredWhile(3, 1), "");
-  for (const char* bad : {"3", "3:0", "3:0:", ":0:/f", "3::/f", "a:0:/f", "3:-1:/f"}) {
+  for (const char* bad : {"3", "3:0", "3:0:", ":0:/f", "3::/f", "a:0:/f", "3:-1:/f", "3:3:/f",
+                          "4294967296:0:/f", "3:4294967299:/f", "00000000003:0:/f"}) {
     params.engine.fault_deaf_to_hellos = bad;
     EXPECT_NE(params.Validate(1).find("is not NODE_ID:FROM_ID:FILE"), std::string::npos) << bad;
     EXPECT_EQ(params.engine.HellosIgnoredWhile(3, 0), "") << bad;

@@ -1,6 +1,7 @@
 #include "base/params.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <sstream>
 
@@ -97,8 +98,13 @@ bool ParseDeafToHellos(const std::string& text, uint32_t* node, uint32_t* from,
       text.substr(0, second).find_first_not_of("0123456789:") != std::string::npos) {
     return false;
   }
-  *node = static_cast<uint32_t>(std::strtoul(text.c_str(), nullptr, 10));
-  *from = static_cast<uint32_t>(std::strtoul(text.c_str() + first + 1, nullptr, 10));
+  // Node ids are 32-bit; a node deaf to itself would test nothing.
+  if (first > 10 || second - first - 1 > 10) return false;
+  const uint64_t deaf = std::strtoull(text.c_str(), nullptr, 10);
+  const uint64_t heard = std::strtoull(text.c_str() + first + 1, nullptr, 10);
+  if (deaf > UINT32_MAX || heard > UINT32_MAX || deaf == heard) return false;
+  *node = static_cast<uint32_t>(deaf);
+  *from = static_cast<uint32_t>(heard);
   *file = text.substr(second + 1);
   return true;
 }
@@ -286,7 +292,8 @@ std::string NodeParams::Validate(uint32_t partitions) const {
   if (!e.fault_deaf_to_hellos.empty() &&
       !ParseDeafToHellos(e.fault_deaf_to_hellos, &deaf_node, &deaf_from, &deaf_file)) {
     return "fault_deaf_to_hellos='" + e.fault_deaf_to_hellos +
-           "' is not NODE_ID:FROM_ID:FILE (e.g. 3:0:/tmp/deaf)";
+           "' is not NODE_ID:FROM_ID:FILE with two different 32-bit node ids (e.g. "
+           "3:0:/tmp/deaf)";
   }
   if (e.peer_max_message_mb > 65536) {
     return "peer_max_message_mb=" + std::to_string(e.peer_max_message_mb) +
