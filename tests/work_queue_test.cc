@@ -10,6 +10,7 @@
 
 #include "common/stats.h"
 #include "scheduler/txn_work.h"
+#include "scheduler/worker.h"
 
 namespace paxflow {
 namespace {
@@ -45,14 +46,16 @@ TEST(WorkQueueTest, ReadWriteWorkIsTakenInOrderUpToMaxAndNoMoreThanATakersShare)
   EXPECT_EQ(queue.Size(), 0u);
 }
 
-// Items that run alone (an LTX's install, a calvin-mode LTX) are taken on
-// their own, and a take of short ones stops before one.
+// Long items (an LTX's install, a calvin-mode LTX) are taken on their own,
+// and a take of short ones stops before one.
 TEST(WorkQueueTest, AnItemThatRunsAloneIsTakenOnItsOwn) {
   std::vector<TxnWork> works(8);
   works[2].kind = kKindLong;
   works[5].kind = kKindLong;
-  WorkQueue queue([](const WorkItem& item) { return item.work->kind == kKindLong; });
-  queue.PushReadWrite(ItemsOf(&works, 0, 8));
+  std::vector<WorkItem> items = ItemsOf(&works, 0, 8);
+  for (WorkItem& item : items) item.alone = WorkerPool::RunsAlone(*item.work);
+  WorkQueue queue;
+  queue.PushReadWrite(items);
   std::vector<WorkItem> taken;
   std::vector<std::vector<size_t>> takes;
   while (queue.TryPop(true, /*takers=*/1, /*max_take=*/8, &taken)) {

@@ -37,6 +37,11 @@ WorkerOptions WorkerOptionsOf(const SchedulerOptions& options) {
   workers.ro_workers = options.ro_workers;
   return workers;
 }
+// A txn (or install) that holds its locks, as a worker's item.
+WorkItem ReadyToRun(TxnWork* work) {
+  return WorkItem{work, WorkItem::kExecute, WorkerPool::RunsAlone(*work)};
+}
+
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Application* app,
@@ -552,7 +557,7 @@ void Scheduler::Dispatch(TxnWork* work) {
     return;
   }
   if (work->writes_here) ++epoch->writes_pending;
-  if (rw_lane_.Acquire(work)) ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
+  if (rw_lane_.Acquire(work)) ready_rw_.push_back(ReadyToRun(work));
 }
 
 void Scheduler::AdmitReadOnly(TxnWork* work) {
@@ -668,7 +673,7 @@ void Scheduler::DispatchLockedLtx(TxnWork* work) {
   work->txn = work->owned_txn.get();
   participants_.Plan(work);
   if (work->writes_here) ++work->epoch->writes_pending;
-  if (rw_lane_.Acquire(work)) ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
+  if (rw_lane_.Acquire(work)) ready_rw_.push_back(ReadyToRun(work));
 }
 
 void Scheduler::FinishAtOnce(TxnWork* work) {
@@ -728,10 +733,10 @@ void Scheduler::MakeReady(TxnWork* work) {
     if (!work->install->run_here || !ltx_lane_.LockedRunReady(work)) return;
   }
   if (work->install && work->install->run_here) {
-    ready_first_.push_back(WorkItem{work, WorkItem::kExecute});
+    ready_first_.push_back(ReadyToRun(work));
     return;
   }
-  ready_rw_.push_back(WorkItem{work, WorkItem::kExecute});
+  ready_rw_.push_back(ReadyToRun(work));
 }
 
 void Scheduler::RunActions(EpochWork* epoch) {

@@ -21,15 +21,15 @@ struct WorkItem {
   enum Action : uint8_t { kExecute, kResume };
   TxnWork* work = nullptr;
   Action action = kExecute;
+  // Taken only on its own (WorkerPool::RunsAlone): a long item, which items
+  // taken with it would wait for while another worker may idle. Carried
+  // here, set where the item is made, so that a take under the queue's lock
+  // reads no txn.
+  bool alone = false;
 };
 
 class WorkQueue {
  public:
-  // Whether an item is taken only on its own (a long one: items taken with
-  // it would wait for it while another worker may be idle). Null: none.
-  using RunsAlone = bool (*)(const WorkItem& item);
-  explicit WorkQueue(RunsAlone runs_alone = nullptr) : runs_alone_(runs_alone) {}
-
   void PushReadWrite(const WorkItem& item) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -101,8 +101,8 @@ class WorkQueue {
     const size_t share = (from->size() + sharers - 1) / sharers;
     const size_t most = from == &read_only_ ? 1 : std::max<size_t>(1, std::min(max_take, share));
     size_t take = 1;
-    if (!runs_alone_ || !runs_alone_(from->front())) {
-      while (take < most && !(runs_alone_ && runs_alone_((*from)[take]))) ++take;
+    if (!from->front().alone) {
+      while (take < most && !(*from)[take].alone) ++take;
     }
     items->assign(from->begin(), from->begin() + static_cast<std::ptrdiff_t>(take));
     from->erase(from->begin(), from->begin() + static_cast<std::ptrdiff_t>(take));
@@ -124,7 +124,6 @@ class WorkQueue {
     }
   }
 
-  const RunsAlone runs_alone_;
   mutable std::mutex mu_;
   std::condition_variable any_cv_;         // workers that may run read-only work
   std::condition_variable read_write_cv_;  // workers restricted to read-write work

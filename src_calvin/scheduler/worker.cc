@@ -60,8 +60,7 @@ WorkerPool::WorkerPool(const WorkerOptions& options, Store* store, const Applica
       peers_(peers),
       stats_(stats),
       results_(results),
-      callbacks_(std::move(callbacks)),
-      queue_(&WorkerPool::RunsAlone) {
+      callbacks_(std::move(callbacks)) {
   for (uint32_t i = 0; i < options_.workers; ++i) {
     contexts_.push_back(std::make_unique<Context>());
     contexts_.back()->index = i;
@@ -70,12 +69,6 @@ WorkerPool::WorkerPool(const WorkerOptions& options, Store* store, const Applica
 }
 
 WorkerPool::~WorkerPool() { Stop(); }
-
-bool WorkerPool::RunsAlone(const WorkItem& item) {
-  const TxnWork& work = *item.work;
-  if (work.install || work.kind == kKindLong) return true;
-  return work.txn && work.txn->read_set_size() + work.txn->read_write_set_size() > kAloneKeys;
-}
 
 void WorkerPool::Start() {
   for (uint32_t i = 0; i < options_.workers; ++i) {
@@ -138,7 +131,7 @@ void WorkerPool::DeliverRemoteReads(RemoteReads&& reads, Epoch freed_through) {
     complete = remote_reads_.AddRemote(std::move(reads), &error);
   }
   if (!error.empty()) CountDropped(error, expected);
-  if (complete) queue_.PushReadWrite(WorkItem{complete, WorkItem::kResume});
+  if (complete) queue_.PushReadWrite(WorkItem{complete, WorkItem::kResume, RunsAlone(*complete)});
 }
 
 void WorkerPool::DropRemoteReadsThrough(Epoch epoch) {

@@ -46,6 +46,11 @@ class WorkerPool {
     TxnWork* work;
     bool finished;
   };
+  // Whether work is taken on its own (WorkItem::alone): a long txn (an LTX's
+  // install or locked run, a calvin-mode LTX), as long as hundreds of
+  // short ones.
+  static bool RunsAlone(const TxnWork& work) { return work.kind == kKindLong; }
+
   struct Callbacks {
     // Done notes, in the order this worker made them; the callee takes
     // them and leaves the vector empty. A worker hands on finished txns'
@@ -106,11 +111,6 @@ class WorkerPool {
   // them: one post (its lock, and often its wake-up) per take instead of
   // per txn, and a lock release waits at most for the items taken with it.
   static constexpr size_t kMaxTake = 8;
-  // Taken on its own: an LTX's install or locked run, a calvin-mode LTX, or
-  // any txn of more than kAloneKeys keys, each as long as hundreds of short
-  // txns.
-  static constexpr int kAloneKeys = 64;
-  static bool RunsAlone(const WorkItem& item);
 
   struct Context {
     size_t index = 0;
