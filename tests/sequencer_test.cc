@@ -276,7 +276,8 @@ TEST(SequencerPauseTest, NamesOneNodeAndAnEpoch) {
   EXPECT_EQ(params.Validate(1), "");
   EXPECT_EQ(params.engine.SequencerPauseAfter(2), 150u);
   EXPECT_EQ(params.engine.SequencerPauseAfter(0), 0u);
-  for (const char* bad : {"150", "2:", ":150", "2:0", "2:1:3", "a:150", "-1:150"}) {
+  for (const char* bad :
+       {"150", "2:", ":150", "2:0", "2:1:3", "a:150", "-1:150", "4294967298:150"}) {
     params.engine.fault_pause_sequencer = bad;
     EXPECT_NE(params.Validate(1).find("is not NODE_ID:EPOCH"), std::string::npos) << bad;
     EXPECT_EQ(params.engine.SequencerPauseAfter(2), 0u) << bad;

@@ -75,6 +75,16 @@ uint64_t EngineParams::CheckpointEpochs() const {
 
 namespace {
 
+// The node id written in text[begin, end), which the caller checked is
+// decimal digits; false if it does not fit in 32 bits (node ids do).
+bool NodeIdAt(const std::string& text, size_t begin, size_t end, uint32_t* id) {
+  if (end - begin > 10) return false;
+  const uint64_t value = std::strtoull(text.c_str() + begin, nullptr, 10);
+  if (value > UINT32_MAX) return false;
+  *id = static_cast<uint32_t>(value);
+  return true;
+}
+
 // "ID:EPOCH" (--fault_pause_sequencer), EPOCH at least 1.
 bool ParseSequencerPause(const std::string& text, uint32_t* node, Epoch* epoch) {
   const size_t colon = text.find(':');
@@ -83,7 +93,7 @@ bool ParseSequencerPause(const std::string& text, uint32_t* node, Epoch* epoch) 
       text.find(':', colon + 1) != std::string::npos) {
     return false;
   }
-  *node = static_cast<uint32_t>(std::strtoul(text.c_str(), nullptr, 10));
+  if (!NodeIdAt(text, 0, colon, node)) return false;
   *epoch = std::strtoull(text.c_str() + colon + 1, nullptr, 10);
   return *epoch > 0;
 }
@@ -98,13 +108,11 @@ bool ParseDeafToHellos(const std::string& text, uint32_t* node, uint32_t* from,
       text.substr(0, second).find_first_not_of("0123456789:") != std::string::npos) {
     return false;
   }
-  // Node ids are 32-bit; a node deaf to itself would test nothing.
-  if (first > 10 || second - first - 1 > 10) return false;
-  const uint64_t deaf = std::strtoull(text.c_str(), nullptr, 10);
-  const uint64_t heard = std::strtoull(text.c_str() + first + 1, nullptr, 10);
-  if (deaf > UINT32_MAX || heard > UINT32_MAX || deaf == heard) return false;
-  *node = static_cast<uint32_t>(deaf);
-  *from = static_cast<uint32_t>(heard);
+  // A node deaf to itself would test nothing.
+  if (!NodeIdAt(text, 0, first, node) || !NodeIdAt(text, first + 1, second, from) ||
+      *node == *from) {
+    return false;
+  }
   *file = text.substr(second + 1);
   return true;
 }
@@ -285,7 +293,7 @@ std::string NodeParams::Validate(uint32_t partitions) const {
   if (!e.fault_pause_sequencer.empty() &&
       !ParseSequencerPause(e.fault_pause_sequencer, &paused_node, &paused_after)) {
     return "fault_pause_sequencer='" + e.fault_pause_sequencer +
-           "' is not NODE_ID:EPOCH (e.g. 0:150, an epoch of 1 or more)";
+           "' is not NODE_ID:EPOCH (e.g. 0:150, a 32-bit node id, an epoch of 1 or more)";
   }
   uint32_t deaf_node = 0, deaf_from = 0;
   std::string deaf_file;
