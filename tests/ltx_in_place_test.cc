@@ -31,6 +31,17 @@ LtxBenchOptions OnLtxThreads() {
 
 bool SamePosition(const SerialPosition& a, const SerialPosition& b) { return a == b; }
 
+// The log `sequence` makes, run with every LTX on an LTX thread, passes the
+// serial oracle and reaches `locked`'s state at `epoch`.
+template <typename Sequence>
+void ExpectSameStateOnLtxThreads(LtxBench* locked, Epoch epoch, const Sequence& sequence) {
+  LtxBench threads(OnLtxThreads());
+  sequence(&threads);
+  threads.Drain();
+  EXPECT_EQ(threads.CheckSerialOrder(), "");
+  EXPECT_EQ(threads.Digest(epoch), locked->Digest(epoch));
+}
+
 TEST(LtxInPlaceTest, AShortTxnInTheAreaWaitsForTheLocksAndRunsRightAfterTheInstall) {
   LtxBench bench(OnLtxThreads());
   const TxnId ltx = bench.Sequence(1, {LtxBench::Long({1}, {5, 6})})[0];
@@ -419,11 +430,9 @@ TEST(LtxLockedRunTest, ItReadsItsAreaAfterEveryEarlierWriterAndItsOtherReadsAtIt
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 
   // The same log on LTX threads reaches the same state.
-  LtxBench threads(OnLtxThreads());
-  EarlierWritersScenario(&threads, &ltx, &writer);
-  threads.Drain();
-  EXPECT_EQ(threads.CheckSerialOrder(), "");
-  EXPECT_EQ(threads.Digest(2), bench.Digest(2));
+  ExpectSameStateOnLtxThreads(&bench, 2, [&](LtxBench* threads) {
+    EarlierWritersScenario(threads, &ltx, &writer);
+  });
 }
 
 TEST(LtxLockedRunTest, AWriterOfAKeyItOnlyReadsIsNotBlockedByIt) {
@@ -496,11 +505,9 @@ TEST(LtxLockedRunTest, AShortTxnAfterItOverwritesItsKeyBeforeALaterLtxOfItsEpoch
   // B's checksum says it read A's key 5, not T's.
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 
-  LtxBench threads(OnLtxThreads());
-  ReleaseBeforeRecordScenario(&threads, &b, &t);
-  threads.Drain();
-  EXPECT_EQ(threads.CheckSerialOrder(), "");
-  EXPECT_EQ(threads.Digest(2), bench.Digest(2));
+  ExpectSameStateOnLtxThreads(&bench, 2, [&](LtxBench* threads) {
+    ReleaseBeforeRecordScenario(threads, &b, &t);
+  });
 }
 
 // The read rule with three LTXs (above), now run locked: A (reads key 1,
@@ -619,6 +626,109 @@ TEST(LtxLockedRunTest, AnUndeclaredReadGivesTheRunBackToAnLtxThreadAndTheLocksSt
   ASSERT_TRUE(bench.Result(ltx, &result));
   EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
   ASSERT_TRUE(bench.Result(waiting, &result));
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+}
+
+// A locked run's record carries its writes only for the LTXs begun after
+// it in its epoch, the only readers that take them from there (docs/ltx.md,
+// "Release, then record"); any other reader finds them in the store. Epoch
+// 1: A alone. Epoch 2: B, then C, which reads B's key 5. Epoch 3: D, which
+// reads key 5 too, from the store, after B's install.
+void RecordsScenario(LtxBench* bench, TxnId* c, TxnId* d) {
+  bench->Sequence(1, {LtxBench::Long({1}, {2})});
+  const auto ids = bench->Sequence(2, {LtxBench::Long({1}, {kCovered}), LtxBench::Long({kCovered}, {7})});
+  *c = ids[1];
+  *d = bench->Sequence(3, {LtxBench::Long({kCovered}, {8})})[0];
+  bench->Sequence(4, {});
+}
+
+TEST(LtxLockedRunTest, ItsRecordKeepsItsWritesOnlyForALaterLtxOfItsEpoch) {
+  LtxBench bench(InPlace());
+  TxnId c = 0, d = 0;
+  RecordsScenario(&bench, &c, &d);
+  // The values before any of it ran (later, their versions may be collected).
+  const std::map<Key, std::string> before = {{kCovered, ValueAtOne(&bench, kCovered)},
+                                             {7, ValueAtOne(&bench, 7)},
+                                             {8, ValueAtOne(&bench, 8)}};
+  bench.Drain();
+  EXPECT_EQ(bench.stats(0).ltx().locked_runs.load(), 4u);
+  EXPECT_EQ(bench.stats(0).ltx().locked_runs_given_back.load(), 0u);
+  EXPECT_EQ(bench.stats(0).ltx().locked_runs_writes_kept.load(), 1u) << "only B's is read";
+  std::string from_b;
+  ASSERT_TRUE(bench.ValueAt(0, kCovered, 3, &from_b));
+  ASSERT_NE(from_b, before.at(kCovered));
+  Result result;
+  for (TxnId id : {c, d}) {
+    ASSERT_TRUE(bench.Result(id, &result));
+    EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+    const Key own = id == c ? 7 : 8;
+    EXPECT_EQ(result.outcome.checksum,
+              bench.ChecksumReading(result.txn, {{kCovered, from_b}, {own, before.at(own)}}))
+        << (id == c ? "C" : "D") << " did not read B's write of key 5";
+  }
+  EXPECT_EQ(bench.CheckSerialOrder(), "");
+
+  ExpectSameStateOnLtxThreads(&bench, 4, [&](LtxBench* threads) {
+    RecordsScenario(threads, &c, &d);
+  });
+}
+
+// A checkpoint keeps a locked run that installed before it as installed,
+// with its commit record; one whose record kept no writes restores too.
+TEST(LtxLockedRunTest, ALockedRunInstalledBeforeTheCheckpointRestoresWithItsOutcomeOnly) {
+  auto scenario = [](LtxBench* bench) {
+    bench->Sequence(1, {LtxBench::Long({1}, {5, 6})});
+    bench->Sequence(2, {LtxBench::Rmw({5})});
+    bench->Drain();  // installed at epoch 2: the checkpoint is at epoch 2
+  };
+  LtxBench live(InPlace());
+  scenario(&live);
+  live.Sequence(3, {LtxBench::Rmw({5, 6}), LtxBench::Long({5}, {7})});
+  live.Sequence(4, {});
+  live.Drain();
+  ASSERT_EQ(live.CheckSerialOrder(), "");
+
+  LtxBench restarted(InPlace());
+  scenario(&restarted);
+  EXPECT_EQ(restarted.stats(0).ltx().locked_runs.load(), 1u);
+  EXPECT_EQ(restarted.stats(0).ltx().locked_runs_writes_kept.load(), 0u);
+  const LtxCheckpoint checkpoint = restarted.Checkpoint(0);
+  EXPECT_EQ(checkpoint.epoch, 2u);
+  ASSERT_EQ(restarted.Restart(checkpoint), "");
+  restarted.Sequence(3, {LtxBench::Rmw({5, 6}), LtxBench::Long({5}, {7})});
+  restarted.Sequence(4, {});
+  restarted.Drain();
+  EXPECT_TRUE(restarted.TakeRecords().empty());
+  EXPECT_EQ(restarted.Digest(4), live.Digest(4));
+}
+
+// A later LTX of its epoch whose own locked run is given back (it reads a
+// key it did not declare, in A's area) reads on an LTX thread, A pending
+// for it: it still takes A's write from A's record.
+TEST(LtxLockedRunTest, ALaterLtxOfItsEpochGivenBackToAThreadStillTakesItsWrites) {
+  LtxBench bench(InPlace());
+  Txn undeclared = LtxBench::Long({3, kCovered}, {7});
+  undeclared.mutable_ltx()->clear_read_area();
+  KeyRange* declared = undeclared.mutable_ltx()->add_read_area();
+  declared->set_lo(3);
+  declared->set_hi(3);
+  const auto ids = bench.Sequence(1, {LtxBench::Long({1}, {kCovered}), undeclared});
+  bench.Sequence(2, {});
+  const std::map<Key, std::string> before = {
+      {3, ValueAtOne(&bench, 3)}, {kCovered, ValueAtOne(&bench, kCovered)}, {7, ValueAtOne(&bench, 7)}};
+  bench.Drain();
+  EXPECT_EQ(bench.stats(0).ltx().locked_runs_given_back.load(), 1u);
+  EXPECT_EQ(bench.stats(0).ltx().locked_runs_writes_kept.load(), 1u);
+  std::string from_a;
+  ASSERT_TRUE(bench.ValueAt(0, kCovered, 2, &from_a));
+  ASSERT_NE(from_a, before.at(kCovered));
+  Result result;
+  ASSERT_TRUE(bench.Result(ids[1], &result));
+  EXPECT_FALSE(result.outcome.aborted) << result.outcome.abort_reason;
+  EXPECT_EQ(result.outcome.checksum,
+            bench.ChecksumReading(result.txn,
+                                  {{3, before.at(3)}, {kCovered, from_a}, {7, before.at(7)}}))
+      << "it did not read A's write of key 5";
   EXPECT_EQ(bench.CheckSerialOrder(), "");
 }
 

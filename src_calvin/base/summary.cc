@@ -81,6 +81,7 @@ void LtxSummary::Add(const LtxSummary& other) {
   early_reads += other.early_reads;
   locked_runs += other.locked_runs;
   locked_runs_given_back += other.locked_runs_given_back;
+  locked_runs_writes_kept += other.locked_runs_writes_kept;
   pushed_down_shares += other.pushed_down_shares;
   pushed_down_rows += other.pushed_down_rows;
   guards += other.guards;
@@ -193,7 +194,9 @@ std::string RunSummary::ToText() const {
   }
   if (ltx.locked_runs + ltx.locked_runs_given_back > 0) {
     out << "LTXs in place run locked on a worker: " << ltx.locked_runs
-        << " (given back to an LTX thread: " << ltx.locked_runs_given_back << ")\n";
+        << " (given back to an LTX thread: " << ltx.locked_runs_given_back
+        << "; writes kept in the record for a later LTX of the same epoch: "
+        << ltx.locked_runs_writes_kept << ")\n";
   }
   if (ltx.pushed_down_shares > 0) {
     out << "Long-scan shares summarized where their rows are: " << ltx.pushed_down_shares
@@ -347,6 +350,7 @@ SummaryFile RunSummary::ToFile() const {
     out->set_early_reads(ltx.early_reads);
     out->set_locked_runs(ltx.locked_runs);
     out->set_locked_runs_given_back(ltx.locked_runs_given_back);
+    out->set_locked_runs_writes_kept(ltx.locked_runs_writes_kept);
     out->set_pushed_down_shares(ltx.pushed_down_shares);
     out->set_pushed_down_rows(ltx.pushed_down_rows);
     out->set_guards(ltx.guards);
@@ -436,6 +440,7 @@ std::string RunSummary::FromFile(const SummaryFile& file, RunSummary* out) {
     s.ltx.early_reads = in.early_reads();
     s.ltx.locked_runs = in.locked_runs();
     s.ltx.locked_runs_given_back = in.locked_runs_given_back();
+    s.ltx.locked_runs_writes_kept = in.locked_runs_writes_kept();
     s.ltx.pushed_down_shares = in.pushed_down_shares();
     s.ltx.pushed_down_rows = in.pushed_down_rows();
     s.ltx.guards = in.guards();

@@ -63,6 +63,7 @@ struct LtxSummary {
   uint64_t early_reads = 0;     // LTXs that read an unresolved (finished) LTX's writes
   uint64_t locked_runs = 0;     // LTXs in place run under their install's locks
   uint64_t locked_runs_given_back = 0;  // of those, given back to an LTX thread
+  uint64_t locked_runs_writes_kept = 0;  // of those, whose record kept their writes
   uint64_t pushed_down_shares = 0;  // long-scan shares summarized where their rows are
   uint64_t pushed_down_rows = 0;    // the rows those shares folded (not shipped)
   uint64_t guards = 0;          // guard records against starvation

@@ -99,6 +99,9 @@ struct LtxCounters {
   std::atomic<uint64_t> early_reads{0};     // LTXs that read an unresolved LTX's writes
   std::atomic<uint64_t> locked_runs{0};     // LTXs in place run under their install's locks
   std::atomic<uint64_t> locked_runs_given_back{0};  // of those, given back to an LTX thread
+  // Of those, the ones whose record kept their writes for the LTXs begun
+  // after them in their epoch (the others' records carry their outcome alone).
+  std::atomic<uint64_t> locked_runs_writes_kept{0};
   // Long-scan shares this node summarized in place (Application::
   // SummarizesScans) and the rows they folded: what did not travel. LTX
   // threads add to these concurrently, so with fetch_add, not Add.

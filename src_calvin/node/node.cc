@@ -1408,6 +1408,7 @@ RunSummary Node::Summary() const {
   summary.ltx.early_reads = ltx.early_reads.load();
   summary.ltx.locked_runs = ltx.locked_runs.load();
   summary.ltx.locked_runs_given_back = ltx.locked_runs_given_back.load();
+  summary.ltx.locked_runs_writes_kept = ltx.locked_runs_writes_kept.load();
   summary.ltx.pushed_down_shares = ltx.pushed_down_shares.load();
   summary.ltx.pushed_down_rows = ltx.pushed_down_rows.load();
   summary.ltx.guards = ltx.guards.load();

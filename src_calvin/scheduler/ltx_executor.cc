@@ -537,6 +537,18 @@ Txn LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& writ
   return record;
 }
 
+void LtxCommitOutcome(const Txn& begin, uint64_t checksum, Txn* out) {
+  out->Clear();
+  out->set_txn_class(LTX);
+  out->set_origin_partition(begin.origin_partition());
+  out->set_origin_node(begin.origin_node());
+  LtxRecord* ltx = out->mutable_ltx();
+  ltx->set_kind(LTX_COMMIT);
+  ltx->set_ltx_id(begin.id());
+  ltx->set_checksum(checksum);
+  ltx->set_origin_node(begin.origin_node());
+}
+
 void LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& write_area,
                      const std::set<TxnId>& read_from, Txn* out) {
   out->Clear();
@@ -561,15 +573,8 @@ void LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& wri
   std::sort(finals.begin(), finals.end(), [](const Final& a, const Final& b) {
     return a.key != b.key ? a.key < b.key : a.order < b.order;
   });
-  Txn& record = *out;
-  record.set_txn_class(LTX);
-  record.set_origin_partition(begin.origin_partition());
-  record.set_origin_node(begin.origin_node());
-  LtxRecord* ltx = record.mutable_ltx();
-  ltx->set_kind(LTX_COMMIT);
-  ltx->set_ltx_id(begin.id());
-  ltx->set_checksum(round.outcome.checksum);
-  ltx->set_origin_node(begin.origin_node());
+  LtxCommitOutcome(begin, round.outcome.checksum, out);
+  LtxRecord* ltx = out->mutable_ltx();
   ltx->mutable_read_from()->Add(read_from.begin(), read_from.end());
   ltx->mutable_writes()->Reserve(static_cast<int>(finals.size()));
   for (size_t i = 0; i < finals.size(); ++i) {

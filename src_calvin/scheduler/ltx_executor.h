@@ -125,6 +125,10 @@ Txn LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& writ
 // The same, built into `out` (cleared first), which may live on an arena.
 void LtxFinishRecord(const Txn& begin, const LtxRound& round, const KeyArea& write_area,
                      const std::set<TxnId>& read_from, Txn* out);
+// The commit record of LTX `begin` without its writes: its outcome
+// (`checksum`) alone, into `out` (cleared first). For a locked run in place
+// whose writes no other LTX reads from its record (LtxInstall::keep_writes).
+void LtxCommitOutcome(const Txn& begin, uint64_t checksum, Txn* out);
 
 class LtxExecutor {
  public:

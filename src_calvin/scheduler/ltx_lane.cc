@@ -756,6 +756,16 @@ void LtxLane::PrepareLockedRun(Entry* entry) {
     install.chosen_records = std::move(task.records);
   }
   install.report = entry->origin_here && Acts(entry->resolved_epoch);
+  // Who reads an LTX in place's writes from its record: only the LTXs
+  // begun after it in its epoch, which have it in their pending lists
+  // (resolved at its placement, it is pending for no later one); every
+  // other reader takes them from the store once it installed. All of its
+  // epoch's LTXs are known by now (it is placed, the epoch is admitted).
+  // Without such an LTX the record keeps its outcome alone, and the worker
+  // skips copying thousands of values that nothing would read.
+  auto next = ltxs_.upper_bound(entry->id);
+  install.keep_writes = next != ltxs_.end() && next->second.begin_epoch == entry->begin_epoch;
+  if (install.keep_writes) LtxCounters::Add(stats_->ltx().locked_runs_writes_kept);
   install.outcome.position = SerialPosition{entry->begin_epoch + 1, 0, 0, entry->id};
   install.awaiting_writes = false;
   LtxCounters::Add(stats_->ltx().locked_runs);

@@ -61,8 +61,11 @@ struct LtxInstall {
   // `snapshot`, or the value the lane chose for them (`chosen`, views into
   // `chosen_records`). A procedure that reads anything else gives the run
   // back (`gave_back`): it then runs on an LTX thread, the locks still held.
-  // The worker leaves its commit or abort record in `record`.
+  // The worker leaves its commit or abort record in `record`; a commit
+  // record carries the writes only if `keep_writes`: an LTX begun after it
+  // in its epoch may take them from there (LtxLane::PrepareLockedRun).
   bool run_here = false;
+  bool keep_writes = true;
   bool gave_back = false;
   Epoch snapshot = 0;
   std::vector<Key> declared;

@@ -300,14 +300,17 @@ void WorkerPool::RunLocked(TxnWork* work, Context* context) {
   // instead of one allocation per write made here. The first block is
   // sized to the writes, so a small LTX's record, kept until the lane
   // forgets it, stays small.
+  const bool outcome_only = commit && !install.keep_writes;
+  const size_t kept_writes = outcome_only ? 0 : last.writes.size() + last.deletes.size();
   google::protobuf::ArenaOptions arena_options;
   arena_options.start_block_size =
-      std::clamp<size_t>(size_t{128} * (last.writes.size() + last.deletes.size()), size_t{1} << 10,
-                         size_t{64} << 10);
+      std::clamp<size_t>(size_t{128} * kept_writes, size_t{1} << 10, size_t{64} << 10);
   arena_options.max_block_size = size_t{1} << 20;
   auto arena = std::make_shared<google::protobuf::Arena>(arena_options);
   Txn* record = google::protobuf::Arena::CreateMessage<Txn>(arena.get());
-  if (reason.empty()) {
+  if (outcome_only) {
+    LtxCommitOutcome(begin, last.outcome.checksum, record);
+  } else if (reason.empty()) {
     LtxFinishRecord(begin, last, area, {}, record);  // an abort if it wrote outside its area
     DCHECK_EQ(commit, record->ltx().kind() == LTX_COMMIT);
   } else {
