@@ -75,6 +75,32 @@ TEST(LockManagerTest, ExclusiveRequestsAreGrantedInFifoOrder) {
   EXPECT_EQ(locks.locked_keys(), 0u);
 }
 
+// Oldest names the head of a key's queue; fetching ahead for it
+// (PrefetchOldest, every stage) is only a hint: it never faults, on a key
+// never locked, one locked, or one whose queue is gone, and changes nothing.
+TEST(LockManagerTest, OldestIsTheQueueHeadAndFetchingAheadForItChangesNothing) {
+  LockManager locks;
+  TxnPool pool;
+  LockedTxn* first = pool.Make({{7, kShared}});
+  LockedTxn* second = pool.Make({{7, kExclusive}});
+  auto fetch_every_stage = [&](Key key) {
+    for (int stage = 1; stage <= 3; ++stage) locks.PrefetchOldest(key, stage);
+  };
+  fetch_every_stage(7);
+  EXPECT_EQ(locks.Oldest(7), nullptr);
+  ASSERT_TRUE(locks.Acquire(first));
+  ASSERT_FALSE(locks.Acquire(second));
+  for (Key key : {Key{7}, Key{8}, ~Key{0}}) fetch_every_stage(key);
+  EXPECT_EQ(locks.Oldest(7), first);
+  EXPECT_EQ(locks.Oldest(8), nullptr);
+  EXPECT_EQ(ReleaseAndCollect(&locks, first), Ready{second});
+  fetch_every_stage(7);
+  EXPECT_EQ(locks.Oldest(7), second);
+  EXPECT_TRUE(ReleaseAndCollect(&locks, second).empty());
+  fetch_every_stage(7);
+  EXPECT_EQ(locks.Oldest(7), nullptr);
+}
+
 TEST(LockManagerTest, SharedReadersAreGrantedTogether) {
   LockManager locks;
   TxnPool pool;

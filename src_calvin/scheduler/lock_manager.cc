@@ -58,6 +58,16 @@ const LockedTxn* LockManager::Oldest(Key key) const {
   return nullptr;
 }
 
+void LockManager::PrefetchOldest(Key key, int stage) const {
+  const Slot& home = slots_[Home(key)];
+  if (stage == 1) {
+    __builtin_prefetch(&home);
+  } else if (home.entry && home.key == key) {
+    if (stage == 2) __builtin_prefetch(home.entry);
+    else if (const LockRequest* head = home.entry->head) __builtin_prefetch(head);
+  }
+}
+
 LockEntry* LockManager::FindOrInsert(Key key) {
   size_t i = Home(key);
   while (slots_[i].entry) {

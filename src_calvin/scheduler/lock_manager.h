@@ -36,6 +36,10 @@ class LockManager {
   // The txn at the head of `key`'s queue (the oldest that holds or waits
   // for it), or nullptr if no txn asked for the key.
   const LockedTxn* Oldest(Key key) const;
+  // Fetches ahead what Oldest(key) will touch, one dependent step per
+  // stage (1: its slot; 2: its entry; 3: the request at the head of its
+  // queue), each once the previous stage's line is likely in the cache.
+  void PrefetchOldest(Key key, int stage) const;
 
  private:
   struct Slot {

@@ -720,8 +720,18 @@ bool LtxLane::LockedReadsReady(Entry* entry) {
   // a key settles for good. With no LTX pending for it (the common case)
   // only settling counts.
   const bool pending = !entry->pending.empty();
-  while (entry->readable_reads < entry->declared_reads.size()) {
-    const Key key = entry->declared_reads[entry->readable_reads];
+  const std::vector<Key>& keys = entry->declared_reads;
+  while (entry->readable_reads < keys.size()) {
+    // Thousands of keys, each a few dependent cache misses in the lock
+    // table: fetch three stages ahead (slot, entry, queue head).
+    if (settled_prefetch_) {
+      const size_t at = entry->readable_reads;
+      for (int stage = 1; stage <= 3; ++stage) {
+        const size_t ahead = at + static_cast<size_t>(4 * (4 - stage));
+        if (ahead < keys.size()) settled_prefetch_(keys[ahead], stage);
+      }
+    }
+    const Key key = keys[entry->readable_reads];
     if (pending) {
       scratch_covering_.clear();
       if (KeyCoveredUnresolved(key, plan, &scratch_covering_)) return false;

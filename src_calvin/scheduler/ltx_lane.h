@@ -125,7 +125,14 @@ class LtxLane {
   // How the lane learns that a key's value at an epoch is final on this
   // partition before the epoch is published (RwLane::Settled): LTX reads of
   // such keys are served at once. Without it they wait for publication.
-  void SetSettledCheck(std::function<bool(Key, Epoch)> settled) { settled_ = std::move(settled); }
+  // `prefetch` fetches ahead what `settled` will touch for a key, in stages
+  // (RwLane::PrefetchSettled), so that checking thousands of keys overlaps
+  // their cache misses.
+  void SetSettledCheck(std::function<bool(Key, Epoch)> settled,
+                       std::function<void(Key, int)> prefetch) {
+    settled_ = std::move(settled);
+    settled_prefetch_ = std::move(prefetch);
+  }
 
   void Start() { executor_.Start(); }
   void Stop() { executor_.Stop(); }
@@ -573,6 +580,7 @@ class LtxLane {
   std::vector<OwedRead> owed_;    // from before the restart, not answered yet
   std::vector<LtxReadRequest> unread_;  // had reached it before the restart, not taken up yet
   std::function<bool(Key, Epoch)> settled_;
+  std::function<void(Key, int)> settled_prefetch_;
   LtxOutcomes outcomes_;
 };
 

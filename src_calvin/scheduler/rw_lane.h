@@ -32,6 +32,8 @@ class RwLane {
   // before holds or waits for its lock. Valid once every epoch up to
   // `epoch` is admitted (their txns asked for their locks in order).
   bool Settled(Key key, Epoch epoch) const;
+  // Fetches ahead what Settled(key, ...) will touch (LockManager::PrefetchOldest).
+  void PrefetchSettled(Key key, int stage) const { locks_.PrefetchOldest(key, stage); }
 
  private:
   void BuildRequests(TxnWork* work);

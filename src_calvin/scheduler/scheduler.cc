@@ -77,7 +77,8 @@ Scheduler::Scheduler(const SchedulerOptions& options, Store* store, const Applic
                    }}) {
   merger_.set_window(options.max_buffered_epochs);
   participants_.SetAnsweringNode(options.answering_node);
-  ltx_lane_.SetSettledCheck([this](Key key, Epoch epoch) { return rw_lane_.Settled(key, epoch); });
+  ltx_lane_.SetSettledCheck([this](Key key, Epoch epoch) { return rw_lane_.Settled(key, epoch); },
+                            [this](Key key, int stage) { rw_lane_.PrefetchSettled(key, stage); });
   store_slot_ = store_->RegisterThread();
   CHECK_GE(stats_->workers(), options_.stats_slots())
       << "NodeStats needs SchedulerOptions::stats_slots() slots";
