@@ -55,8 +55,9 @@ class WorkQueue {
   // Blocks for the next items this worker may run, read-write work first:
   // up to `max_take` read-write items but no more than a `takers`-th of
   // those queued (the rest stays for the other workers) and none past one
-  // that runs alone, or one read-only item (or one that runs alone). False once closed and drained. At hundreds of thousands of txns
-  // per second, a few items per lock spare most of the queue's lock traffic.
+  // that runs alone, or one read-only item (or one that runs alone).
+  // False once closed and drained. At hundreds of thousands of txns per
+  // second, a few items per lock spare most of the queue's lock traffic.
   bool Pop(bool may_run_read_only, size_t takers, size_t max_take, std::vector<WorkItem>* items) {
     std::unique_lock<std::mutex> lock(mu_);
     auto& cv = may_run_read_only ? any_cv_ : read_write_cv_;
