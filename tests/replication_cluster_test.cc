@@ -35,6 +35,20 @@ std::map<uint64_t, std::string> Commits(const std::string& output) {
   return commits;
 }
 
+// The term of the last "leading <term>" line in a member's output (0: none).
+uint64_t LastLeadingTerm(const std::string& output) {
+  const size_t at = output.rfind("leading ");
+  return at == std::string::npos ? 0 : std::stoull(output.substr(at + 8));
+}
+
+// The line a member prints when entry `n` that `id` proposed as leader in
+// `term` is committed: unique, so a wait for it never matches an earlier
+// leadership's entry (a restarted member counts from 0 again).
+std::string OwnEntry(int id, uint64_t term, int n) {
+  return "from-" + std::to_string(id) + "-" + std::to_string(term) + "-" + std::to_string(n) +
+         "\n";
+}
+
 size_t Count(const std::string& text, const std::string& what) {
   size_t count = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
@@ -73,14 +87,27 @@ TEST(ReplicationClusterTest, LeaderKilledAnotherTakesOverNothingCommittedIsLost)
         kTimeoutMs);
     return found;
   };
+  // Waits until member `i`, leading, has committed the tenth entry of its
+  // latest term (re-read while waiting: it may be elected again); returns
+  // that entry's line, empty on timeout.
+  auto tenth_own_entry = [&](int i) {
+    std::string line;
+    const bool found = WaitUntil(
+        [&] {
+          poll();
+          line = OwnEntry(i + 1, LastLeadingTerm(children[i]->output()), 10);
+          return children[i]->output().find(line) != std::string::npos;
+        },
+        kTimeoutMs);
+    return found ? line : std::string();
+  };
   int leader = leader_other_than(-1, {0, 0, 0});
   ASSERT_GE(leader, 0) << "no leader elected; member 1 printed: " << children[0]->output();
   std::vector<double> failovers_ms;
   for (int round = 0; round < 3; ++round) {
     const std::string id = std::to_string(leader + 1);
     // Its own entries committed for a while: the state the kill interrupts.
-    ASSERT_TRUE(children[leader]->WaitForOutput(
-        "from-" + id + "-" + std::to_string(10 * (round + 1)) + "\n", kTimeoutMs));
+    ASSERT_FALSE(tenth_own_entry(leader).empty()) << "member " << id << " stopped committing";
     std::vector<size_t> leads(3);
     for (size_t i = 0; i < 3; ++i) leads[i] = Count(children[i]->output(), "leading ");
     children[leader]->Signal(SIGKILL);
@@ -93,8 +120,10 @@ TEST(ReplicationClusterTest, LeaderKilledAnotherTakesOverNothingCommittedIsLost)
     ASSERT_GE(next, 0) << "no leader after killing member " << id;
     failovers_ms.push_back(std::chrono::duration<double, std::milli>(
                                std::chrono::steady_clock::now() - killed).count());
-    const std::string next_id = std::to_string(next + 1);
-    const std::string goal = "from-" + next_id + "-" + std::to_string(10 * (round + 1)) + "\n";
+    // The new leader's tenth entry: every member that has it has every
+    // entry before it, the dead leader's committed ones included.
+    const std::string goal = tenth_own_entry(next);
+    ASSERT_FALSE(goal.empty()) << "member " << next + 1 << " leads but commits nothing";
     for (size_t i = 0; i < 3; ++i) {
       if (children[i]) {
         ASSERT_TRUE(children[i]->WaitForOutput(goal, kTimeoutMs));

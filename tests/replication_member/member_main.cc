@@ -1,6 +1,7 @@
 // One member of a replicated log in a process of its own, for the tests
 // that kill members with SIGKILL (tests/replication_cluster_test.cc).
-// While it leads it proposes "from-<id>-<n>" every --propose_ms; it prints
+// While it leads it proposes "from-<id>-<term>-<n>" (n counts from 0 in each
+// term) every --propose_ms; it prints
 // one line per event, flushed: "commit <index> <bytes>", "leading <term>",
 // "restored <index>". It runs until it is killed.
 #include <gflags/gflags.h>
@@ -42,11 +43,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
+  // The term in each entry makes it unique across leaderships and across
+  // this member's restarts, so a test waiting for one cannot match an
+  // entry from an earlier life.
   std::thread([&log] {
-    for (uint64_t n = 0;; ) {
-      if (log->leadership().leading &&
-          log->Propose("from-" + std::to_string(FLAGS_id) + "-" + std::to_string(n)).status ==
-              ProposeResult::Status::kAppended)
+    for (uint64_t term = 0, n = 0;;) {
+      const Leadership now = log->leadership();
+      if (now.term != term) term = now.term, n = 0;
+      if (now.leading && log->Propose("from-" + std::to_string(FLAGS_id) + "-" +
+                                      std::to_string(term) + "-" + std::to_string(n))
+                                 .status == ProposeResult::Status::kAppended)
         ++n;
       std::this_thread::sleep_for(std::chrono::milliseconds(FLAGS_propose_ms));  // the epoch clock
     }
