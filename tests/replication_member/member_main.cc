@@ -1,9 +1,9 @@
 // One member of a replicated log in a process of its own, for the tests
 // that kill members with SIGKILL (tests/replication_cluster_test.cc).
 // While it leads it proposes "from-<id>-<term>-<n>" (n counts from 0 in each
-// term) every --propose_ms; it prints
-// one line per event, flushed: "commit <index> <bytes>", "leading <term>",
-// "restored <index>". It runs until it is killed.
+// term) every --propose_ms; it prints one line per event, flushed:
+// "commit <index> <bytes>", "leading <term>", "restored <index>". It runs
+// until it is killed.
 #include <gflags/gflags.h>
 
 #include <chrono>
@@ -49,7 +49,10 @@ int main(int argc, char** argv) {
   std::thread([&log] {
     for (uint64_t term = 0, n = 0;;) {
       const Leadership now = log->leadership();
-      if (now.term != term) term = now.term, n = 0;
+      if (now.term != term) {
+        term = now.term;
+        n = 0;
+      }
       if (now.leading && log->Propose("from-" + std::to_string(FLAGS_id) + "-" +
                                       std::to_string(term) + "-" + std::to_string(n))
                                  .status == ProposeResult::Status::kAppended)
