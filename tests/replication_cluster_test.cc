@@ -35,10 +35,13 @@ std::map<uint64_t, std::string> Commits(const std::string& output) {
   return commits;
 }
 
+// How a member's "leading <term>" line starts.
+constexpr char kLeading[] = "leading ";
+
 // The term of the last "leading <term>" line in a member's output (0: none).
 uint64_t LastLeadingTerm(const std::string& output) {
-  const size_t at = output.rfind("leading ");
-  return at == std::string::npos ? 0 : std::stoull(output.substr(at + 8));
+  const size_t at = output.rfind(kLeading);
+  return at == std::string::npos ? 0 : std::stoull(output.substr(at + sizeof(kLeading) - 1));
 }
 
 // The line a member prints when entry `n` that `id` proposed as leader in
@@ -80,7 +83,7 @@ TEST(ReplicationClusterTest, LeaderKilledAnotherTakesOverNothingCommittedIsLost)
           poll();
           for (size_t i = 0; i < 3; ++i)
             if (static_cast<int>(i) != dead && children[i] &&
-                Count(children[i]->output(), "leading ") > leads_before[i])
+                Count(children[i]->output(), kLeading) > leads_before[i])
               found = static_cast<int>(i);
           return found >= 0;
         },
@@ -109,7 +112,7 @@ TEST(ReplicationClusterTest, LeaderKilledAnotherTakesOverNothingCommittedIsLost)
     // Its own entries committed for a while: the state the kill interrupts.
     ASSERT_FALSE(tenth_own_entry(leader).empty()) << "member " << id << " stopped committing";
     std::vector<size_t> leads(3);
-    for (size_t i = 0; i < 3; ++i) leads[i] = Count(children[i]->output(), "leading ");
+    for (size_t i = 0; i < 3; ++i) leads[i] = Count(children[i]->output(), kLeading);
     children[leader]->Signal(SIGKILL);
     const auto killed = std::chrono::steady_clock::now();
     const int next = leader_other_than(leader, leads);
