@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "tests/replication_member/member_entry.h"
 
 namespace paxflow::testing {
 namespace {
@@ -44,13 +45,9 @@ uint64_t LastLeadingTerm(const std::string& output) {
   return at == std::string::npos ? 0 : std::stoull(output.substr(at + sizeof(kLeading) - 1));
 }
 
-// The line a member prints when entry `n` that `id` proposed as leader in
-// `term` is committed: unique, so a wait for it never matches an earlier
-// leadership's entry (a restarted member counts from 0 again).
-std::string OwnEntry(int id, uint64_t term, int n) {
-  return "from-" + std::to_string(id) + "-" + std::to_string(term) + "-" + std::to_string(n) +
-         "\n";
-}
+// The end of the line a member prints when entry `n` that `id` proposed as
+// leader in `term` is committed (MemberEntry: unique across its lives).
+std::string OwnEntry(int id, uint64_t term, int n) { return MemberEntry(id, term, n) + "\n"; }
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t count = 0;

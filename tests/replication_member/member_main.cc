@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "replication/raft_log.h"
+#include "tests/replication_member/member_entry.h"
 
 DEFINE_uint64(id, 0, "this member's id (> 0)");
 DEFINE_string(members, "", "every member of the group: id=127.0.0.1:port,...");
@@ -43,9 +44,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
-  // The term in each entry makes it unique across leaderships and across
-  // this member's restarts, so a test waiting for one cannot match an
-  // entry from an earlier life.
   std::thread([&log] {
     for (uint64_t term = 0, n = 0;;) {
       const Leadership now = log->leadership();
@@ -53,9 +51,8 @@ int main(int argc, char** argv) {
         term = now.term;
         n = 0;
       }
-      if (now.leading && log->Propose("from-" + std::to_string(FLAGS_id) + "-" +
-                                      std::to_string(term) + "-" + std::to_string(n))
-                                 .status == ProposeResult::Status::kAppended)
+      if (now.leading && log->Propose(paxflow::MemberEntry(FLAGS_id, term, n)).status ==
+                             ProposeResult::Status::kAppended)
         ++n;
       std::this_thread::sleep_for(std::chrono::milliseconds(FLAGS_propose_ms));  // the epoch clock
     }
